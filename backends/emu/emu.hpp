@@ -1,0 +1,8 @@
+// Everything a program needs to run kernels on the emulator.
+#pragma once
+
+#include "emu_backend.hpp"
+#include "emulator.hpp"
+#include "schedule.hpp"
+#include "strategy.hpp"
+#include "trace.hpp"

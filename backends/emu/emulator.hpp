@@ -1,0 +1,89 @@
+// The emulator's public interface: launch a kernel on a grid of emulated
+// CTAs, one fiber per warp, under a chosen scheduling strategy, and get back
+// what happened.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "schedule.hpp"
+#include "strategy.hpp"
+#include "trace.hpp"
+
+namespace wspipe::emu {
+
+struct LaunchConfig {
+  std::uint32_t num_clusters = 1;
+  std::uint32_t cluster_size = 1;   // CTAs per cluster: 1 or 2
+  std::uint32_t warps_per_cta = 1;  // 1..32
+  std::size_t smem_bytes = 0;       // per CTA; shared_storage<T>() needs sizeof(T) <= this
+  std::vector<std::string> warp_roles;  // optional names by CTA warp index ("producer")
+};
+
+struct RunOptions {
+  StrategyParams strategy;
+  std::uint64_t max_steps = 5'000'000;  // step budget; running out is reported as a livelock
+  bool trace = true;
+  // try_wait may return false on a phase that has not completed yet (the
+  // hardware's suspend time limit), instead of blocking until it does.
+  bool spurious_try_wait = false;
+};
+
+enum class Status { ok, violation, deadlock, livelock };
+const char* to_string(Status s);
+
+struct Violation {
+  std::string rule;     // e.g. "mbarrier.over-arrival"
+  std::string message;  // what happened, in words
+  std::string warp;     // "cta0/w1 consumer"
+  std::string object;   // "empty[2] (cta0)"
+  std::uint64_t step = 0;
+  std::string file;     // the kernel's source location
+  std::uint32_t line = 0;
+};
+
+// What an unfinished warp was doing when the run stopped.
+struct BlockedWarp {
+  std::string warp;
+  std::string op;      // "wait", "bar.sync", "cluster_sync", "running"
+  std::string object;  // barrier name
+  std::string state;   // awaited parity, phase, pending, expected, tx ...
+  std::uint64_t since = 0;
+  std::string file;
+  std::uint32_t line = 0;
+  std::vector<std::string> last_events;  // on that object, oldest first (needs the trace)
+};
+
+struct RunResult {
+  Status status = Status::ok;
+  std::vector<Violation> violations;  // the first one stopped the run
+  std::vector<BlockedWarp> blocked;   // deadlock and livelock: every unfinished warp
+  Schedule schedule;                  // replays this run
+  Trace trace;                        // empty unless RunOptions::trace
+  std::uint64_t steps = 0;
+
+  // The report a person reads: the status, then the violation or what each
+  // blocked warp waits on and the last events on that object.
+  std::string report() const;
+};
+
+// A replayed schedule that does not fit the kernel and options it is
+// replayed with: bad input, not a finding.
+class ScheduleMismatch : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// A launch configuration the emulator cannot run.
+class BadLaunch : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Runs `body` once per warp (each on its own fiber) of every CTA of the
+// grid; inside, EmuBackend's operations act for the calling warp.
+RunResult run(const LaunchConfig& launch, const std::function<void()>& body, const RunOptions& options);
+
+}  // namespace wspipe::emu

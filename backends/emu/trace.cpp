@@ -1,0 +1,207 @@
+#include "trace.hpp"
+
+#include <cstdio>
+#include <map>
+#include <ostream>
+
+#include "emulator.hpp"
+
+namespace wspipe::emu {
+
+const char* to_string(EventKind k) {
+  switch (k) {
+    case EventKind::start: return "start";
+    case EventKind::exit: return "exit";
+    case EventKind::init: return "init";
+    case EventKind::inval: return "inval";
+    case EventKind::fence_init: return "fence_init";
+    case EventKind::arrive: return "arrive";
+    case EventKind::expect_tx: return "expect_tx";
+    case EventKind::complete_tx: return "complete_tx";
+    case EventKind::wait: return "wait";
+    case EventKind::try_wait: return "try_wait";
+    case EventKind::phase: return "phase";
+    case EventKind::named_arrive: return "bar.arrive";
+    case EventKind::named_pass: return "bar.sync";
+    case EventKind::cluster_arrive: return "cluster.arrive";
+    case EventKind::cluster_pass: return "cluster.wait";
+    case EventKind::syncwarp: return "syncwarp";
+    case EventKind::violation: return "violation";
+  }
+  return "?";
+}
+
+std::string json_quote(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(ch)));
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string Trace::object_name(std::int32_t id) const {
+  if (id < 0 || static_cast<std::size_t>(id) >= objects.size()) return "";
+  return objects[id].name + (num_ctas > 1 ? "@cta" + std::to_string(objects[id].cta) : "");
+}
+
+std::string Trace::location(const Event& e) const {
+  if (e.file == nullptr || e.line == 0) return "";
+  std::string f = e.file;
+  if (!strip_prefix.empty() && f.rfind(strip_prefix, 0) == 0) f = f.substr(strip_prefix.size());
+  return f + ":" + std::to_string(e.line);
+}
+
+std::string Trace::describe(const Event& e) const {
+  const std::string obj = object_name(e.object);
+  auto n = [](std::int64_t v) { return std::to_string(v); };
+  switch (e.kind) {
+    case EventKind::start: return "start";
+    case EventKind::exit: return "exit";
+    case EventKind::init: return "init " + obj + " count=" + n(e.a);
+    case EventKind::inval: return "inval " + obj;
+    case EventKind::fence_init: return "fence_init (" + n(e.a) + " barriers published)";
+    case EventKind::arrive:
+      return std::string(e.remote ? "remote arrive " : "arrive ") + obj + " count=" + n(e.a) + " -> pending=" + n(e.b) +
+             " tx=" + n(e.c);
+    case EventKind::expect_tx: return "expect_tx " + obj + " +" + n(e.a) + " -> tx=" + n(e.c);
+    case EventKind::complete_tx: return "complete_tx " + obj + " -" + n(e.a) + " -> tx=" + n(e.c);
+    case EventKind::wait:
+      return "wait " + obj + " parity=" + n(e.a) + " ok (phase " + n(e.b) + " done" +
+             (e.step > e.begin ? ", blocked " + n(static_cast<std::int64_t>(e.step - e.begin)) + " steps)" : ")");
+    case EventKind::try_wait: return "try_wait " + obj + " parity=" + n(e.a) + (e.c ? " -> true" : " -> false");
+    case EventKind::phase: return "phase complete " + obj + " -> now phase " + n(e.a);
+    case EventKind::named_arrive: return "bar.arrive id=" + n(e.a) + " threads=" + n(e.b) + " arrived=" + n(e.c);
+    case EventKind::named_pass: return "bar.sync id=" + n(e.a) + " passed";
+    case EventKind::cluster_arrive: return "cluster.arrive " + n(e.a) + "/" + n(e.b) + " threads";
+    case EventKind::cluster_pass: return "cluster.wait passed";
+    case EventKind::syncwarp: return "syncwarp";
+    case EventKind::violation: return "VIOLATION";
+  }
+  return "?";
+}
+
+void Trace::write_text(std::ostream& out) const {
+  std::size_t width = 8;
+  for (const auto& w : warps) width = std::max(width, w.name.size());
+  for (const Event& e : events) {
+    char step[24];
+    std::snprintf(step, sizeof step, "%8llu  ", static_cast<unsigned long long>(e.step));
+    std::string who = e.warp >= 0 ? warps[e.warp].name : "";
+    who.resize(width, ' ');
+    out << step << who << "  " << describe(e);
+    const std::string loc = location(e);
+    if (!loc.empty()) out << "    @ " << loc;
+    out << '\n';
+  }
+}
+
+std::vector<const Event*> Trace::last_on(std::int32_t object, std::size_t n) const {
+  std::vector<const Event*> found;
+  for (auto it = events.rbegin(); it != events.rend() && found.size() < n; ++it)
+    if (it->object == object) found.push_back(&*it);
+  return {found.rbegin(), found.rend()};
+}
+
+void Trace::write_chrome_json(std::ostream& out) const {
+  // Timestamps are steps: one step is one microsecond on the viewer's axis.
+  out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"wspipe emulator\",\"time_unit\":\"step\"},"
+         "\"traceEvents\":[\n";
+  bool first = true;
+  auto emit = [&](const std::string& obj) {
+    out << (first ? "" : ",\n") << obj;
+    first = false;
+  };
+  for (std::uint32_t c = 0; c < num_ctas; ++c) {
+    emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(c) + ",\"tid\":0,\"args\":{\"name\":" +
+         json_quote("CTA " + std::to_string(c)) + "}}");
+  }
+  for (std::size_t i = 0; i < warps.size(); ++i) {
+    emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(warps[i].cta) +
+         ",\"tid\":" + std::to_string(i) + ",\"args\":{\"name\":" + json_quote(warps[i].name) + "}}");
+  }
+  // Flow ids: the arrive that completes a phase starts a flow that ends at
+  // every wait that observed that phase after blocking on it.
+  std::map<std::pair<std::int32_t, std::int64_t>, std::uint64_t> completing;  // (object, phase done) -> flow id
+  std::uint64_t next_flow = 1;
+  const Event* last_arrive = nullptr;
+  for (const Event& e : events) {
+    const std::string pid = std::to_string(e.warp >= 0 ? warps[e.warp].cta : 0);
+    const std::string tid = std::to_string(e.warp);
+    const std::uint64_t begin = (e.kind == EventKind::wait || e.kind == EventKind::named_pass ||
+                                 e.kind == EventKind::cluster_pass || e.kind == EventKind::try_wait)
+                                    ? std::min(e.begin, e.step)
+                                    : e.step;
+    std::string args = "\"step\":" + std::to_string(e.step);
+    const std::string loc = location(e);
+    if (!loc.empty()) args += ",\"at\":" + json_quote(loc);
+    if (e.kind == EventKind::phase) {
+      const std::uint32_t cta = objects[e.object].cta;
+      emit("{\"ph\":\"C\",\"name\":" + json_quote(objects[e.object].name + " phase") +
+           ",\"pid\":" + std::to_string(cta) + ",\"tid\":0,\"ts\":" + std::to_string(e.step) +
+           ",\"args\":{\"phase\":" + std::to_string(e.a) + "}}");
+      if (last_arrive != nullptr && last_arrive->step == e.step) {
+        const std::uint64_t id = next_flow++;
+        completing[{e.object, e.a - 1}] = id;
+        emit("{\"ph\":\"s\",\"name\":\"release\",\"cat\":\"mbarrier\",\"id\":" + std::to_string(id) +
+             ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + std::to_string(e.step) + "}");
+      }
+      continue;
+    }
+    if (e.kind == EventKind::arrive || e.kind == EventKind::complete_tx || e.kind == EventKind::expect_tx)
+      last_arrive = &e;
+    emit("{\"ph\":\"X\",\"name\":" + json_quote(describe(e)) + ",\"cat\":" + json_quote(to_string(e.kind)) +
+         ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + std::to_string(begin) +
+         ",\"dur\":" + std::to_string(e.step - begin + 1) + ",\"args\":{" + args + "}}");
+    if (e.kind == EventKind::wait && e.step > e.begin) {
+      auto it = completing.find({e.object, e.b});
+      if (it != completing.end()) {
+        emit("{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"release\",\"cat\":\"mbarrier\",\"id\":" +
+             std::to_string(it->second) + ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + std::to_string(e.step) +
+             "}");
+      }
+    }
+  }
+  out << "\n]}\n";
+}
+
+std::string RunResult::report() const {
+  std::string r = std::string("status: ") + to_string(status) + " after " + std::to_string(steps) + " steps\n";
+  for (const Violation& v : violations) {
+    r += "violation " + v.rule + " at step " + std::to_string(v.step) + "\n";
+    r += "  warp:   " + v.warp + "\n";
+    if (!v.object.empty()) r += "  object: " + v.object + "\n";
+    r += "  where:  " + v.file + ":" + std::to_string(v.line) + "\n";
+    r += "  what:   " + v.message + "\n";
+  }
+  if (status == Status::deadlock) r += "deadlock: no warp can move; every unfinished warp and what it waits on:\n";
+  if (status == Status::livelock)
+    r += "livelock: the step budget ran out; every unfinished warp and what it was doing:\n";
+  for (const BlockedWarp& b : blocked) {
+    r += "  " + b.warp + ": " + b.op;
+    if (!b.object.empty()) r += " on " + b.object;
+    if (b.line != 0) r += " at " + b.file + ":" + std::to_string(b.line);
+    r += " (since step " + std::to_string(b.since) + ")\n";
+    if (!b.state.empty()) r += "    " + b.state + "\n";
+    if (!b.last_events.empty()) {
+      r += "    last events on " + b.object + ":\n";
+      for (const auto& e : b.last_events) r += "      " + e + "\n";
+    }
+  }
+  return r;
+}
+
+}  // namespace wspipe::emu

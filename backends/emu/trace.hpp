@@ -1,0 +1,82 @@
+// The emulator's trace: one event per step, and its exporters.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace wspipe::emu {
+
+enum class EventKind : std::uint8_t {
+  start,         // a warp begins
+  exit,          // a warp returns from its role function
+  init,          // mbarrier.init            a = count
+  inval,         // mbarrier.inval
+  fence_init,    // fence.mbarrier_init      a = barriers it published
+  arrive,        // arrive (a = count), then pending b, tx c; local or remote
+  expect_tx,     // a = bytes; b = pending, c = tx after
+  complete_tx,   // a = bytes; b = pending, c = tx after
+  wait,          // parity wait succeeded    a = parity, b = phase it observed
+  try_wait,      // try_wait returned        a = parity, b = result (0/1)
+  phase,         // a phase completed        a = the new phase number
+  named_arrive,  // bar.arrive / bar.sync    a = id, b = threads expected, c = arrived so far
+  named_pass,    // bar.sync returned        a = id
+  cluster_arrive,
+  cluster_pass,
+  syncwarp,
+  violation,     // the run stopped on a broken rule
+};
+
+const char* to_string(EventKind k);
+
+struct Event {
+  std::uint64_t step = 0;   // when it took effect
+  std::uint64_t begin = 0;  // for waits: the step the warp started waiting
+  std::int32_t warp = -1;   // actor id (global warp index), -1 for none
+  std::int32_t object = -1; // barrier id (index into Trace::objects), or -1
+  EventKind kind = EventKind::start;
+  bool remote = false;      // arrive issued from another CTA
+  std::int64_t a = 0, b = 0, c = 0;
+  const char* file = "";    // the kernel's source location
+  std::uint32_t line = 0;
+};
+
+struct TraceWarp {
+  std::string name;  // "cta0/w1 producer"
+  std::uint32_t cta = 0;
+};
+struct TraceObject {
+  std::string name;  // "full[3]"
+  std::uint32_t cta = 0;
+};
+
+struct Trace {
+  std::vector<TraceWarp> warps;
+  std::vector<TraceObject> objects;
+  std::vector<Event> events;
+  std::uint32_t num_ctas = 0;
+
+  // Paths printed relative to this prefix (the source tree), so that the
+  // output does not depend on where the project was checked out.
+  std::string strip_prefix;
+
+  std::string describe(const Event& e) const;  // one line, no step or warp
+  std::string location(const Event& e) const;  // "examples/ring.hpp:42"
+  std::string object_name(std::int32_t id) const;
+
+  void write_text(std::ostream& out) const;
+  // Chrome trace / Perfetto JSON: process = CTA, thread = warp; every event
+  // a slice at ts = step (waits span the steps they blocked), flows from
+  // the arrive that completed a phase to the waits it released, and a
+  // counter per barrier with its phase.
+  void write_chrome_json(std::ostream& out) const;
+
+  // The last `n` events on barrier `object`, oldest first.
+  std::vector<const Event*> last_on(std::int32_t object, std::size_t n) const;
+};
+
+// JSON string literal with escapes.
+std::string json_quote(const std::string& s);
+
+}  // namespace wspipe::emu

@@ -1,0 +1,809 @@
+#include "world.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace wspipe::emu {
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::violation: return "violation";
+    case Status::deadlock: return "deadlock";
+    case Status::livelock: return "livelock";
+  }
+  return "?";
+}
+
+namespace detail {
+namespace {
+
+thread_local World* tl_world = nullptr;
+
+// The handle an initialised barrier keeps in its 8 bytes: a tag in the high
+// word and the index of its model state plus one in the low word. A zeroed
+// or overwritten barrier does not decode to a live entry.
+constexpr std::uint64_t kTag = 0x57535042ull << 32;  // "WSPB"
+constexpr std::uint32_t kMaxCount = (1u << 20) - 1;  // PTX "Mbarrier counts", .layout::v0
+constexpr std::int64_t kMaxTx = (1 << 20) - 1;
+constexpr std::int64_t kNotSeen = -2;
+constexpr std::uint64_t kKillOpLimit = 50'000'000;
+
+std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std::popcount(mask)); }
+
+std::string cta_label(std::uint32_t cta) { return "cta" + std::to_string(cta); }
+
+}  // namespace
+
+// A Boost.Fiber scheduling algorithm that runs exactly the fiber the World
+// picked. Fibers never block in Boost's sense: a warp that waits for a
+// barrier stays "ready" to Boost and is simply not picked.
+class DirectedAlgorithm final : public boost::fibers::algo::algorithm {
+ public:
+  DirectedAlgorithm() { instance = this; }
+  ~DirectedAlgorithm() override {
+    if (instance == this) instance = nullptr;
+  }
+  void awakened(boost::fibers::context* ctx) noexcept override {
+    ctx->ready_link(ready_);
+    last_awakened = ctx;
+  }
+  boost::fibers::context* pick_next() noexcept override {
+    boost::fibers::context* ctx = next;
+    next = nullptr;
+    if (ctx != nullptr && ctx->ready_is_linked()) {
+      ctx->ready_unlink();
+      return ctx;
+    }
+    // Only Boost's own bookkeeping (fiber teardown at thread exit) gets
+    // here; hand out fibers in arrival order as round_robin would.
+    if (ready_.empty()) return nullptr;
+    ctx = &ready_.front();
+    ready_.pop_front();
+    return ctx;
+  }
+  bool has_ready_fibers() const noexcept override { return !ready_.empty(); }
+  void suspend_until(std::chrono::steady_clock::time_point const&) noexcept override {}
+  void notify() noexcept override {}
+
+  boost::fibers::context* next = nullptr;
+  boost::fibers::context* last_awakened = nullptr;
+  static thread_local DirectedAlgorithm* instance;
+
+ private:
+  boost::fibers::scheduler::ready_queue_type ready_;
+};
+thread_local DirectedAlgorithm* DirectedAlgorithm::instance = nullptr;
+
+namespace {
+DirectedAlgorithm& algorithm() {
+  if (DirectedAlgorithm::instance == nullptr) boost::fibers::use_scheduling_algorithm<DirectedAlgorithm>();
+  return *DirectedAlgorithm::instance;
+}
+}  // namespace
+
+World& World::current() {
+  if (tl_world == nullptr || tl_world->current_ == nullptr) {
+    std::fputs("wspipe: an EmuBackend operation was called outside a warp of emu::run()\n", stderr);
+    std::abort();
+  }
+  return *tl_world;
+}
+
+World::World(const LaunchConfig& launch, const std::function<void()>& body, const RunOptions& options)
+    : launch_(launch), body_(body), options_(options) {
+  if (launch.cluster_size != 1 && launch.cluster_size != 2)
+    throw BadLaunch("cluster_size must be 1 or 2, got " + std::to_string(launch.cluster_size));
+  if (launch.num_clusters < 1 || launch.num_clusters > 1024)
+    throw BadLaunch("num_clusters must be in [1, 1024], got " + std::to_string(launch.num_clusters));
+  if (launch.warps_per_cta < 1 || launch.warps_per_cta > 32)
+    throw BadLaunch("warps_per_cta must be in [1, 32], got " + std::to_string(launch.warps_per_cta));
+  if (launch.smem_bytes > 228 * 1024)
+    throw BadLaunch("smem_bytes " + std::to_string(launch.smem_bytes) + " exceeds 228 KiB per CTA");
+
+  const std::uint32_t num_ctas = launch.num_clusters * launch.cluster_size;
+  ctas_.resize(num_ctas);
+  clusters_.resize(launch.num_clusters);
+  const std::size_t bytes = (std::max<std::size_t>(launch.smem_bytes, 16) + 127) / 128 * 128;
+  for (std::uint32_t c = 0; c < num_ctas; ++c) {
+    Cta& cta = ctas_[c];
+    cta.cluster = c / launch.cluster_size;
+    cta.rank = c % launch.cluster_size;
+    cta.smem = static_cast<std::byte*>(std::aligned_alloc(128, bytes));
+    std::memset(cta.smem, 0, bytes);
+    cta.smem_bytes = launch.smem_bytes;
+    cta.live_warps = launch.warps_per_cta;
+  }
+  for (std::uint32_t k = 0; k < launch.num_clusters; ++k) {
+    clusters_[k].first_cta = k * launch.cluster_size;
+    clusters_[k].live_threads = launch.cluster_size * launch.warps_per_cta * 32;
+  }
+  warps_.resize(num_ctas * launch.warps_per_cta);
+  for (std::uint32_t i = 0; i < warps_.size(); ++i) {
+    Warp& w = warps_[i];
+    w.id = i;
+    w.cta = i / launch.warps_per_cta;
+    w.widx = i % launch.warps_per_cta;
+    w.name = cta_label(w.cta) + "/w" + std::to_string(w.widx);
+    if (w.widx < launch.warp_roles.size() && !launch.warp_roles[w.widx].empty())
+      w.name += " " + launch.warp_roles[w.widx];
+  }
+  enabled_.reserve(warps_.size());
+  strategy_ = make_strategy(options.strategy, static_cast<std::uint32_t>(warps_.size()));
+
+  if (options_.trace) {
+    result_.trace.num_ctas = num_ctas;
+    for (const Warp& w : warps_) result_.trace.warps.push_back({w.name, w.cta});
+#ifdef WSPIPE_SOURCE_DIR
+    result_.trace.strip_prefix = WSPIPE_SOURCE_DIR "/";
+#endif
+  }
+}
+
+World::~World() {
+  for (Cta& c : ctas_) std::free(c.smem);
+}
+
+// ---------------------------------------------------------------- scheduling
+
+World::Move World::movable(const Warp& w) const {
+  switch (w.block) {
+    case Block::none:
+    case Block::not_started: return Move::progress;
+    case Block::finished: return Move::no;
+    case Block::mbar: return phase_done(mbars_[w.obj], w.parity) ? Move::progress : Move::no;
+    case Block::mbar_try:
+      if (phase_done(mbars_[w.obj], w.parity)) return Move::progress;
+      return options_.spurious_try_wait ? Move::spin : Move::no;
+    case Block::named: return ctas_[w.cta].named[w.obj].gen > w.target ? Move::progress : Move::no;
+    case Block::cluster: return clusters_[ctas_[w.cta].cluster].gen > w.target ? Move::progress : Move::no;
+  }
+  return Move::no;
+}
+
+bool World::dispatch(Warp* self) {
+  if (step_ >= options_.max_steps) {
+    end(Status::livelock, self);
+    return false;
+  }
+  // An actor that can only time out (spurious try_wait) does not count as
+  // progress: if nothing else can move, the kernel is deadlocked.
+  enabled_.clear();
+  bool progress = false;
+  bool unfinished = false;
+  for (const Warp& w : warps_) {
+    const Move m = movable(w);
+    unfinished |= w.block != Block::finished;
+    if (m == Move::no) continue;
+    progress |= m == Move::progress;
+    enabled_.push_back(w.id);
+  }
+  if (!progress) {
+    end(unfinished ? Status::deadlock : Status::ok, self);
+    return false;
+  }
+  std::uint32_t pick = enabled_[0];
+  if (enabled_.size() > 1) {
+    auto p = strategy_->pick(enabled_.data(), enabled_.size(), step_ + 1);
+    if (!p) {
+      mismatch_ = strategy_->mismatch();
+      end(Status::ok, self);
+      return false;
+    }
+    pick = *p;
+    result_.schedule.push(pick);
+  }
+  ++step_;
+  if (self != nullptr && pick == self->id) return true;
+  transfer(warps_[pick], self);
+  return self != nullptr && self->block != Block::finished && !killing_;
+}
+
+// Hands control to `to`. A live `from` sleeps until someone picks it again;
+// a finished one returns and lets its fiber end.
+void World::transfer(Warp& to, Warp* from) {
+  DirectedAlgorithm& algo = *algo_;
+  current_ = &to;
+  if (to.ctx == nullptr) {
+    Warp* target = &to;
+    to.fiber = boost::fibers::fiber(std::allocator_arg, boost::fibers::protected_fixedsize_stack(256 * 1024),
+                                    [this, target] { warp_main(*target); });
+    to.ctx = algo.last_awakened;
+  }
+  algo.next = to.ctx;
+  if (from == nullptr || from->block != Block::finished) {
+    boost::this_fiber::yield();
+    current_ = from;
+  }
+}
+
+void World::end(Status s, Warp* from) {
+  if (!stopping_) {
+    stopping_ = true;
+    if (result_.status == Status::ok) result_.status = s;
+  }
+  algo_->next = main_ctx_;
+  current_ = nullptr;
+  if (from != nullptr && from->block != Block::finished) {
+    boost::this_fiber::yield();  // back to run(); resumed only for teardown
+    current_ = from;
+  }
+}
+
+bool World::point(Warp& w, Block b, std::int32_t obj, std::uint32_t parity, std::uint64_t target,
+                  const SourceLoc& loc) {
+  if (killing_) {
+    if (++w.kill_ops > kKillOpLimit) {
+      std::fprintf(stderr, "wspipe: warp %s did not finish while the run was torn down\n", w.name.c_str());
+      std::abort();
+    }
+    return false;
+  }
+  w.block = b;
+  w.obj = obj;
+  w.parity = parity;
+  w.target = target;
+  w.loc = loc;
+  w.since = step_;
+  const bool go = dispatch(&w);
+  w.block = Block::none;
+  return go && !killing_;
+}
+
+void World::warp_main(Warp& w) {
+  current_ = &w;
+  w.block = Block::none;
+  if (!killing_) record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::start});
+  body_();
+  finish(w);
+}
+
+void World::finish(Warp& w) {
+  w.block = Block::finished;
+  Cta& cta = ctas_[w.cta];
+  Cluster& cl = clusters_[cta.cluster];
+  --cta.live_warps;
+  cl.live_threads -= 32;
+  if (killing_) {
+    algo_->next = main_ctx_;
+    return;
+  }
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::exit});
+  if (cta.live_warps == 0) cta_exited(w);
+  // barrier.cluster waits for the threads that have not exited.
+  release_cluster_if_complete(cl);
+  if (!stopping_) dispatch(&w);
+  if (stopping_) algo_->next = main_ctx_;
+}
+
+RunResult World::run() {
+  algo_ = &algorithm();
+  World* const outer = tl_world;
+  tl_world = this;
+  main_ctx_ = boost::fibers::context::active();
+  dispatch(nullptr);  // returns when the run has ended
+  if (mismatch_.empty()) mismatch_ = strategy_->mismatch();
+  result_.steps = step_;
+  if (result_.status == Status::deadlock || result_.status == Status::livelock) {
+    for (const Warp& w : warps_)
+      if (w.block != Block::finished) result_.blocked.push_back(describe_blocked(w));
+  }
+
+  // Teardown: every fiber that started must run to its end before it can be
+  // joined; unfinished ones continue with every operation a no-op. (Their
+  // stacks may hold scoped contexts whose destructors call operations, so
+  // unwinding them with an exception is not an option.)
+  killing_ = true;
+  for (Warp& w : warps_) {
+    if (w.ctx != nullptr && w.block != Block::finished) {
+      current_ = &w;
+      algo_->next = w.ctx;
+      boost::this_fiber::yield();
+    }
+    if (w.fiber.joinable()) w.fiber.join();
+  }
+  current_ = nullptr;
+  tl_world = outer;
+
+  if (!mismatch_.empty()) throw ScheduleMismatch("schedule does not fit this run: " + mismatch_);
+  return std::move(result_);
+}
+
+// ------------------------------------------------------------ identity
+
+std::uint32_t World::lane_idx(const SourceLoc& loc) {
+  Warp& w = warp();
+  if (lanes(w.active) != 1) {
+    fail(w, "warp.lane-idx-divergent", "",
+         "lane_idx() called with " + std::to_string(lanes(w.active)) +
+             " lanes active: in warp-level code it has no single value; use for_each_lane or elect_one",
+         loc);
+    return 0;
+  }
+  return static_cast<std::uint32_t>(std::countr_zero(w.active));
+}
+
+void* World::shared_storage(std::size_t size, std::size_t align) {
+  Warp& w = warp();
+  const Cta& c = ctas_[w.cta];
+  if (size > c.smem_bytes || align > 128) {
+    std::fprintf(stderr,
+                 "wspipe: shared_storage of %zu bytes (alignment %zu) does not fit the launch's smem_bytes %zu\n",
+                 size, align, c.smem_bytes);
+    std::abort();
+  }
+  return c.smem;
+}
+
+void World::syncwarp(const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc)) return;
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::syncwarp, .file = loc.file_name(),
+          .line = loc.line()});
+}
+
+void World::check(bool cond, const char* what, const SourceLoc& loc) {
+  if (cond || killing_ || stopping_) return;
+  fail(warp(), "kernel.check", "", std::string("kernel check failed: ") + what, loc);
+}
+
+// ------------------------------------------------------------ mbarrier
+
+bool World::in_smem(const void* p, const Cta& c) const {
+  const auto* b = static_cast<const std::byte*>(p);
+  return b >= c.smem && b + sizeof(SharedMemBarrier) <= c.smem + c.smem_bytes;
+}
+
+std::string World::anon_name(const void* p, const Cta& c) const {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "mbarrier at smem+0x%zx",
+                static_cast<std::size_t>(static_cast<const std::byte*>(p) - c.smem));
+  return buf;
+}
+
+std::string World::object_label(std::uint32_t id) const {
+  const Mbar& m = mbars_[id];
+  return m.name + " (" + cta_label(m.cta) + ")";
+}
+
+Mbar* World::resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc) {
+  const Cta& c = ctas_[w.cta];
+  if (!in_smem(&bar, c)) {
+    fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
+         "mbarrier operand is not in this CTA's shared memory (PTX: undefined behaviour)", loc);
+    return nullptr;
+  }
+  const std::uint64_t raw = bar.raw;
+  const std::uint64_t idx = (raw & 0xffffffffull) - 1;
+  if ((raw & ~0xffffffffull) == kTag && idx < mbars_.size() && mbars_[idx].addr == &bar && mbars_[idx].live)
+    return &mbars_[idx];
+  fail(w, "mbarrier.uninitialized", anon_name(&bar, c) + " (" + cta_label(w.cta) + ")",
+       "operation on an mbarrier that is not initialised (never init-ed, inval-ed, or its bytes overwritten)", loc);
+  return nullptr;
+}
+
+Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, const SourceLoc& loc) {
+  const Cta& own = ctas_[w.cta];
+  if (rank >= launch_.cluster_size) {
+    fail(w, "cluster.bad-rank", "",
+         "remote arrive to CTA rank " + std::to_string(rank) + " in a cluster of " +
+             std::to_string(launch_.cluster_size),
+         loc);
+    return nullptr;
+  }
+  if (!in_smem(&bar, own)) {
+    fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
+         "remote arrive names an address outside this CTA's shared memory", loc);
+    return nullptr;
+  }
+  const std::uint32_t peer = clusters_[own.cluster].first_cta + rank;
+  if (peer == w.cta) return resolve(bar, w, loc);
+  Cta& pc = ctas_[peer];
+  auto* peer_bar =
+      reinterpret_cast<SharedMemBarrier*>(pc.smem + (reinterpret_cast<std::byte*>(&bar) - own.smem));
+  if (pc.live_warps == 0) {
+    fail(w, "mbarrier.remote-exited-cta", anon_name(peer_bar, pc) + " (" + cta_label(peer) + ")",
+         "remote arrive into " + cta_label(peer) +
+             ", which has exited (illegal shared::cluster access: launch failure on hardware)",
+         loc);
+    return nullptr;
+  }
+  const std::uint64_t raw = peer_bar->raw;
+  const std::uint64_t idx = (raw & 0xffffffffull) - 1;
+  if ((raw & ~0xffffffffull) != kTag || idx >= mbars_.size() || mbars_[idx].addr != peer_bar ||
+      !mbars_[idx].live) {
+    fail(w, "mbarrier.uninitialized", anon_name(peer_bar, pc) + " (" + cta_label(peer) + ")",
+         "remote arrive on an mbarrier of " + cta_label(peer) + " that is not initialised", loc);
+    return nullptr;
+  }
+  Mbar& m = mbars_[idx];
+  const Cluster& cl = clusters_[own.cluster];
+  if (!m.fenced || cl.gen <= m.fenced_gen) {
+    fail(w, "mbarrier.remote-init-not-visible", object_label(static_cast<std::uint32_t>(idx)),
+         std::string("remote arrive before the barrier's init was made visible to the cluster: ") +
+             (m.fenced ? "no cluster barrier completed after the initialising warp's fence_init"
+                       : "the initialising warp has not executed fence_init (fence.mbarrier_init.release.cluster)"),
+         loc);
+    return nullptr;
+  }
+  return &m;
+}
+
+void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index,
+                      const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc)) return;
+  const Cta& c = ctas_[w.cta];
+  if (!in_smem(&bar, c)) {
+    fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
+         "mbarrier.init on an address outside this CTA's shared memory", loc);
+    return;
+  }
+  std::string name;
+  if (base != nullptr) {
+    name = base;
+    if (index >= 0) name += "[" + std::to_string(index) + "]";
+  } else {
+    name = anon_name(&bar, c);
+  }
+  const std::uint64_t raw = bar.raw;
+  const std::uint64_t old = (raw & 0xffffffffull) - 1;
+  if ((raw & ~0xffffffffull) == kTag && old < mbars_.size() && mbars_[old].addr == &bar && mbars_[old].live) {
+    fail(w, "mbarrier.init-live", object_label(static_cast<std::uint32_t>(old)),
+         "mbarrier.init on a live barrier (needs mbarrier.inval first; hardware silently resets it)", loc);
+    return;
+  }
+  if (count < 1 || count > kMaxCount) {
+    fail(w, "mbarrier.count-range", name + " (" + cta_label(w.cta) + ")",
+         "mbarrier.init count " + std::to_string(count) + " outside [1, 2^20-1]", loc);
+    return;
+  }
+  const auto id = static_cast<std::uint32_t>(mbars_.size());
+  Mbar& m = mbars_.emplace_back();
+  m.addr = &bar;
+  m.cta = w.cta;
+  m.name = std::move(name);
+  m.live = true;
+  m.expected = m.pending = count;
+  m.init_warp = static_cast<std::int32_t>(w.id);
+  bar.raw = kTag | (id + 1);
+  if (options_.trace) result_.trace.objects.push_back({m.name, m.cta});
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
+          .kind = EventKind::init, .a = count, .file = loc.file_name(), .line = loc.line()});
+  if (lanes(w.active) > 1)
+    fail(w, "mbarrier.init-live", object_label(id),
+         "mbarrier.init executed by " + std::to_string(lanes(w.active)) +
+             " lanes: every lane after the first re-initialises a live barrier (init belongs in elect_one)",
+         loc);
+}
+
+void World::mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc)) return;
+  Mbar* m = resolve(bar, w, loc);
+  if (m == nullptr) return;
+  m->live = false;
+  bar.raw = 0;
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id),
+          .object = static_cast<std::int32_t>(m - mbars_.data()), .kind = EventKind::inval, .file = loc.file_name(),
+          .line = loc.line()});
+}
+
+void World::fence_init(const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc)) return;
+  // fence.mbarrier_init.release.cluster orders the executing thread's prior
+  // mbarrier.init operations for the cluster (PTX "membar/fence").
+  std::int64_t n = 0;
+  const std::uint64_t gen = clusters_[ctas_[w.cta].cluster].gen;
+  for (Mbar& m : mbars_) {
+    if (m.live && !m.fenced && m.init_warp == static_cast<std::int32_t>(w.id)) {
+      m.fenced = true;
+      m.fenced_gen = gen;
+      ++n;
+    }
+  }
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::fence_init, .a = n,
+          .file = loc.file_name(), .line = loc.line()});
+}
+
+bool World::check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc) {
+  const Mbar& m = mbars_[id];
+  if (m.tx > kMaxTx || m.tx < -kMaxTx) {
+    fail(w, "mbarrier.tx-range", object_label(id),
+         "tx-count " + std::to_string(m.tx) + " outside [-(2^20-1), 2^20-1]", loc);
+    return false;
+  }
+  return true;
+}
+
+void World::maybe_complete(std::uint32_t id, Warp& w, const SourceLoc& loc) {
+  Mbar& m = mbars_[id];
+  if (m.pending != 0 || m.tx != 0) return;
+  // PTX "Phase Completion": pending arrivals and tx-count both reached 0.
+  ++m.phase;
+  m.pending = m.expected;
+  m.observed = false;
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
+          .kind = EventKind::phase, .a = static_cast<std::int64_t>(m.phase), .file = loc.file_name(),
+          .line = loc.line()});
+  // A waiter still blocked on a phase two behind can no longer see it: its
+  // parity now names the current, incomplete phase (aliasing).
+  for (const Warp& x : warps_) {
+    if ((x.block == Block::mbar || x.block == Block::mbar_try) && x.obj == static_cast<std::int32_t>(id) &&
+        x.intended + 1 < static_cast<std::int64_t>(m.phase)) {
+      fail(w, "mbarrier.parity-alias", object_label(id),
+           "phase " + std::to_string(x.intended) + ", which " + x.name + " waits for (parity " +
+               std::to_string(x.parity) + "), completed and the barrier moved on to phase " +
+               std::to_string(m.phase) + " before the waiter ran: its parity now names the current phase",
+           x.loc, &x);
+      return;
+    }
+  }
+}
+
+void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc)) return;
+  const bool remote = cta_rank >= 0;
+  Mbar* m = remote ? resolve_remote(bar, static_cast<std::uint32_t>(cta_rank), w, loc) : resolve(bar, w, loc);
+  if (m == nullptr) return;
+  const auto id = static_cast<std::uint32_t>(m - mbars_.data());
+  const std::uint32_t count = lanes(w.active);
+  // arrive.expect_tx is expect-tx(n) then arrive-on(1), per lane.
+  m->tx += static_cast<std::int64_t>(tx_bytes) * count;
+  if (tx_bytes != 0 && !check_tx_range(id, w, loc)) return;
+  if (count > m->pending) {
+    fail(w, "mbarrier.over-arrival", object_label(id),
+         "arrive of " + std::to_string(count) + (count > 1 ? " (one per active lane)" : "") + " with only " +
+             std::to_string(m->pending) + " of " + std::to_string(m->expected) +
+             " arrivals pending in phase " + std::to_string(m->phase) +
+             ": traps on hardware; a warp-level arrive counts every active lane (use elect_one)",
+         loc);
+    return;
+  }
+  if (!m->observed) {
+    fail(w, "mbarrier.arrive-before-wait", object_label(id),
+         "arrive in phase " + std::to_string(m->phase) + " before any wait observed the completion of phase " +
+             std::to_string(m->phase - 1) + " (PTX usage rule): the phase can be skipped unseen",
+         loc);
+    return;
+  }
+  m->pending -= count;
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
+          .kind = EventKind::arrive, .remote = remote && m->cta != w.cta, .a = count, .b = m->pending, .c = m->tx,
+          .file = loc.file_name(), .line = loc.line()});
+  maybe_complete(id, w, loc);
+}
+
+void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc)) return;
+  Mbar* m = resolve(bar, w, loc);
+  if (m == nullptr) return;
+  const auto id = static_cast<std::uint32_t>(m - mbars_.data());
+  const std::int64_t delta = delta_per_lane * lanes(w.active);
+  m->tx += delta;
+  if (!check_tx_range(id, w, loc)) return;
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
+          .kind = delta >= 0 ? EventKind::expect_tx : EventKind::complete_tx, .a = delta >= 0 ? delta : -delta,
+          .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
+  // tx may return to 0 with no arrivals pending: that completes the phase
+  // (observed on sm_90a, HARDWARE.md §1).
+  maybe_complete(id, w, loc);
+}
+
+bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (killing_) return point(w, loc), true;
+  Mbar* m = resolve(bar, w, loc);
+  if (m == nullptr) return true;
+  const auto id = static_cast<std::uint32_t>(m - mbars_.data());
+  parity &= 1u;
+  // The phase this wait means: the next one with this parity after the
+  // last phase this warp observed on the barrier. Waits are valid only for
+  // the current phase and the one before (PTX mbarrier.test_wait).
+  if (w.seen.size() <= id) w.seen.resize(id + 1, kNotSeen);
+  const std::int64_t last = w.seen[id];
+  const auto cur = static_cast<std::int64_t>(m->phase);
+  std::int64_t intended;
+  if (last == kNotSeen) {
+    intended = ((cur & 1) == parity) ? cur : cur - 1;
+  } else {
+    intended = ((last & 1) == static_cast<std::int64_t>(parity)) ? last : last + 1;
+  }
+  if (intended < cur - 1) {
+    fail(w, "mbarrier.parity-alias", object_label(id),
+         "wait for parity " + std::to_string(parity) + ": this warp last observed phase " + std::to_string(last) +
+             ", so it waits for phase " + std::to_string(intended) + ", but the barrier is at phase " +
+             std::to_string(cur) + "; the parity names phase " + std::to_string(((cur & 1) == parity) ? cur : cur - 1) +
+             " instead",
+         loc);
+    return true;
+  }
+  w.intended = intended;
+  if (!point(w, is_try ? Block::mbar_try : Block::mbar, static_cast<std::int32_t>(id), parity, 0, loc)) return true;
+  const bool ok = phase_done(*m, parity);
+  if (ok) {
+    m->observed = true;
+    w.seen[id] = static_cast<std::int64_t>(m->phase) - 1;
+  }
+  record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
+          .object = static_cast<std::int32_t>(id), .kind = is_try ? EventKind::try_wait : EventKind::wait,
+          .a = parity, .b = ok ? static_cast<std::int64_t>(m->phase) - 1 : -1, .c = ok, .file = loc.file_name(),
+          .line = loc.line()});
+  return ok;
+}
+
+// ------------------------------------------------------ named and cluster
+
+void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc)) return;
+  const std::string obj = "named barrier " + std::to_string(id) + " (" + cta_label(w.cta) + ")";
+  if (id >= 16) {
+    fail(w, "named-barrier.bad-id", obj, "named barrier id " + std::to_string(id) + " outside [0, 15]", loc);
+    return;
+  }
+  const std::uint32_t cta_threads = launch_.warps_per_cta * 32;
+  if (threads == 0 || threads % 32 != 0 || threads > cta_threads) {
+    fail(w, "named-barrier.thread-count", obj,
+         "thread count " + std::to_string(threads) + " is not a positive multiple of 32 up to the CTA's " +
+             std::to_string(cta_threads),
+         loc);
+    return;
+  }
+  NamedBarrier& nb = ctas_[w.cta].named[id];
+  if (nb.arrived == 0) {
+    nb.expected = threads;
+  } else if (nb.expected != threads) {
+    fail(w, "named-barrier.count-mismatch", obj,
+         std::string(sync ? "bar.sync" : "bar.arrive") + " with " + std::to_string(threads) +
+             " threads while the barrier in progress was started with " + std::to_string(nb.expected),
+         loc);
+    return;
+  }
+  nb.arrived += lanes(w.active);
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::named_arrive,
+          .a = id, .b = threads, .c = nb.arrived, .file = loc.file_name(), .line = loc.line()});
+  if (nb.arrived > nb.expected) {
+    fail(w, "named-barrier.over-arrival", obj,
+         std::to_string(nb.arrived) + " threads arrived at a barrier of " + std::to_string(nb.expected), loc);
+    return;
+  }
+  const std::uint64_t gen = nb.gen;
+  if (nb.arrived == nb.expected) {
+    nb.arrived = 0;
+    ++nb.gen;
+  }
+  if (!sync) return;
+  if (!point(w, Block::named, static_cast<std::int32_t>(id), 0, gen, loc)) return;
+  record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
+          .kind = EventKind::named_pass, .a = id, .file = loc.file_name(), .line = loc.line()});
+}
+
+void World::release_cluster_if_complete(Cluster& c) {
+  if (c.arrived > 0 && c.arrived >= c.live_threads) {
+    c.arrived = 0;
+    ++c.gen;
+  }
+}
+
+void World::cluster_sync(const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc)) return;
+  Cluster& c = clusters_[ctas_[w.cta].cluster];
+  // barrier.cluster.arrive + wait: every non-exited thread of the cluster.
+  c.arrived += lanes(w.active);
+  const std::uint64_t gen = c.gen;
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::cluster_arrive,
+          .a = c.arrived, .b = c.live_threads, .file = loc.file_name(), .line = loc.line()});
+  release_cluster_if_complete(c);
+  if (!point(w, Block::cluster, -1, 0, gen, loc)) return;
+  record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
+          .kind = EventKind::cluster_pass, .file = loc.file_name(), .line = loc.line()});
+}
+
+void World::cta_exited(Warp& w) {
+  // Bytes still expected or delivered unmatched on a barrier when its CTA
+  // exits: expect_tx and the bytes that arrived disagree (HARDWARE.md §4).
+  for (std::uint32_t id = 0; id < mbars_.size(); ++id) {
+    const Mbar& m = mbars_[id];
+    if (m.live && m.cta == w.cta && m.tx != 0) {
+      fail(w, "mbarrier.tx-pending-at-exit", object_label(id),
+           "the CTA exited with tx-count " + std::to_string(m.tx) + " in phase " + std::to_string(m.phase) +
+               ": bytes expected and bytes delivered disagree",
+           w.loc);
+      return;
+    }
+  }
+}
+
+// ------------------------------------------------------------ reporting
+
+void World::record(Event e) {
+  if (options_.trace) result_.trace.events.push_back(e);
+}
+
+void World::fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
+                 const Warp* culprit) {
+  if (stopping_ || killing_) return;
+  const Warp& who = culprit != nullptr ? *culprit : w;
+  Violation v;
+  v.rule = std::move(rule);
+  v.message = std::move(message);
+  v.warp = who.name;
+  v.object = std::move(object);
+  v.step = step_;
+  v.file = loc.file_name();
+  if (options_.trace && !result_.trace.strip_prefix.empty() && v.file.rfind(result_.trace.strip_prefix, 0) == 0)
+    v.file = v.file.substr(result_.trace.strip_prefix.size());
+  v.line = loc.line();
+  record({.step = step_, .warp = static_cast<std::int32_t>(who.id), .kind = EventKind::violation,
+          .file = loc.file_name(), .line = loc.line()});
+  result_.violations.push_back(std::move(v));
+  result_.status = Status::violation;
+  end(Status::violation, &w);
+}
+
+BlockedWarp World::describe_blocked(const Warp& w) const {
+  BlockedWarp b;
+  b.warp = w.name;
+  b.since = w.since;
+  b.file = w.loc.file_name() ? w.loc.file_name() : "";
+  if (!result_.trace.strip_prefix.empty() && b.file.rfind(result_.trace.strip_prefix, 0) == 0)
+    b.file = b.file.substr(result_.trace.strip_prefix.size());
+  b.line = w.loc.line();
+  std::int32_t object = -1;
+  switch (w.block) {
+    case Block::not_started: b.op = "not started"; break;
+    case Block::none: b.op = "running"; break;
+    case Block::finished: b.op = "finished"; break;
+    case Block::mbar:
+    case Block::mbar_try: {
+      const Mbar& m = mbars_[w.obj];
+      object = w.obj;
+      b.op = w.block == Block::mbar ? "wait" : "try_wait";
+      b.object = object_label(static_cast<std::uint32_t>(w.obj));
+      b.state = "waits for parity " + std::to_string(w.parity) + " (phase " + std::to_string(w.intended) +
+                "); the barrier is in phase " + std::to_string(m.phase) + " (parity " +
+                std::to_string(m.phase & 1) + ") with " + std::to_string(m.pending) + " of " +
+                std::to_string(m.expected) + " arrivals pending, tx-count " + std::to_string(m.tx);
+      break;
+    }
+    case Block::named: {
+      const NamedBarrier& nb = ctas_[w.cta].named[w.obj];
+      b.op = "bar.sync";
+      b.object = "named barrier " + std::to_string(w.obj) + " (" + cta_label(w.cta) + ")";
+      b.state = std::to_string(nb.arrived) + " of " + std::to_string(nb.expected) + " threads arrived";
+      break;
+    }
+    case Block::cluster: {
+      const Cluster& c = clusters_[ctas_[w.cta].cluster];
+      b.op = "cluster_sync";
+      b.object = "cluster barrier (cluster " + std::to_string(ctas_[w.cta].cluster) + ")";
+      b.state = std::to_string(c.arrived) + " of " + std::to_string(c.live_threads) + " live threads arrived";
+      break;
+    }
+  }
+  if (object >= 0 && options_.trace) {
+    for (const Event* e : result_.trace.last_on(object, 6)) {
+      b.last_events.push_back("step " + std::to_string(e->step) + "  " + result_.trace.warps[e->warp].name + "  " +
+                              result_.trace.describe(*e) + "  " + result_.trace.location(*e));
+    }
+  }
+  return b;
+}
+
+}  // namespace detail
+
+RunResult run(const LaunchConfig& launch, const std::function<void()>& body, const RunOptions& options) {
+  detail::World world(launch, body, options);
+  return world.run();
+}
+
+}  // namespace wspipe::emu

@@ -1,0 +1,193 @@
+// ProducerConsumerPipeline: a ring of `Stages` slots guarded by mbarriers,
+// after Modular MAX's structured_kernels/pipeline.mojo (HARDWARE.md §5).
+//
+// Shared state is only the barriers: full[0..S) then empty[0..S), in the
+// kernel's shared memory. The producer fills slot i, then full[i] completes
+// (by thread arrivals, or by TMA bytes / tcgen05.commit, which the caller
+// issues); the consumer waits full[i], reads, and releases empty[i]. Every
+// warp keeps its own copy of this object and so its own cursors.
+//
+// Arrival granularity follows the Backend's rule: an arrive made through
+// this API acts for every active lane of the calling warp. A warp-level
+// release therefore counts 32; call it inside B::elect_one to count 1, and
+// size init_mbars' counts to match.
+#pragma once
+
+#include <cstdint>
+
+#include "backend.hpp"
+#include "pipeline_state.hpp"
+
+namespace wspipe {
+
+template <Backend B, int Stages>
+class ProducerConsumerPipeline;
+
+// A producer's hold on one slot. The slot's full barrier is signalled by
+// the caller: arrive() for thread-written data, or the async engine that
+// writes it (TMA bytes, tcgen05.commit). release() only steps the cursor.
+template <Backend B, int Stages>
+class ProducerStage {
+ public:
+  WSPIPE_HD std::uint32_t index() const { return index_; }
+  WSPIPE_HD SharedMemBarrier& full_mbar() const { return pipe_->producer_mbar(index_); }
+  // Arrive on this slot's full barrier (one arrival per active lane).
+  WSPIPE_HD void arrive(SourceLoc loc = SourceLoc::current()) const { B::arrive(full_mbar(), loc); }
+  WSPIPE_HD void release() const { pipe_->producer_step(); }
+
+ private:
+  friend class ProducerConsumerPipeline<B, Stages>;
+  WSPIPE_HD ProducerStage(ProducerConsumerPipeline<B, Stages>* pipe, std::uint32_t index)
+      : pipe_(pipe), index_(index) {}
+  ProducerConsumerPipeline<B, Stages>* pipe_;
+  std::uint32_t index_;
+};
+
+// A consumer's hold on one slot; it has no producer methods.
+template <Backend B, int Stages>
+class ConsumerStage {
+ public:
+  WSPIPE_HD std::uint32_t index() const { return index_; }
+  WSPIPE_HD SharedMemBarrier& empty_mbar() const { return pipe_->consumer_mbar(index_); }
+  // Arrive on the slot's empty barrier without stepping.
+  WSPIPE_HD void arrive(SourceLoc loc = SourceLoc::current()) const { B::arrive(empty_mbar(), loc); }
+  // Free the slot (one arrival per active lane) and step the cursor.
+  WSPIPE_HD void release(SourceLoc loc = SourceLoc::current()) const {
+    arrive(loc);
+    pipe_->consumer_step();
+  }
+  // Step only: the slot is released by someone else (tcgen05.commit, a
+  // lane-guarded or remote arrive the caller makes).
+  WSPIPE_HD void release_without_signal() const { pipe_->consumer_step(); }
+
+ private:
+  friend class ProducerConsumerPipeline<B, Stages>;
+  WSPIPE_HD ConsumerStage(ProducerConsumerPipeline<B, Stages>* pipe, std::uint32_t index)
+      : pipe_(pipe), index_(index) {}
+  ProducerConsumerPipeline<B, Stages>* pipe_;
+  std::uint32_t index_;
+};
+
+// Scoped forms: entering waits, leaving releases. Not copyable or movable,
+// so each scope releases exactly once.
+template <Backend B, int Stages>
+class ProduceContext {
+ public:
+  ProduceContext(const ProduceContext&) = delete;
+  ProduceContext& operator=(const ProduceContext&) = delete;
+  WSPIPE_HD ~ProduceContext() { stage_.release(); }
+  WSPIPE_HD std::uint32_t index() const { return stage_.index(); }
+  WSPIPE_HD SharedMemBarrier& full_mbar() const { return stage_.full_mbar(); }
+  WSPIPE_HD void arrive(SourceLoc loc = SourceLoc::current()) const { stage_.arrive(loc); }
+
+ private:
+  friend class ProducerConsumerPipeline<B, Stages>;
+  WSPIPE_HD explicit ProduceContext(ProducerStage<B, Stages> s) : stage_(s) {}
+  ProducerStage<B, Stages> stage_;
+};
+
+template <Backend B, int Stages, bool Signal>
+class ConsumeContextT {
+ public:
+  ConsumeContextT(const ConsumeContextT&) = delete;
+  ConsumeContextT& operator=(const ConsumeContextT&) = delete;
+  WSPIPE_HD ~ConsumeContextT() {
+    if constexpr (Signal) {
+      stage_.release(loc_);
+    } else {
+      stage_.release_without_signal();
+    }
+  }
+  WSPIPE_HD std::uint32_t index() const { return stage_.index(); }
+  WSPIPE_HD SharedMemBarrier& empty_mbar() const { return stage_.empty_mbar(); }
+
+ private:
+  friend class ProducerConsumerPipeline<B, Stages>;
+  WSPIPE_HD ConsumeContextT(ConsumerStage<B, Stages> s, SourceLoc loc) : stage_(s), loc_(loc) {}
+  ConsumerStage<B, Stages> stage_;
+  SourceLoc loc_;  // the scope's release is reported at the line that opened it
+};
+template <Backend B, int Stages>
+using ConsumeContext = ConsumeContextT<B, Stages, true>;
+template <Backend B, int Stages>
+using ExplicitConsumeContext = ConsumeContextT<B, Stages, false>;
+
+template <Backend B, int Stages>
+class ProducerConsumerPipeline {
+  static_assert(Stages >= 1 && Stages <= 64, "ProducerConsumerPipeline: Stages must be in [1, 64]");
+
+ public:
+  using State = PipelineState<Stages>;
+  static constexpr int kStages = Stages;
+  static constexpr int kNumBarriers = 2 * Stages;  // full[S] then empty[S]
+
+  // `barriers` points at kNumBarriers barriers in shared memory.
+  WSPIPE_HD explicit ProducerConsumerPipeline(SharedMemBarrier* barriers,
+                                              State producer = State::producer_start(),
+                                              State consumer = State::consumer_start())
+      : full_(barriers), empty_(barriers + Stages), producer_(producer), consumer_(consumer) {}
+
+  // Initialise every barrier. Called by one warp (it elects one lane), then
+  // every thread of the CTA (cluster) must pass B::fence_init() and a CTA
+  // (cluster) barrier before the pipeline is used.
+  WSPIPE_HD void init_mbars(std::uint32_t producer_arrive_count, std::uint32_t consumer_arrive_count,
+                            SourceLoc loc = SourceLoc::current()) const {
+    B::elect_one([&] {
+      for (int i = 0; i < Stages; ++i) {
+        B::init(full_[i], producer_arrive_count, BarrierName{"full", i}, loc);
+        B::init(empty_[i], consumer_arrive_count, BarrierName{"empty", i}, loc);
+      }
+    });
+  }
+
+  // --- producer side: waits on empty, steps its own cursor
+  WSPIPE_HD void wait_consumer(SourceLoc loc = SourceLoc::current()) const {
+    B::wait(empty_[producer_.index()], producer_.phase(), loc);
+  }
+  WSPIPE_HD bool try_wait_consumer(SourceLoc loc = SourceLoc::current()) const {
+    return B::try_wait(empty_[producer_.index()], producer_.phase(), loc);
+  }
+  WSPIPE_HD void producer_step() { producer_.advance(); }
+  WSPIPE_HD SharedMemBarrier& producer_mbar(std::uint32_t stage) const { return full_[stage]; }
+  WSPIPE_HD State producer_state() const { return producer_; }
+  WSPIPE_HD std::uint32_t producer_stage() const { return producer_.index(); }
+
+  WSPIPE_HD ProducerStage<B, Stages> acquire_producer(SourceLoc loc = SourceLoc::current()) {
+    wait_consumer(loc);
+    return ProducerStage<B, Stages>(this, producer_.index());
+  }
+  WSPIPE_HD ProduceContext<B, Stages> produce(SourceLoc loc = SourceLoc::current()) {
+    return ProduceContext<B, Stages>(acquire_producer(loc));
+  }
+
+  // --- consumer side: waits on full, steps its own cursor
+  WSPIPE_HD void wait_producer(SourceLoc loc = SourceLoc::current()) const {
+    B::wait(full_[consumer_.index()], consumer_.phase(), loc);
+  }
+  WSPIPE_HD bool try_wait_producer(SourceLoc loc = SourceLoc::current()) const {
+    return B::try_wait(full_[consumer_.index()], consumer_.phase(), loc);
+  }
+  WSPIPE_HD void consumer_step() { consumer_.advance(); }
+  WSPIPE_HD SharedMemBarrier& consumer_mbar(std::uint32_t stage) const { return empty_[stage]; }
+  WSPIPE_HD State consumer_state() const { return consumer_; }
+  WSPIPE_HD std::uint32_t consumer_stage() const { return consumer_.index(); }
+
+  WSPIPE_HD ConsumerStage<B, Stages> acquire_consumer(SourceLoc loc = SourceLoc::current()) {
+    wait_producer(loc);
+    return ConsumerStage<B, Stages>(this, consumer_.index());
+  }
+  WSPIPE_HD ConsumeContext<B, Stages> consume(SourceLoc loc = SourceLoc::current()) {
+    return ConsumeContext<B, Stages>(acquire_consumer(loc), loc);
+  }
+  WSPIPE_HD ExplicitConsumeContext<B, Stages> consume_explicit(SourceLoc loc = SourceLoc::current()) {
+    return ExplicitConsumeContext<B, Stages>(acquire_consumer(loc), loc);
+  }
+
+ private:
+  SharedMemBarrier* full_;
+  SharedMemBarrier* empty_;
+  State producer_;
+  State consumer_;
+};
+
+}  // namespace wspipe

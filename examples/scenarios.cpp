@@ -1,0 +1,76 @@
+#include "scenarios.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+#include "backends/emu/emu_backend.hpp"
+#include "ring.hpp"
+
+namespace wspipe::examples {
+namespace {
+
+using emu::EmuBackend;
+
+// Pipelines take their stage count as a template parameter; the run-time
+// option picks one of these instantiations.
+template <int... S>
+std::function<void()> ring_body(std::uint32_t stages, std::uint32_t items, RingBug bug, std::size_t* smem,
+                                std::integer_sequence<int, S...>) {
+  std::function<void()> body;
+  ((stages == static_cast<std::uint32_t>(S + 1)
+        ? (body = [items, bug] { ring_kernel<EmuBackend, S + 1>(items, bug); },
+           *smem = sizeof(RingStorage<S + 1>), 0)
+        : 0),
+   ...);
+  return body;
+}
+
+Scenario make_ring() {
+  Scenario s;
+  s.name = "ring";
+  s.help = "producer warp -> ProducerConsumerPipeline -> consumer warp, sequence-checked";
+  s.options = {
+      {"stages", 4, 1, 8, "pipeline stages (slots)"},
+      {"items", 64, 0, 1'000'000, "items carried from producer to consumer"},
+  };
+  s.variants = {
+      {"", "ok", "correct pipeline"},
+      {"no-release", "deadlock", "the consumer never releases a slot"},
+      {"over-arrive", "mbarrier.over-arrival", "warp-level arrive where one elected arrive belongs"},
+      {"producer-phase-0", "deadlock", "the producer starts at phase 0 instead of 1"},
+  };
+  s.prepare = [](const std::string& variant, const OptionValues& v) {
+    RingBug bug = RingBug::none;
+    if (variant == "no-release") bug = RingBug::no_release;
+    if (variant == "over-arrive") bug = RingBug::over_arrive;
+    if (variant == "producer-phase-0") bug = RingBug::producer_phase_0;
+    Prepared p;
+    p.launch.warps_per_cta = kRingWarps;
+    p.launch.warp_roles = {"producer", "consumer"};
+    p.body = ring_body(static_cast<std::uint32_t>(v.at("stages")), static_cast<std::uint32_t>(v.at("items")), bug,
+                       &p.launch.smem_bytes, std::make_integer_sequence<int, 8>{});
+    if (!p.body) throw std::invalid_argument("ring: --stages must be in [1, 8]");
+    return p;
+  };
+  return s;
+}
+
+}  // namespace
+
+const std::vector<Scenario>& scenarios() {
+  static const std::vector<Scenario> all = {make_ring()};
+  return all;
+}
+
+const Scenario* find_scenario(const std::string& name) {
+  for (const Scenario& s : scenarios())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::string outcome(const emu::RunResult& r) {
+  if (r.status == emu::Status::violation && !r.violations.empty()) return r.violations.front().rule;
+  return emu::to_string(r.status);
+}
+
+}  // namespace wspipe::examples
