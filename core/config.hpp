@@ -22,6 +22,26 @@ namespace wspipe {
 // Core functions forward their own caller's location: a violation points at
 // the kernel, not at core/. On the CUDA backend the argument is unused and
 // folds away (std::source_location::current() is consteval).
+#if defined(__cpp_lib_source_location)
 using SourceLoc = std::source_location;
+#else
+// Compilers whose library lacks std::source_location (clang 14 with
+// libstdc++ 12, used for the libFuzzer build): the same interface from the
+// builtins, which also bind to the outermost caller in default arguments.
+struct SourceLoc {
+  static constexpr SourceLoc current(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    SourceLoc l;
+    l.file_ = file;
+    l.line_ = line;
+    return l;
+  }
+  constexpr const char* file_name() const { return file_; }
+  constexpr unsigned line() const { return line_; }
+
+ private:
+  const char* file_ = "";
+  unsigned line_ = 0;
+};
+#endif
 
 }  // namespace wspipe

@@ -22,7 +22,9 @@ TEST(Schedule, RejectsMalformedText) {
   EXPECT_FALSE(Schedule::decode("1:{12", &why));
   EXPECT_FALSE(Schedule::decode("1:{x}", &why));
   EXPECT_FALSE(Schedule::decode("1:a1", &why));  // a count of 1 is never written
-  EXPECT_FALSE(Schedule::decode("1:a99999999999", &why));
+  EXPECT_FALSE(Schedule::decode("1:a99999999999", &why));            // more than any run
+  EXPECT_FALSE(Schedule::decode("1:a18446744073709551615b2", &why));  // would overflow the total
+  EXPECT_FALSE(Schedule::decode("1:a02", &why));                     // not canonical
 }
 
 RC_GTEST_PROP(Schedule, RoundTrips, (std::vector<std::uint32_t> choices)) {

@@ -50,9 +50,10 @@ std::optional<Schedule> Schedule::decode(std::string_view text, std::string* err
                        std::to_string(kVersion) + ")");
   }
   Schedule s;
-  // The encoding is compact, but a count can still ask for any number of
-  // choices; refuse absurd ones instead of exhausting memory.
-  constexpr std::uint64_t kMaxChoices = std::uint64_t{1} << 32;
+  // The encoding is compact, but a count can ask for any number of choices;
+  // refuse more than any run could use (16 Mi, above the CLI's default step
+  // budget of 5 M steps) instead of exhausting memory.
+  constexpr std::uint64_t kMaxChoices = std::uint64_t{1} << 24;
   std::size_t pos = prefix.size();
   while (pos < text.size()) {
     std::uint32_t choice = 0;
@@ -74,10 +75,10 @@ std::optional<Schedule> Schedule::decode(std::string_view text, std::string* err
     if (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
       const char* begin = text.data() + pos;
       auto [p, ec] = std::from_chars(begin, text.data() + text.size(), count);
-      if (ec != std::errc() || count < 2) return fail(pos, "bad repeat count");
+      if (ec != std::errc() || count < 2 || *begin == '0') return fail(pos, "bad repeat count");
       pos += static_cast<std::size_t>(p - begin);
     }
-    if (s.choices_.size() + count > kMaxChoices) return fail(pos, "too many choices");
+    if (count > kMaxChoices - s.choices_.size()) return fail(pos, "too many choices");
     s.choices_.insert(s.choices_.end(), count, choice);
   }
   return s;

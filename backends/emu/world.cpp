@@ -67,6 +67,20 @@ class DirectedAlgorithm final : public boost::fibers::algo::algorithm {
     return ctx;
   }
   bool has_ready_fibers() const noexcept override { return !ready_.empty(); }
+
+  // Boost frees the contexts (and stacks) of ended fibers only in its
+  // dispatcher fiber, which a directed schedule never picks. Run it once:
+  // it releases them and hands control back to the caller, the only other
+  // ready fiber.
+  void collect_terminated() {
+    for (auto& ctx : ready_) {
+      if (ctx.is_context(boost::fibers::type::dispatcher_context)) {
+        next = &ctx;
+        boost::this_fiber::yield();
+        return;
+      }
+    }
+  }
   void suspend_until(std::chrono::steady_clock::time_point const&) noexcept override {}
   void notify() noexcept override {}
 
@@ -307,6 +321,7 @@ RunResult World::run() {
     if (w.fiber.joinable()) w.fiber.join();
   }
   current_ = nullptr;
+  algo_->collect_terminated();
   tl_world = outer;
 
   if (!mismatch_.empty()) throw ScheduleMismatch("schedule does not fit this run: " + mismatch_);

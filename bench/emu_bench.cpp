@@ -1,0 +1,121 @@
+// How fast the emulator schedules, against the floor it is built on.
+//
+//   BM_FiberYield:  two Boost.Fiber fibers (default round_robin scheduler)
+//                   yielding to each other; items = yields.
+//   BM_EmuRing:     the `ring` scenario (4 stages, 4096 items) on the
+//                   emulator; items = scheduling steps.
+//
+// After the table, prints one line per emulator configuration and, last,
+// `ratio=<steps per second / yields per second>` for the configuration
+// `wspipe explore` uses (random strategy, trace off). Each scheduling step
+// may switch fibers once, so the ratio says how much of a step is the
+// emulator's own work: 1.0 would be a step that costs exactly one yield.
+#include <benchmark/benchmark.h>
+
+#include <boost/fiber/all.hpp>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "backends/emu/emu.hpp"
+#include "examples/ring.hpp"
+
+namespace {
+
+constexpr int kYieldsPerFiber = 200'000;
+constexpr std::uint32_t kItems = 4096;
+
+void BM_FiberYield(benchmark::State& state) {
+  std::int64_t yields = 0;
+  for (auto _ : state) {
+    // A fresh thread, so that the thread's scheduler is Boost's default.
+    std::thread t([] {
+      auto spin = [] {
+        for (int i = 0; i < kYieldsPerFiber; ++i) boost::this_fiber::yield();
+      };
+      boost::fibers::fiber a(spin);
+      boost::fibers::fiber b(spin);
+      a.join();
+      b.join();
+    });
+    t.join();
+    yields += 2 * kYieldsPerFiber;
+  }
+  state.SetItemsProcessed(yields);
+}
+BENCHMARK(BM_FiberYield)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_EmuRing(benchmark::State& state) {
+  wspipe::emu::RunOptions opts;
+  opts.strategy.kind = static_cast<wspipe::emu::StrategyKind>(state.range(0));
+  opts.trace = state.range(1) != 0;
+  opts.strategy.pct_steps = 6 * kItems;
+  wspipe::emu::LaunchConfig launch;
+  launch.warps_per_cta = wspipe::examples::kRingWarps;
+  launch.smem_bytes = sizeof(wspipe::examples::RingStorage<4>);
+  auto body = [] {
+    wspipe::examples::ring_kernel<wspipe::emu::EmuBackend, 4>(kItems, wspipe::examples::RingBug::none);
+  };
+  std::int64_t steps = 0;
+  std::uint64_t seed = 1;
+  for (auto _ : state) {
+    opts.strategy.seed = seed++;
+    auto r = wspipe::emu::run(launch, body, opts);
+    if (r.status != wspipe::emu::Status::ok) state.SkipWithError("ring failed");
+    steps += static_cast<std::int64_t>(r.steps);
+  }
+  state.SetItemsProcessed(steps);
+  state.SetLabel(std::string(wspipe::emu::to_string(opts.strategy.kind)) + (opts.trace ? " trace" : " no-trace"));
+}
+BENCHMARK(BM_EmuRing)
+    ->ArgsProduct({{static_cast<int>(wspipe::emu::StrategyKind::round_robin),
+                    static_cast<int>(wspipe::emu::StrategyKind::random),
+                    static_cast<int>(wspipe::emu::StrategyKind::pct)},
+                   {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Collects items/second per benchmark while printing the usual table.
+class Collect : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      auto it = r.counters.find("items_per_second");
+      if (it != r.counters.end()) rate[r.benchmark_name()] = it->second.value;
+      label[r.benchmark_name()] = r.report_label;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  std::map<std::string, double> rate;
+  std::map<std::string, std::string> label;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  Collect reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+
+  const auto y = reporter.rate.find("BM_FiberYield/real_time");
+  if (y == reporter.rate.end() || y->second <= 0) {
+    std::puts("ratio=unavailable (BM_FiberYield did not run)");
+    return 1;
+  }
+  std::printf("\nboost.fiber yields/s: %.3e\n", y->second);
+  double main_ratio = -1;
+  for (const auto& [name, r] : reporter.rate) {
+    if (name.rfind("BM_EmuRing", 0) != 0) continue;
+    std::printf("emulator steps/s: %.3e  ratio %.3f  (%s)\n", r, r / y->second, reporter.label[name].c_str());
+    if (reporter.label[name] == "random no-trace") main_ratio = r / y->second;
+  }
+  if (main_ratio < 0) {
+    std::puts("ratio=unavailable (BM_EmuRing random no-trace did not run)");
+    return 1;
+  }
+  std::printf("ratio=%.3f\n", main_ratio);
+  return 0;
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what wspipe needs that this Debian machine lacks, then configures
+# and builds one CMake preset (default: "default"). Safe to run repeatedly:
+# it installs nothing that is already there and rebuilds incrementally.
+#   tools/bootstrap.sh [PRESET]
+set -euo pipefail
+preset=${1:-default}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+log() { echo "[bootstrap] $*" >&2; }
+
+packages=(g++ make cmake libboost-fiber-dev libboost-context-dev librapidcheck-dev libgtest-dev
+          libbenchmark-dev python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing: ${missing[*]}"
+  sudo=""
+  if [[ $(id -u) != 0 ]]; then
+    command -v sudo >/dev/null || { log "need root (or sudo) to install: ${missing[*]}"; exit 2; }
+    sudo=sudo
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+if [[ ! -f "build/$preset/CMakeCache.txt" ]]; then
+  log "configuring preset $preset"
+  cmake --preset "$preset" >&2
+fi
+log "building preset $preset"
+cmake --build --preset "$preset" -j "$jobs" >&2

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, builds, runs every test.
+#  - the default preset: emulator, unit and property tests, the CLI end to
+#    end, fuzz corpora replayed, and a short benchmark run;
+#  - the sanitize preset (UBSan) over the same tests;
+#  - the cuda preset when nvcc is present: sm_100a build of the CUDA
+#    backend and the examples, and its SASS check.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+run_preset() {
+  "$root/tools/bootstrap.sh" "$1"
+  echo "[test] ctest --preset $1" >&2
+  ctest --preset "$1" -j "$jobs"
+}
+
+run_preset default
+run_preset sanitize
+if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  run_preset cuda
+else
+  echo "[test] nvcc not found: skipping the sm_100a build (the cuda preset)" >&2
+fi
+echo "[test] all tests passed" >&2
