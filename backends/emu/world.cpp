@@ -642,14 +642,17 @@ bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, 
   }
   w.intended = intended;
   if (!point(w, is_try ? Block::mbar_try : Block::mbar, static_cast<std::int32_t>(id), parity, 0, loc)) return true;
-  const bool ok = phase_done(*m, parity);
+  // Other warps ran meanwhile and may have grown the barrier table: look the
+  // barrier up again by id rather than through the pointer.
+  Mbar& after = mbars_[id];
+  const bool ok = phase_done(after, parity);
   if (ok) {
-    m->observed = true;
-    w.seen[id] = static_cast<std::int64_t>(m->phase) - 1;
+    after.observed = true;
+    w.seen[id] = static_cast<std::int64_t>(after.phase) - 1;
   }
   record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
           .object = static_cast<std::int32_t>(id), .kind = is_try ? EventKind::try_wait : EventKind::wait,
-          .a = parity, .b = ok ? static_cast<std::int64_t>(m->phase) - 1 : -1, .c = ok, .file = loc.file_name(),
+          .a = parity, .b = ok ? static_cast<std::int64_t>(after.phase) - 1 : -1, .c = ok, .file = loc.file_name(),
           .line = loc.line()});
   return ok;
 }
