@@ -675,6 +675,15 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
          loc);
     return;
   }
+  // Warp-collective in the programming model (DESIGN.md): the whole warp
+  // arrives, so a barrier's thread count is always reached exactly.
+  if (lanes(w.active) != 32) {
+    fail(w, "named-barrier.partial-warp", obj,
+         std::string(sync ? "bar.sync" : "bar.arrive") + " issued with " + std::to_string(lanes(w.active)) +
+             " of 32 lanes active (inside elect_one or for_each_lane): named barriers are warp-collective here",
+         loc);
+    return;
+  }
   NamedBarrier& nb = ctas_[w.cta].named[id];
   if (nb.arrived == 0) {
     nb.expected = threads;
@@ -685,14 +694,9 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
          loc);
     return;
   }
-  nb.arrived += lanes(w.active);
+  nb.arrived += 32;
   record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::named_arrive,
           .a = id, .b = threads, .c = nb.arrived, .file = loc.file_name(), .line = loc.line()});
-  if (nb.arrived > nb.expected) {
-    fail(w, "named-barrier.over-arrival", obj,
-         std::to_string(nb.arrived) + " threads arrived at a barrier of " + std::to_string(nb.expected), loc);
-    return;
-  }
   const std::uint64_t gen = nb.gen;
   if (nb.arrived == nb.expected) {
     nb.arrived = 0;
