@@ -30,30 +30,10 @@ struct Bars {
 };
 constexpr std::size_t kSmem = sizeof(Bars);
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-#define EXPECT_VIOLATION_AT(r, rule_, line_)                                       \
-  do {                                                                             \
-    ASSERT_EQ((r).status, emu::Status::violation) << (r).report();                 \
-    ASSERT_EQ((r).violations.size(), 1u) << (r).report();                          \
-    EXPECT_EQ((r).violations[0].rule, rule_) << (r).report();                      \
-    EXPECT_EQ((r).violations[0].line, static_cast<std::uint32_t>(line_))           \
-        << (r).report();                                                           \
-    EXPECT_TRUE(ends_with((r).violations[0].file, "tests/emu_barriers_test.cpp")) \
-        << (r).violations[0].file;                                                 \
-  } while (0)
-
-#define EXPECT_OK(r) EXPECT_EQ((r).status, emu::Status::ok) << (r).report()
-
-void init_bar(SharedMemBarrier& bar, std::uint32_t n, const char* name = "bar") {
-  B::elect_one([&] { B::init(bar, n, BarrierName{name}); });
-}
-void elected_arrive(SharedMemBarrier& bar) {
-  B::elect_one([&] { B::arrive(bar); });
-}
+using wspipe::test::contains;
+using wspipe::test::ends_with;
+using wspipe::test::elected_arrive;
+using wspipe::test::init_bar;
 
 std::size_t count_events(const emu::RunResult& r, emu::EventKind k) {
   std::size_t n = 0;

@@ -1,6 +1,8 @@
 // Helpers for tests that run small kernels on the emulator.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <string>
 
@@ -34,4 +36,35 @@ inline std::string outcome(const emu::RunResult& r) {
   return emu::to_string(r.status);
 }
 
+inline bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// One lane inits `bar` with count n and a name for the reports.
+inline void init_bar(SharedMemBarrier& bar, std::uint32_t n, const char* name = "bar") {
+  B::elect_one([&] { B::init(bar, n, BarrierName{name}); });
+}
+inline void elected_arrive(SharedMemBarrier& bar) {
+  B::elect_one([&] { B::arrive(bar); });
+}
+
 }  // namespace wspipe::test
+
+// The run ended on exactly one violation, `rule`, reported at `line` of the
+// calling test file (the report strips the source-tree prefix).
+#define EXPECT_VIOLATION_AT(r, rule_, line_)                                                       \
+  do {                                                                                             \
+    ASSERT_EQ((r).status, ::wspipe::emu::Status::violation) << (r).report();                       \
+    ASSERT_EQ((r).violations.size(), 1u) << (r).report();                                          \
+    EXPECT_EQ((r).violations[0].rule, rule_) << (r).report();                                      \
+    EXPECT_EQ((r).violations[0].line, static_cast<std::uint32_t>(line_)) << (r).report();          \
+    const std::string wspipe_file_ = __FILE__;                                                     \
+    EXPECT_TRUE(!(r).violations[0].file.empty() &&                                                \
+                wspipe_file_.size() >= (r).violations[0].file.size() &&                            \
+                wspipe_file_.compare(wspipe_file_.size() - (r).violations[0].file.size(),          \
+                                     std::string::npos, (r).violations[0].file) == 0)              \
+        << (r).violations[0].file;                                                                 \
+  } while (0)
+
+#define EXPECT_OK(r) EXPECT_EQ((r).status, ::wspipe::emu::Status::ok) << (r).report()
