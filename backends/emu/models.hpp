@@ -1,0 +1,96 @@
+// Functional models of the tensor core (tcgen05.mma, dense .kind::f16 and
+// .kind::f8f6f4, K-major operands in shared memory, f32 D in Tensor Memory)
+// and of TMA tiled loads. Pure functions over byte arrays: the emulator
+// decides when they run and checks the synchronization around them; these
+// say what they read and write.
+//
+// Sources: PTX ISA §9.7.16 "TensorCore 5th Generation Family Instructions"
+// (section numbers of PTX 9.0-9.2): 9.7.16.3 strides and canonical layouts,
+// 9.7.16.4 matrix descriptors, 9.7.16.10.5 data path layouts; CUTLASS
+// include/cute/atom/mma_traits_sm100{,_frag}.hpp for the CTA-pair split and
+// the layouts the PTX gives only as figures.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tcgen05.hpp"
+#include "core/tma.hpp"
+
+namespace wspipe::emu::model {
+
+// The byte offset in a CTA's shared-memory window of byte `kbyte` (0..31) of
+// row `row` of a K-major operand (A: rows are M, B: rows are N) as
+// tcgen05.mma reads it through descriptor `d`.
+std::uint32_t operand_offset(const SmemDescriptor& d, std::uint32_t row, std::uint32_t kbyte);
+
+// One tcgen05.mma as issued: kind, .cta_group, D's TMEM address, the two
+// shared-memory descriptors, the instruction descriptor, enable-input-d.
+struct MmaJob {
+  MmaKind kind = MmaKind::f16;
+  int cta_group = 1;
+  std::uint32_t d_tmem = 0;
+  std::uint64_t a_desc = 0, b_desc = 0;
+  std::uint32_t idesc = 0;
+  bool accumulate = false;
+};
+
+// The memory of one CTA an MMA touches.
+struct CtaMem {
+  const std::byte* smem;
+  std::size_t smem_bytes;
+  std::uint32_t* tmem;  // kTmemLanes * kTmemColumns cells, index lane * kTmemColumns + col
+};
+
+// Why `job` is not an MMA this model runs, or "" when it is: descriptor bits,
+// an idesc invalid for the kind, the shape, MN-major operands, operand bytes
+// outside [0, smem_bytes), D cells outside TMEM or misaligned in lanes.
+std::string mma_check(const MmaJob& job, std::size_t smem_bytes);
+
+// What a valid job touches in each CTA of its pair (cta = rank in the pair,
+// 0 .. cta_group-1): the shared-memory bytes of A and B it reads (whole
+// 16-byte chunks, adjacent ones merged, sorted by offset), and the TMEM
+// rectangles of D it writes, which it also reads when job.accumulate.
+struct MmaFootprint {
+  struct Range {
+    int cta;
+    std::uint32_t offset, bytes;
+  };
+  std::vector<Range> smem_reads;
+  struct Cells {
+    int cta;
+    std::uint32_t lane0, lanes, col0, cols;
+  };
+  std::vector<Cells> tmem;
+};
+MmaFootprint mma_footprint(const MmaJob& job);
+
+// Performs a job that passed mma_check against every CTA's smem_bytes:
+// D = A * B^T (+ D), D[i][j] = sum_k A[i][k] * B[j][k], with the idesc's
+// negations. `ctas` has cta_group entries, the pair in rank order. With
+// cta_group 2, CTA r holds rows [r*M/2, (r+1)*M/2) of A and [r*N/2, (r+1)*N/2)
+// of B, at the same descriptor addresses in its own shared memory, and
+// receives D's rows [r*M/2, (r+1)*M/2), all N columns, in its own TMEM.
+//
+// Precision: per MMA, the K products and the old D of each element are summed
+// in double and rounded to f32 once. The products of these inputs are exact in
+// double; the PTX leaves the tensor core's internal order and width
+// unspecified, so this is one faithful choice, accurate to f32 rounding.
+void mma_execute(const MmaJob& job, const CtaMem* ctas);
+
+// Why a TMA load of map `m` into shared memory at `dst_offset` cannot be
+// issued, or "" when it can: the map itself (tensor_map_error), the
+// destination's alignment (128 bytes; the swizzle's repeat, 256/512/1024
+// bytes, when swizzled) and the box not fitting in [0, smem_bytes).
+std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t smem_bytes);
+
+// Performs a checked TMA tiled load: the box at `c` (innermost dimension
+// first) lands row-major in shared memory, innermost dimension contiguous,
+// over [dst_offset, dst_offset + tma_box_bytes(m)), each 16-byte chunk moved by
+// the swizzle of its absolute shared-memory address. Elements with any
+// coordinate outside [0, dims) are written as zero bytes.
+void tma_copy(const TensorMap& m, const TmaCoords& c, std::byte* smem, std::uint32_t dst_offset);
+
+}  // namespace wspipe::emu::model
