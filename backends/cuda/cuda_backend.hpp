@@ -12,12 +12,19 @@
 // Instructions come from CCCL's cuda::ptx wrappers. Inline PTX is used only
 // where CCCL 3.0 (nvcc 13.0) has no wrapper, one small function per
 // instruction in `detail`, named after it.
+//
+// PTX section numbers below are those of PTX ISA 9.2 (the tcgen05 ones are
+// the same in 9.0, CUDA 13.0's; 9.4 renumbers them). Names are stable.
 #pragma once
 
 #if !defined(__CUDACC__)
 #error "backends/cuda/cuda_backend.hpp is CUDA code: compile it with nvcc"
 #endif
 
+// <cuda.h> for the CUtensorMap type only: nothing here calls the driver API,
+// so nothing links libcuda (the host encodes maps through the runtime's
+// driver entry point, backends/cuda/tensor_map.hpp).
+#include <cuda.h>
 #include <cuda/ptx>
 
 #include <cstdint>
@@ -25,6 +32,8 @@
 #include <type_traits>
 
 #include "core/backend.hpp"
+#include "core/tcgen05.hpp"
+#include "core/tma.hpp"
 
 #define WSPIPE_CUDA_OP static __device__ __forceinline__
 
@@ -88,6 +97,106 @@ __device__ __forceinline__ void bar_sync(std::uint32_t id, std::uint32_t threads
 }
 __device__ __forceinline__ void bar_arrive(std::uint32_t id, std::uint32_t threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The .shared::cluster address of shared-memory address `addr`'s offset in
+// this CTA's pair's even CTA (cluster ranks 2k and 2k+1 form a pair).
+__device__ __forceinline__ std::uint32_t pair_even_cta_addr(std::uint32_t addr) {
+  return mapa_shared_cluster(addr, ::cuda::ptx::get_sreg_cluster_ctarank() & ~1u);
+}
+
+// The CCCL tag of a .cta_group. Every tcgen05 operation and the TMA loads
+// take CtaGroup through here, so that one assertion guards them all.
+template <int CtaGroup>
+__device__ __forceinline__ constexpr auto cta_group() {
+  static_assert(CtaGroup == 1 || CtaGroup == 2, "CtaGroup must be 1 (.cta_group::1) or 2 (.cta_group::2)");
+  if constexpr (CtaGroup == 1) {
+    return ::cuda::ptx::cta_group_1;
+  } else {
+    return ::cuda::ptx::cta_group_2;
+  }
+}
+
+// The CCCL tag of a tcgen05.mma .kind.
+template <MmaKind Kind>
+__device__ __forceinline__ constexpr auto mma_kind() {
+  if constexpr (Kind == MmaKind::f16) {
+    return ::cuda::ptx::kind_f16;
+  } else {
+    return ::cuda::ptx::kind_f8f6f4;
+  }
+}
+
+// The first Rank coordinates, as the array the .Rank-d instruction takes.
+template <std::uint32_t Rank>
+struct TmaCoordArray {
+  static_assert(Rank >= 1 && Rank <= kTmaMaxRank, "Rank (of the tensor map) must be in [1, 5]");
+  std::int32_t c[Rank];
+};
+template <std::uint32_t Rank>
+__device__ __forceinline__ TmaCoordArray<Rank> tma_coords(const TmaCoords& coords) {
+  TmaCoordArray<Rank> a;
+  for (std::uint32_t i = 0; i < Rank; ++i) a.c[i] = coords.c[i];
+  return a;
+}
+
+// cp.async.bulk.tensor.{1-5}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2
+// [dst], [map, {c}], [bar] (PTX 9.7.9.25.5.2 "cp.async.bulk.tensor"): the
+// load of one CTA of a pair whose complete_tx lands on `bar`, a
+// .shared::cluster address in either CTA of the pair. CCCL 3.0 has this
+// form only with a generic barrier pointer, which it converts with
+// cvta.to.shared (this CTA's window): it cannot name the peer's barrier.
+template <std::uint32_t Rank>
+__device__ __forceinline__ void cp_async_bulk_tensor_cta_group_2(std::uint32_t dst, const void* map,
+                                                                 const TmaCoordArray<Rank>& a, std::uint32_t bar) {
+#define WSPIPE_TMA_2SM(DIM, COORDS, ...)                                                               \
+  asm volatile("cp.async.bulk.tensor." DIM ".shared::cluster.global.tile.mbarrier::complete_tx::bytes" \
+               ".cta_group::2 [%0], [%1, " COORDS "], [%2];"                                           \
+               :                                                                                       \
+               : "r"(dst), "l"(map), "r"(bar), __VA_ARGS__                                             \
+               : "memory")
+  const std::int32_t* c = a.c;
+  if constexpr (Rank == 1) {
+    WSPIPE_TMA_2SM("1d", "{%3}", "r"(c[0]));
+  } else if constexpr (Rank == 2) {
+    WSPIPE_TMA_2SM("2d", "{%3, %4}", "r"(c[0]), "r"(c[1]));
+  } else if constexpr (Rank == 3) {
+    WSPIPE_TMA_2SM("3d", "{%3, %4, %5}", "r"(c[0]), "r"(c[1]), "r"(c[2]));
+  } else if constexpr (Rank == 4) {
+    WSPIPE_TMA_2SM("4d", "{%3, %4, %5, %6}", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+  } else {
+    WSPIPE_TMA_2SM("5d", "{%3, %4, %5, %6, %7}", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]));
+  }
+#undef WSPIPE_TMA_2SM
+}
+
+// The same with .multicast::cluster: the box lands at `dst`'s offset in each
+// CTA of the 16-bit `mask`. ".cta_group is used to signal either the odd
+// numbered CTA or the even numbered CTA among the CTA-Pair" (ibid.): `bar`'s
+// address selects which. Inline PTX for the same reason as above.
+template <std::uint32_t Rank>
+__device__ __forceinline__ void cp_async_bulk_tensor_multicast_cta_group_2(std::uint32_t dst, const void* map,
+                                                                           const TmaCoordArray<Rank>& a,
+                                                                           std::uint32_t bar, std::uint16_t mask) {
+#define WSPIPE_TMA_2SM_MULTICAST(DIM, COORDS, ...)                                                     \
+  asm volatile("cp.async.bulk.tensor." DIM ".shared::cluster.global.tile.mbarrier::complete_tx::bytes" \
+               ".multicast::cluster.cta_group::2 [%0], [%1, " COORDS "], [%2], %3;"                    \
+               :                                                                                       \
+               : "r"(dst), "l"(map), "r"(bar), "h"(mask), __VA_ARGS__                                  \
+               : "memory")
+  const std::int32_t* c = a.c;
+  if constexpr (Rank == 1) {
+    WSPIPE_TMA_2SM_MULTICAST("1d", "{%4}", "r"(c[0]));
+  } else if constexpr (Rank == 2) {
+    WSPIPE_TMA_2SM_MULTICAST("2d", "{%4, %5}", "r"(c[0]), "r"(c[1]));
+  } else if constexpr (Rank == 3) {
+    WSPIPE_TMA_2SM_MULTICAST("3d", "{%4, %5, %6}", "r"(c[0]), "r"(c[1]), "r"(c[2]));
+  } else if constexpr (Rank == 4) {
+    WSPIPE_TMA_2SM_MULTICAST("4d", "{%4, %5, %6, %7}", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+  } else {
+    WSPIPE_TMA_2SM_MULTICAST("5d", "{%4, %5, %6, %7, %8}", "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(c[4]));
+  }
+#undef WSPIPE_TMA_2SM_MULTICAST
 }
 
 }  // namespace detail
@@ -196,6 +305,223 @@ struct CudaBackend {
     (void)loc;
     ::cuda::ptx::barrier_cluster_arrive(::cuda::ptx::sem_release);
     ::cuda::ptx::barrier_cluster_wait(::cuda::ptx::sem_acquire);
+  }
+
+  // ---- Tensor Memory (PTX 9.7.16.7-9.7.16.8). alloc, relinquish, dealloc,
+  // ld, st and the waits are .sync.aligned: all 32 lanes of the warp, same
+  // operands, which warp-level code gives.
+
+  // tcgen05.alloc: `cols` (a power of 2 in [32, 512]) columns; the base
+  // address lands in shared memory at `dst_smem` as a weak store, so readers
+  // in other warps need a barrier after it. Blocks until the columns are
+  // free. With CtaGroup 2 one warp of each CTA of the pair calls it with the
+  // same `dst_smem` offset.
+  template <int CtaGroup>
+  WSPIPE_CUDA_OP void tmem_alloc(std::uint32_t* dst_smem, std::uint32_t cols, SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::tcgen05_alloc(detail::cta_group<CtaGroup>(), dst_smem, cols);
+  }
+  // tcgen05.relinquish_alloc_permit: this CTA gives up the right to
+  // allocate; an alloc after it is illegal (ptxas inserts a trap).
+  template <int CtaGroup>
+  WSPIPE_CUDA_OP void tmem_relinquish(SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::tcgen05_relinquish_alloc_permit(detail::cta_group<CtaGroup>());
+  }
+  // tcgen05.dealloc of an allocation's base address and size.
+  template <int CtaGroup>
+  WSPIPE_CUDA_OP void tmem_dealloc(std::uint32_t taddr, std::uint32_t cols, SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::tcgen05_dealloc(detail::cta_group<CtaGroup>(), taddr, cols);
+  }
+
+  // A tcgen05.ld/st fragment: this thread's N 32-bit registers. Index it
+  // with compile-time constants (unrolled loops): a run-time index sends the
+  // array to local memory. N is a std::uint32_t, the type of tmem_regs(), as
+  // in EmuBackend, so that kernel templates deduce it on both backends.
+  template <std::uint32_t N>
+  struct Frag {
+    std::uint32_t r[N];
+
+    __device__ __forceinline__ std::uint32_t reg(std::uint32_t i, SourceLoc loc = SourceLoc::current()) const {
+      (void)loc;
+      return r[i];
+    }
+    __device__ __forceinline__ void set(std::uint32_t i, std::uint32_t v, SourceLoc loc = SourceLoc::current()) {
+      (void)loc;
+      r[i] = v;
+    }
+  };
+
+  // tcgen05.ld.sync.aligned.<S>.x<Num>.b32 (PTX 9.7.16.8.3): asynchronous;
+  // the registers are valid after tmem_wait_load(). HalfSplit is the
+  // immHalfSplitoff of .16x32bx2: the column offset of its second half from
+  // taddr. CCCL overloads each shape on the register count, which selects
+  // .x<Num>.
+  template <TmemShape S, std::uint32_t Num, std::uint32_t HalfSplit = 0>
+  WSPIPE_CUDA_OP Frag<tmem_regs(S, Num)> tmem_load(std::uint32_t taddr, SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    static_assert(tmem_num_valid(S, Num),
+                  "tmem_load<S, Num>: Num must be a power of 2 in [1, 128] and the shape S must fit in 128 "
+                  "registers (.16x128b stops at .x64, .16x256b at .x32)");
+    static_assert(HalfSplit == 0 || S == TmemShape::s16x32bx2,
+                  "tmem_load<S, Num, HalfSplit>: only the .16x32bx2 shape takes HalfSplit");
+    Frag<tmem_regs(S, Num)> f;
+    if constexpr (S == TmemShape::s32x32b) {
+      ::cuda::ptx::tcgen05_ld_32x32b(f.r, taddr);
+    } else if constexpr (S == TmemShape::s16x64b) {
+      ::cuda::ptx::tcgen05_ld_16x64b(f.r, taddr);
+    } else if constexpr (S == TmemShape::s16x128b) {
+      ::cuda::ptx::tcgen05_ld_16x128b(f.r, taddr);
+    } else if constexpr (S == TmemShape::s16x256b) {
+      ::cuda::ptx::tcgen05_ld_16x256b(f.r, taddr);
+    } else {
+      ::cuda::ptx::tcgen05_ld_16x32bx2(f.r, taddr, ::cuda::ptx::n32_t<static_cast<int>(HalfSplit)>{});
+    }
+    return f;
+  }
+  // tcgen05.st.sync.aligned.<S>.x<Num>.b32 (PTX 9.7.16.8.4): asynchronous;
+  // the TMEM cells hold the values after tmem_wait_store().
+  template <TmemShape S, std::uint32_t Num, std::uint32_t HalfSplit = 0>
+  WSPIPE_CUDA_OP void tmem_store(std::uint32_t taddr, const Frag<tmem_regs(S, Num)>& frag,
+                                 SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    static_assert(tmem_num_valid(S, Num),
+                  "tmem_store<S, Num>: Num must be a power of 2 in [1, 128] and the shape S must fit in 128 "
+                  "registers (.16x128b stops at .x64, .16x256b at .x32)");
+    static_assert(HalfSplit == 0 || S == TmemShape::s16x32bx2,
+                  "tmem_store<S, Num, HalfSplit>: only the .16x32bx2 shape takes HalfSplit");
+    if constexpr (S == TmemShape::s32x32b) {
+      ::cuda::ptx::tcgen05_st_32x32b(taddr, frag.r);
+    } else if constexpr (S == TmemShape::s16x64b) {
+      ::cuda::ptx::tcgen05_st_16x64b(taddr, frag.r);
+    } else if constexpr (S == TmemShape::s16x128b) {
+      ::cuda::ptx::tcgen05_st_16x128b(taddr, frag.r);
+    } else if constexpr (S == TmemShape::s16x256b) {
+      ::cuda::ptx::tcgen05_st_16x256b(taddr, frag.r);
+    } else {
+      ::cuda::ptx::tcgen05_st_16x32bx2(taddr, ::cuda::ptx::n32_t<static_cast<int>(HalfSplit)>{}, frag.r);
+    }
+  }
+  // tcgen05.wait::ld / ::st (PTX 9.7.16.8.5): block until this thread's
+  // earlier tcgen05.ld / tcgen05.st have completed.
+  WSPIPE_CUDA_OP void tmem_wait_load(SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::tcgen05_wait_ld();
+  }
+  WSPIPE_CUDA_OP void tmem_wait_store(SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::tcgen05_wait_st();
+  }
+  // tcgen05.fence::before_thread_sync / ::after_thread_sync (PTX 9.7.16.11.1):
+  // order this thread's asynchronous tcgen05 operations before / after the
+  // thread synchronisation (barrier, mbarrier) that they bracket.
+  WSPIPE_CUDA_OP void tmem_fence_before(SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::tcgen05_fence_before_thread_sync();
+  }
+  WSPIPE_CUDA_OP void tmem_fence_after(SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::tcgen05_fence_after_thread_sync();
+  }
+
+  // ---- tensor core. Single-thread semantics: every executing thread issues
+  // its own MMA or commit, so call these inside elect_one.
+
+  // tcgen05.mma.cta_group::<CtaGroup>.kind::<Kind> [d_tmem], a_desc, b_desc,
+  // idesc, accumulate (PTX 9.7.16.10.9.1): D = A*B (+ D when `accumulate`),
+  // A and B from shared memory through 64-bit matrix descriptors.
+  template <MmaKind Kind, int CtaGroup>
+  WSPIPE_CUDA_OP void mma(std::uint32_t d_tmem, std::uint64_t a_desc, std::uint64_t b_desc, std::uint32_t idesc,
+                          bool accumulate, SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::tcgen05_mma(detail::mma_kind<Kind>(), detail::cta_group<CtaGroup>(), d_tmem, a_desc, b_desc, idesc,
+                             accumulate);
+  }
+  // tcgen05.commit.cta_group::<CtaGroup>.mbarrier::arrive::one (PTX
+  // 9.7.16.12.1): one arrive on `bar` once this thread's earlier MMAs of the
+  // same CtaGroup have completed. It implies tcgen05.fence::before_thread_sync.
+  template <int CtaGroup>
+  WSPIPE_CUDA_OP void mma_commit(SharedMemBarrier& bar, SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::tcgen05_commit(detail::cta_group<CtaGroup>(), &bar.raw);
+  }
+  // ... .multicast::cluster: the arrive lands on the barrier at `bar`'s
+  // offset in each CTA whose bit is set in the 16-bit `mask` (cluster ranks).
+  template <int CtaGroup>
+  WSPIPE_CUDA_OP void mma_commit_multicast(SharedMemBarrier& bar, std::uint16_t mask,
+                                           SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::tcgen05_commit_multicast(detail::cta_group<CtaGroup>(), &bar.raw, mask);
+  }
+
+  // ---- TMA (PTX 9.7.9.25.5.2 cp.async.bulk.tensor, global -> shared):
+  // single-thread issue, inside elect_one. The box at `coords` lands at
+  // `smem_dst`, then complete_tx(box bytes) on the barrier.
+  //
+  // A CUtensorMap does not tell the device its rank, and the instruction
+  // names it (.1d-.5d), so the kernel states it: Rank, 2 by default (GEMM
+  // tiles). It must equal the map's rank. `map` must live in kernel
+  // parameter (__grid_constant__), constant or global memory.
+  using TmaMap = CUtensorMap;
+
+  // With CtaGroup 2 the complete_tx goes to the barrier at `bar`'s offset in
+  // the pair's even CTA (cluster ranks that differ in bit 0): both CTAs of a
+  // pair load their halves of the operands, and the even one's MMA waits for
+  // both. The peer's address comes from mapa, the documented mapping, rather
+  // than from the window's address encoding.
+  template <int CtaGroup = 1, std::uint32_t Rank = 2>
+  WSPIPE_CUDA_OP void tma_load(const TmaMap& map, void* smem_dst, SharedMemBarrier& bar, TmaCoords coords,
+                               SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    const auto c = detail::tma_coords<Rank>(coords);
+    if constexpr (detail::cta_group<CtaGroup>() == ::cuda::ptx::cta_group_1) {
+      ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, smem_dst, &map, c.c,
+                                        &bar.raw);
+    } else {
+      detail::cp_async_bulk_tensor_cta_group_2<Rank>(detail::smem_addr(smem_dst), &map, c,
+                                                     detail::pair_even_cta_addr(detail::smem_addr(&bar)));
+    }
+  }
+  // .multicast::cluster: the box lands at `smem_dst`'s offset in each CTA of
+  // the 16-bit `mask`, and each of them gets complete_tx on its barrier at
+  // `bar`'s offset (CtaGroup 2: on its pair's even CTA's barrier).
+  template <int CtaGroup = 1, std::uint32_t Rank = 2>
+  WSPIPE_CUDA_OP void tma_load_multicast(const TmaMap& map, void* smem_dst, SharedMemBarrier& bar, TmaCoords coords,
+                                         std::uint16_t mask, SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    const auto c = detail::tma_coords<Rank>(coords);
+    if constexpr (detail::cta_group<CtaGroup>() == ::cuda::ptx::cta_group_1) {
+      ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, smem_dst, &map, c.c,
+                                        &bar.raw, mask);
+    } else {
+      detail::cp_async_bulk_tensor_multicast_cta_group_2<Rank>(
+          detail::smem_addr(smem_dst), &map, c, detail::pair_even_cta_addr(detail::smem_addr(&bar)), mask);
+    }
+  }
+
+  // fence.proxy.async.shared::cta (PTX 9.7.13.4 "membar/fence"): this
+  // thread's generic-proxy shared-memory writes become visible to later
+  // async-proxy reads (tensor core, TMA store); needed before the barrier
+  // that hands an ordinarily written tile to them.
+  WSPIPE_CUDA_OP void fence_proxy_async(SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
+  }
+
+  // ---- shared-memory tiles. smem_addr: the 32-bit .shared::cta address
+  // that matrix descriptors and the hardware use. The access hooks exist for
+  // the emulator's race checker; here they are empty.
+  WSPIPE_CUDA_OP std::uint32_t smem_addr(const void* p) { return detail::smem_addr(p); }
+  WSPIPE_CUDA_OP void smem_read(const void* p, std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) {
+    (void)p;
+    (void)bytes;
+    (void)loc;
+  }
+  WSPIPE_CUDA_OP void smem_write(const void* p, std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) {
+    (void)p;
+    (void)bytes;
+    (void)loc;
   }
 
   // ---- storage: the dynamic shared memory, laid out as T. The launch gives

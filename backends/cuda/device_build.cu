@@ -6,24 +6,52 @@
 // SASS check can find each operation's instructions in its own function),
 // then the ring example for every stage count. The op kernels are not
 // meaningful programs; their operands are kernel arguments so that nothing
-// folds away.
+// folds away. Suffixes: _cgN for CtaGroup N (ptxas allows one .cta_group
+// per kernel), _<shape>_x<num> for tcgen05.ld/st, _rankN for TMA.
 #include <cstdint>
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/launch.hpp"
+#include "backends/cuda/tensor_map.hpp"
 #include "examples/ring.hpp"
 
 namespace {
 
 using B = wspipe::cuda::CudaBackend;
+using wspipe::MmaKind;
 using wspipe::SharedMemBarrier;
+using wspipe::TmaCoords;
+using wspipe::TmemShape;
 
 struct OpsStorage {
   SharedMemBarrier bar[2];
   std::uint32_t word;
+  alignas(128) std::uint8_t tile[1024];
 };
 
-__device__ __forceinline__ SharedMemBarrier& ops_bar() { return B::shared_storage<OpsStorage>().bar[0]; }
+__device__ __forceinline__ OpsStorage& ops() { return B::shared_storage<OpsStorage>(); }
+__device__ __forceinline__ SharedMemBarrier& ops_bar() { return ops().bar[0]; }
+
+// tcgen05.ld then wait::ld, every register to global memory so that the
+// load is live; tcgen05.st of registers read from global memory, then
+// wait::st. .16x32bx2 puts its second half right after the first.
+template <TmemShape S, std::uint32_t Num>
+__device__ __forceinline__ void tmem_load_op(std::uint32_t taddr, std::uint32_t* out) {
+  constexpr std::uint32_t kSplit = S == TmemShape::s16x32bx2 ? Num : 0;
+  const auto frag = B::tmem_load<S, Num, kSplit>(taddr);
+  B::tmem_wait_load();
+#pragma unroll
+  for (std::uint32_t i = 0; i < wspipe::tmem_regs(S, Num); ++i) out[i * 32 + threadIdx.x % 32] = frag.reg(i);
+}
+template <TmemShape S, std::uint32_t Num>
+__device__ __forceinline__ void tmem_store_op(std::uint32_t taddr, const std::uint32_t* in) {
+  constexpr std::uint32_t kSplit = S == TmemShape::s16x32bx2 ? Num : 0;
+  B::Frag<wspipe::tmem_regs(S, Num)> frag;
+#pragma unroll
+  for (std::uint32_t i = 0; i < wspipe::tmem_regs(S, Num); ++i) frag.set(i, in[i * 32 + threadIdx.x % 32]);
+  B::tmem_store<S, Num, kSplit>(taddr, frag);
+  B::tmem_wait_store();
+}
 
 }  // namespace
 
@@ -73,6 +101,104 @@ extern "C" __global__ void wspipe_op_named_arrive_runtime(std::uint32_t id, std:
 }
 extern "C" __global__ void wspipe_op_cluster_sync() { B::cluster_sync(); }
 
+// ---- Tensor Memory: allocation, both CtaGroups
+extern "C" __global__ void wspipe_op_tmem_alloc_cg1(std::uint32_t cols) { B::tmem_alloc<1>(&ops().word, cols); }
+extern "C" __global__ void wspipe_op_tmem_alloc_cg2(std::uint32_t cols) { B::tmem_alloc<2>(&ops().word, cols); }
+extern "C" __global__ void wspipe_op_tmem_relinquish_cg1() { B::tmem_relinquish<1>(); }
+extern "C" __global__ void wspipe_op_tmem_relinquish_cg2() { B::tmem_relinquish<2>(); }
+extern "C" __global__ void wspipe_op_tmem_dealloc_cg1(std::uint32_t taddr, std::uint32_t cols) {
+  B::tmem_dealloc<1>(taddr, cols);
+}
+extern "C" __global__ void wspipe_op_tmem_dealloc_cg2(std::uint32_t taddr, std::uint32_t cols) {
+  B::tmem_dealloc<2>(taddr, cols);
+}
+
+// ---- tcgen05.ld/st: every shape, .x1, .x8 and its largest .num
+#define WSPIPE_TMEM_LD_ST_KERNELS(SHAPE, NUM)                                                                    \
+  extern "C" __global__ void wspipe_op_tmem_load_##SHAPE##_x##NUM(std::uint32_t taddr, std::uint32_t* out) {    \
+    tmem_load_op<TmemShape::s##SHAPE, NUM>(taddr, out);                                                          \
+  }                                                                                                              \
+  extern "C" __global__ void wspipe_op_tmem_store_##SHAPE##_x##NUM(std::uint32_t taddr, const std::uint32_t* in) { \
+    tmem_store_op<TmemShape::s##SHAPE, NUM>(taddr, in);                                                          \
+  }
+WSPIPE_TMEM_LD_ST_KERNELS(32x32b, 1)
+WSPIPE_TMEM_LD_ST_KERNELS(32x32b, 8)
+WSPIPE_TMEM_LD_ST_KERNELS(32x32b, 128)
+WSPIPE_TMEM_LD_ST_KERNELS(16x64b, 1)
+WSPIPE_TMEM_LD_ST_KERNELS(16x64b, 8)
+WSPIPE_TMEM_LD_ST_KERNELS(16x64b, 128)
+WSPIPE_TMEM_LD_ST_KERNELS(16x128b, 1)
+WSPIPE_TMEM_LD_ST_KERNELS(16x128b, 8)
+WSPIPE_TMEM_LD_ST_KERNELS(16x128b, 64)
+WSPIPE_TMEM_LD_ST_KERNELS(16x256b, 1)
+WSPIPE_TMEM_LD_ST_KERNELS(16x256b, 8)
+WSPIPE_TMEM_LD_ST_KERNELS(16x256b, 32)
+WSPIPE_TMEM_LD_ST_KERNELS(16x32bx2, 1)
+WSPIPE_TMEM_LD_ST_KERNELS(16x32bx2, 8)
+WSPIPE_TMEM_LD_ST_KERNELS(16x32bx2, 128)
+#undef WSPIPE_TMEM_LD_ST_KERNELS
+
+// ---- tcgen05 waits and fences, alone
+extern "C" __global__ void wspipe_op_tmem_wait_load() { B::tmem_wait_load(); }
+extern "C" __global__ void wspipe_op_tmem_wait_store() { B::tmem_wait_store(); }
+extern "C" __global__ void wspipe_op_tmem_fence_before() { B::tmem_fence_before(); }
+extern "C" __global__ void wspipe_op_tmem_fence_after() { B::tmem_fence_after(); }
+
+// ---- tensor core: both kinds, both CtaGroups; commit and multicast commit
+#define WSPIPE_MMA_KERNEL(KIND, G)                                                                              \
+  extern "C" __global__ void wspipe_op_mma_##KIND##_cg##G(std::uint32_t d_tmem, std::uint64_t a_desc,           \
+                                                          std::uint64_t b_desc, std::uint32_t idesc, bool acc) { \
+    B::mma<MmaKind::KIND, G>(d_tmem, a_desc, b_desc, idesc, acc);                                               \
+  }
+WSPIPE_MMA_KERNEL(f16, 1)
+WSPIPE_MMA_KERNEL(f16, 2)
+WSPIPE_MMA_KERNEL(f8f6f4, 1)
+WSPIPE_MMA_KERNEL(f8f6f4, 2)
+#undef WSPIPE_MMA_KERNEL
+extern "C" __global__ void wspipe_op_mma_commit_cg1() { B::mma_commit<1>(ops_bar()); }
+extern "C" __global__ void wspipe_op_mma_commit_cg2() { B::mma_commit<2>(ops_bar()); }
+extern "C" __global__ void wspipe_op_mma_commit_multicast_cg1(std::uint16_t mask) {
+  B::mma_commit_multicast<1>(ops_bar(), mask);
+}
+extern "C" __global__ void wspipe_op_mma_commit_multicast_cg2(std::uint16_t mask) {
+  B::mma_commit_multicast<2>(ops_bar(), mask);
+}
+
+// ---- TMA: every rank, both CtaGroups, unicast and multicast; the map is a
+// __grid_constant__ parameter, as in a real kernel
+#define WSPIPE_TMA_KERNELS(G, R)                                                                              \
+  extern "C" __global__ void wspipe_op_tma_load_cg##G##_rank##R(const __grid_constant__ CUtensorMap map,      \
+                                                                TmaCoords coords) {                           \
+    B::tma_load<G, R>(map, ops().tile, ops_bar(), coords);                                                    \
+  }                                                                                                           \
+  extern "C" __global__ void wspipe_op_tma_load_multicast_cg##G##_rank##R(                                    \
+      const __grid_constant__ CUtensorMap map, TmaCoords coords, std::uint16_t mask) {                        \
+    B::tma_load_multicast<G, R>(map, ops().tile, ops_bar(), coords, mask);                                    \
+  }
+WSPIPE_TMA_KERNELS(1, 1)
+WSPIPE_TMA_KERNELS(1, 2)
+WSPIPE_TMA_KERNELS(1, 3)
+WSPIPE_TMA_KERNELS(1, 4)
+WSPIPE_TMA_KERNELS(1, 5)
+WSPIPE_TMA_KERNELS(2, 1)
+WSPIPE_TMA_KERNELS(2, 2)
+WSPIPE_TMA_KERNELS(2, 3)
+WSPIPE_TMA_KERNELS(2, 4)
+WSPIPE_TMA_KERNELS(2, 5)
+#undef WSPIPE_TMA_KERNELS
+
+// ---- proxy fence and shared-memory tiles
+extern "C" __global__ void wspipe_op_fence_proxy_async() { B::fence_proxy_async(); }
+extern "C" __global__ void wspipe_op_smem_addr(std::uint32_t* out) { out[threadIdx.x] = B::smem_addr(ops().tile); }
+// The access hooks around ordinary shared-memory accesses: they add nothing.
+extern "C" __global__ void wspipe_op_smem_access(std::uint32_t* out) {
+  std::uint8_t* p = ops().tile + threadIdx.x;
+  B::smem_write(p, 1);
+  *p = static_cast<std::uint8_t>(threadIdx.x);
+  B::smem_read(p, 1);
+  out[threadIdx.x] = *p;
+}
+
 // ---- storage and checks
 extern "C" __global__ void wspipe_op_shared_storage(std::uint32_t* out) {
   auto& s = B::shared_storage<OpsStorage>();
@@ -95,9 +221,9 @@ WSPIPE_RING_KERNEL(4)
 WSPIPE_RING_KERNEL(8)
 #undef WSPIPE_RING_KERNEL
 
-// ---- host side: launch.hpp instantiated against the real kernels, so that
-// it keeps compiling too. A ring is one CTA of kRingWarps warps; `cluster`
-// CTAs run independent rings side by side.
+// ---- host side: launch.hpp and tensor_map.hpp instantiated against the
+// real kernels, so that they keep compiling too. A ring is one CTA of
+// kRingWarps warps; `cluster` CTAs run independent rings side by side.
 
 namespace wspipe::cuda {
 
@@ -111,6 +237,15 @@ cudaError_t launch_ring(int stages, std::uint32_t items, examples::RingBug bug, 
     case 8: return launch_cluster<examples::RingStorage<8>>(wspipe_ring_8, cfg, items, bug);
     default: return cudaErrorInvalidValue;
   }
+}
+
+// A rank-2 TMA load of `m`'s box at `coords`: the CUtensorMap from
+// make_tma_map travels by value into the kernel's __grid_constant__
+// parameter.
+cudaError_t launch_tma_load(const TensorMap& m, TmaCoords coords, cudaStream_t stream) {
+  const CUtensorMap map = make_tma_map(m);
+  const ClusterLaunch cfg{dim3(1), dim3(32), dim3(1), stream};
+  return launch_cluster<OpsStorage>(wspipe_op_tma_load_cg1_rank2, cfg, map, coords);
 }
 
 }  // namespace wspipe::cuda

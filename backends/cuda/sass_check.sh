@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # sass_check.sh OBJECT...: disassemble the sm_100a build of device_build.cu
 # and check that every backend operation compiles to the instructions it
-# stands for (one extern "C" kernel per operation, wspipe_op_<name>), and
-# that the ring example contains the whole protocol.
+# stands for (one extern "C" kernel per operation, wspipe_op_<name>), that
+# none fell back to a generic path (a CCCL "not supported" stub, a call, a
+# plain spin loop), and that the ring example contains the whole protocol.
+# docs/sass-check.md explains each assertion and records a run.
 #
 # Exit 0: all present; 1: something missing or unexpected; 77 (CTest skip):
 # no cuobjdump / nvdisasm. Neither ships with every CUDA toolkit; from PyPI:
@@ -58,6 +60,7 @@ export PATH="$(dirname "$CUOBJDUMP_BIN"):$PATH"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+echo "sass_check: cuobjdump $("$CUOBJDUMP_BIN" --version | grep -o 'release [0-9.]*, V[0-9.]*')"
 if ! "$CUOBJDUMP_BIN" -sass "$@" >"$tmp/sass" 2>"$tmp/err"; then
   if grep -q nvdisasm "$tmp/err"; then
     skip "cuobjdump ($CUOBJDUMP_BIN) cannot find nvdisasm: $(head -c 300 "$tmp/err")"
@@ -70,7 +73,7 @@ if grep -q nvdisasm "$tmp/err"; then
   skip "cuobjdump ($CUOBJDUMP_BIN) cannot find nvdisasm: $(head -c 300 "$tmp/err")"
 fi
 
-# One line per instruction: "<function>\t<instruction>" (no address, no
+# One line per instruction: "<function>\t<address>\t<instruction>" (no
 # encoding, no trailing ';'), up to the self-branch that ends each function
 # (the NOPs after it are padding; NOPs before it are kept: a fence that
 # ptxas lowers to nothing leaves one).
@@ -82,15 +85,13 @@ awk '
     addr = line
     sub(/^[ \t]*\/\*/, "", addr)
     sub(/\*\/.*$/, "", addr)
+    sub(/^0+/, "", addr)
+    if (addr == "") addr = "0"
     sub(/^[ \t]*\/\*[0-9a-f]+\*\/[ \t]*/, "", line)
     sub(/[ \t]*\/\*.*$/, "", line)
     sub(/[ \t]*;[ \t]*$/, "", line)
-    if (line ~ /^BRA 0x[0-9a-f]+$/) {
-      target = substr(line, 7)
-      sub(/^0+/, "", addr)
-      if (target == (addr == "" ? "0" : addr)) { done = 1; next }
-    }
-    if (line != "") print fn "\t" line
+    if (line ~ /^BRA 0x[0-9a-f]+$/ && substr(line, 7) == addr) { done = 1; next }
+    if (line != "") print fn "\t" addr "\t" line
   }' "$tmp/sass" >"$tmp/ops"
 
 if ! [ -s "$tmp/ops" ]; then
@@ -102,37 +103,114 @@ if ! grep -q "EF_CUDA_SM100" "$tmp/sass"; then
   exit 1
 fi
 
+# The ELF view: symbols, relocations, and each kernel's .nv.info attributes
+# as "<function>\t<attribute or value>" lines.
+if ! "$CUOBJDUMP_BIN" -elf "$@" >"$tmp/elf" 2>"$tmp/err"; then
+  echo "sass_check: cuobjdump -elf failed:" >&2
+  cat "$tmp/err" >&2
+  exit 1
+fi
+toolkit=$(grep -m 1 -o 'toolkit=[0-9.]*' "$tmp/elf" | cut -d= -f2)
+echo "sass_check: object built by CUDA $toolkit for $(grep -m 1 -o 'sm_[0-9]*[a-z]*' "$tmp/sass")"
+awk '
+  /^\.nv\.info\./ { fn = substr($1, 10); next }
+  /^[^ \t<]/ { fn = "" }
+  fn != "" && /(Attribute|Value):/ { sub(/^[ \t]*(Attribute|Value):[ \t]*/, ""); print fn "\t" $0 }
+' "$tmp/elf" >"$tmp/attrs"
+
 failures=0
 checks=0
-instrs() { awk -F'\t' -v fn="$1" '$1 == fn { print $2 }' "$tmp/ops"; }
-# expect FUNCTION REGEX WHAT: some instruction of FUNCTION matches REGEX (ERE).
-expect() {
+instrs() { awk -F'\t' -v fn="$1" '$1 == fn { print $3 }' "$tmp/ops"; }
+# An instruction's start, after an optional predicate (@P0, @!UP1, ...).
+I='^(@!?U?P[0-9T] )?'
+result() {  # result OK? FUNCTION WHAT DETAIL
   checks=$((checks + 1))
-  if instrs "$1" | grep -Eq -- "$2"; then
-    printf '  ok    %-32s %s\n' "$1" "$3"
+  if [ "$1" = ok ]; then
+    printf '  ok    %-40s %s\n' "$2" "$3"
   else
-    printf '  FAIL  %-32s %s: no instruction matches /%s/\n' "$1" "$3" "$2"
+    printf '  FAIL  %-40s %s: %s\n' "$2" "$3" "$4"
     failures=$((failures + 1))
   fi
 }
-# reject FUNCTION REGEX WHY: no instruction of FUNCTION matches REGEX.
-reject() {
-  checks=$((checks + 1))
+# expect FUNCTION REGEX WHAT: some instruction of FUNCTION matches REGEX (ERE).
+expect() {
   if instrs "$1" | grep -Eq -- "$2"; then
-    printf '  FAIL  %-32s %s: found /%s/\n' "$1" "$3" "$2"
-    failures=$((failures + 1))
+    result ok "$1" "$3"
   else
-    printf '  ok    %-32s %s\n' "$1" "$3"
+    result FAIL "$1" "$3" "no instruction matches /$2/"
+  fi
+}
+# reject FUNCTION REGEX WHY: FUNCTION exists and none of its instructions
+# matches REGEX.
+reject() {
+  if ! instrs "$1" | grep -q .; then
+    result FAIL "$1" "$3" "no such function"
+  elif instrs "$1" | grep -Eq -- "$2"; then
+    result FAIL "$1" "$3" "found /$2/"
+  else
+    result ok "$1" "$3"
+  fi
+}
+# expect_count FUNCTION REGEX N WHAT: exactly N instructions match.
+expect_count() {
+  local n
+  n=$(instrs "$1" | grep -Ec -- "$2")
+  if [ "$n" -eq "$3" ]; then result ok "$1" "$4"; else result FAIL "$1" "$4" "$n instructions match /$2/, not $3"; fi
+}
+# expect_attr FUNCTION ATTRIBUTE WHAT: the kernel's .nv.info holds it.
+expect_attr() {
+  if awk -F'\t' -v fn="$1" -v a="$2" '$1 == fn && index($2, a) { f = 1 } END { exit !f }' "$tmp/attrs"; then
+    result ok "$1" "$3"
+  else
+    result FAIL "$1" "$3" "no $2 in its .nv.info"
+  fi
+}
+# no_calls FUNCTION: everything is inlined. The only calls allowed are
+# ptxas's own tcgen05 guardrails: a CALL.REL whose target is a BPT.TRAP in
+# the same function (alloc after relinquish, dealloc of columns that alloc
+# did not return). Any other call leaves the operation: a function that was
+# not inlined (CALL.REL) or an external one such as a CCCL "not supported"
+# stub (CALL.ABS through a relocated address).
+no_calls() {
+  local bad
+  bad=$(awk -F'\t' -v fn="$1" '
+    $1 == fn { at[$2] = $3; if ($3 ~ /CALL/) calls[$2] = $3 }
+    END {
+      for (a in calls) {
+        c = calls[a]
+        if (c ~ /^CALL\.REL(\.NOINC)? 0x[0-9a-f]+$/) {
+          t = c; sub(/^.* 0x/, "", t)
+          if (at[t] ~ /^BPT\.TRAP/) continue
+        }
+        print c
+      }
+    }' "$tmp/ops")
+  if [ -z "$bad" ]; then
+    result ok "$1" "no calls (inlined; guardrail traps only)"
+  else
+    result FAIL "$1" "no calls" "$(echo "$bad" | paste -sd';' -)"
   fi
 }
 
-echo "sass_check: $CUOBJDUMP_BIN -sass $*"
+echo "sass_check: $CUOBJDUMP_BIN -sass -elf $*"
+# No CCCL fallback anywhere: on an architecture it does not support, a
+# cuda::ptx wrapper calls an undefined __cuda_ptx_*_is_not_supported_* stub.
+if grep -q '__cuda_ptx_' "$tmp/elf"; then
+  result FAIL "(object)" "no CCCL fallback" \
+    "stubs referenced: $(grep -o '__cuda_ptx_[A-Za-z0-9_]*' "$tmp/elf" | sort -u | paste -sd' ' -)"
+else
+  result ok "(object)" "no CCCL fallback: no __cuda_ptx_*_is_not_supported_* stub referenced"
+fi
+for fn in $(awk -F'\t' '$1 ~ /^wspipe_op_/ && $1 != "wspipe_op_check" { print $1 }' "$tmp/ops" | sort -u); do
+  no_calls "$fn"
+done
+
 # identity
 expect wspipe_op_warp_idx 'SHFL\.IDX' 'warp_idx: threadIdx.x/32 broadcast from lane 0'
 expect wspipe_op_lane_idx 'SR_LANEID' 'lane_idx: %laneid'
 expect wspipe_op_cta_rank 'SR_CgaCtaId' 'cta_rank: %cluster_ctarank'
 expect wspipe_op_cluster_size 'SR_CgaSize' 'cluster_size: %cluster_nctarank'
-expect wspipe_op_elect_one '(^|[ @!A-Z0-9]+ )ELECT ' 'elect_one: elect.sync'
+expect wspipe_op_elect_one "${I}ELECT " 'elect_one: elect.sync'
 # mbarrier
 expect wspipe_op_init 'SYNCS\.EXCH\.64 ' 'init: mbarrier.init'
 expect wspipe_op_inval 'SYNCS\.CCTL\.IV ' 'inval: mbarrier.inval'
@@ -154,13 +232,112 @@ expect wspipe_op_named_sync_runtime 'BAR\.SYNC(\.DEFER_BLOCKING)? R[0-9]+, R[0-9
 expect wspipe_op_named_arrive_runtime 'BAR\.ARV R[0-9]+, R[0-9]+' 'named_arrive(id, n) at run time'
 expect wspipe_op_cluster_sync 'UCGABAR_ARV' 'cluster_sync: barrier.cluster.arrive.release'
 expect wspipe_op_cluster_sync 'UCGABAR_WAIT' 'cluster_sync: barrier.cluster.wait.acquire'
+
+# Tensor Memory allocation. ptxas records each kernel's .cta_group in its
+# .nv.info (EIATTR_TCGEN05_{1,2}CTA_USED): dealloc is UTCATOMSWS.AND for both.
+for g in 1 2; do
+  cta=$([ $g = 2 ] && echo '\.2CTA' || echo '')
+  expect "wspipe_op_tmem_alloc_cg$g" "${I}UTCATOMSWS${cta}\.FIND_AND_SET\.ALIGN " \
+    "tmem_alloc<$g>: tcgen05.alloc.cta_group::$g"
+  expect "wspipe_op_tmem_relinquish_cg$g" "${I}UVIRTCOUNT\.DEALLOC\.SMPOOL " \
+    "tmem_relinquish<$g>: relinquish_alloc_permit"
+  expect "wspipe_op_tmem_dealloc_cg$g" "${I}UTCATOMSWS\.AND " "tmem_dealloc<$g>: tcgen05.dealloc"
+  for op in tmem_alloc tmem_relinquish tmem_dealloc mma_f16 mma_f8f6f4 mma_commit mma_commit_multicast; do
+    expect_attr "wspipe_op_${op}_cg$g" "EIATTR_TCGEN05_${g}CTA_USED" "$op: .cta_group::$g"
+  done
+done
+reject wspipe_op_tmem_alloc_cg1 'UTCATOMSWS\.2CTA' 'tmem_alloc<1>: not the pair form'
+
+# tcgen05.ld / tcgen05.st: one LDTM / STTM of the shape and .num asked for
+# (two for .16x32bx2, the second half at +HalfSplit columns, HalfSplit =
+# num in device_build.cu); the store's wait::st is FENCE.VIEW.ASYNC.T.
+for spec in 32x32b: 16x64b:.16dp64bit 16x128b:.16dp128bit 16x256b:.16dp256bit 16x32bx2:.16dp32bit_t0_t15; do
+  shape=${spec%%:*}
+  mod=${spec#*:}
+  mod=${mod//./\\.}
+  case $shape in
+    16x128b) nums="1 8 64" ;;
+    16x256b) nums="1 8 32" ;;
+    *) nums="1 8 128" ;;
+  esac
+  for n in $nums; do
+    x=$([ "$n" = 1 ] && echo '' || echo "\\.x$n")
+    ld="wspipe_op_tmem_load_${shape}_x$n"
+    st="wspipe_op_tmem_store_${shape}_x$n"
+    if [ "$shape" = 16x32bx2 ]; then
+      off=$(printf '0x%x' "$n")
+      expect "$ld" "${I}LDTM${mod}${x} R[0-9]+, tmem\[UR[0-9]+\]" "tmem_load<$shape, $n>: first half"
+      expect "$ld" "${I}LDTM\.16dp32bit_t16_t31${x} R[0-9]+, tmem\[UR[0-9]+\+${off}\]" \
+        "tmem_load<$shape, $n>: second half at +$n"
+      expect_count "$ld" "${I}LDTM" 2 "tmem_load<$shape, $n>: two LDTM, nothing split"
+      expect "$st" "${I}STTM${mod}${x} tmem\[UR[0-9]+\], R[0-9]+" "tmem_store<$shape, $n>: first half"
+      expect "$st" "${I}STTM\.16dp32bit_t16_t31${x} tmem\[UR[0-9]+\+${off}\], R[0-9]+" \
+        "tmem_store<$shape, $n>: second half at +$n"
+      expect_count "$st" "${I}STTM" 2 "tmem_store<$shape, $n>: two STTM, nothing split"
+    else
+      expect "$ld" "${I}LDTM${mod}${x} R[0-9]+, tmem\[" "tmem_load<$shape, $n>: tcgen05.ld.$shape.x$n"
+      expect_count "$ld" "${I}LDTM" 1 "tmem_load<$shape, $n>: one LDTM"
+      expect "$st" "${I}STTM${mod}${x} tmem\[UR[0-9]+\], R[0-9]+" "tmem_store<$shape, $n>: tcgen05.st.$shape.x$n"
+      expect_count "$st" "${I}STTM" 1 "tmem_store<$shape, $n>: one STTM"
+    fi
+    expect "$st" "${I}FENCE\.VIEW\.ASYNC\.T$" "tmem_store<$shape, $n>: then wait::st"
+  done
+done
+expect wspipe_op_tmem_wait_store "${I}FENCE\.VIEW\.ASYNC\.T$" 'tmem_wait_store: tcgen05.wait::st'
+
+# The tensor core: UTCHMMA for .kind::f16, UTCQMMA for .kind::f8f6f4, with
+# both operands from shared-memory descriptors; .2CTA for cta_group::2. A
+# single-thread instruction: ptxas issues it once per active thread in an
+# ELECT loop (BRA.U.ANY), hence elect_one around it in kernels.
+for g in 1 2; do
+  cta=$([ $g = 2 ] && echo '\.2CTA' || echo '')
+  expect "wspipe_op_mma_f16_cg$g" "${I}UTCHMMA${cta} gdesc\[UR[0-9]+\], gdesc\[UR[0-9]+\], tmem\[" "mma<f16, $g>"
+  reject "wspipe_op_mma_f16_cg$g" 'UTC[QIO]MMA' "mma<f16, $g>: no other kind"
+  expect "wspipe_op_mma_f8f6f4_cg$g" "${I}UTCQMMA${cta} gdesc\[UR[0-9]+\], gdesc\[UR[0-9]+\], tmem\[" "mma<f8f6f4, $g>"
+  reject "wspipe_op_mma_f8f6f4_cg$g" 'UTC[HIO]MMA' "mma<f8f6f4, $g>: no other kind"
+  expect "wspipe_op_mma_f16_cg$g" "${I}BRA\.U\.ANY " "mma<f16, $g>: once per active thread"
+  expect "wspipe_op_mma_commit_cg$g" "${I}UTCBAR${cta} \[UR[0-9]+\], URZ$" "mma_commit<$g>: tcgen05.commit"
+  expect "wspipe_op_mma_commit_multicast_cg$g" "${I}UTCBAR${cta}\.MULTICAST \[UR[0-9]+\], URZ, UR[0-9]+$" \
+    "mma_commit_multicast<$g>: 16-bit mask"
+done
+reject wspipe_op_mma_f16_cg1 '2CTA' 'mma<f16, 1>: not the pair form'
+reject wspipe_op_mma_commit_cg1 '2CTA|MULTICAST' 'mma_commit<1>: plain commit'
+
+# TMA: UTMALDG.<rank>D, .MULTICAST with a mask, .2CTA for cta_group::2,
+# whose barrier is the pair's even CTA's: rank & ~1 (LOP3 0xfffffffe) put
+# into the address by mapa (UPRMT 0x654).
+for g in 1 2; do
+  for r in 1 2 3 4 5; do
+    uni="wspipe_op_tma_load_cg${g}_rank$r"
+    mc="wspipe_op_tma_load_multicast_cg${g}_rank$r"
+    if [ $g = 1 ]; then
+      expect "$uni" "${I}UTMALDG\.${r}D \[UR[0-9]+\], \[UR[0-9]+\]$" "tma_load<1, $r>: cp.async.bulk.tensor.${r}d"
+      expect "$mc" "${I}UTMALDG\.${r}D\.MULTICAST \[UR[0-9]+\], \[UR[0-9]+\], UR[0-9]+$" "tma_load_multicast<1, $r>"
+    else
+      expect "$uni" "${I}UTMALDG\.${r}D\.2CTA \[UR[0-9]+\], \[UR[0-9]+\]$" "tma_load<2, $r>: .cta_group::2"
+      expect "$mc" "${I}UTMALDG\.${r}D\.MULTICAST\.2CTA \[UR[0-9]+\], \[UR[0-9]+\], UR[0-9]+$" \
+        "tma_load_multicast<2, $r>"
+      for f in "$uni" "$mc"; do
+        expect "$f" 'LOP3\.LUT .*0xfffffffe' "tma<2, $r>: the pair's even CTA (rank & ~1)"
+        expect "$f" 'UPRMT .*0x654' "tma<2, $r>: its barrier's address (mapa)"
+      done
+    fi
+  done
+done
+
+# proxy fence; shared-memory tiles: smem_addr is address arithmetic, the
+# access hooks add no instruction
+expect wspipe_op_fence_proxy_async "${I}FENCE\.VIEW\.ASYNC\.S$" 'fence_proxy_async: fence.proxy.async.shared::cta'
+sync_like='SYNCS|BAR|MEMBAR|FENCE|ELECT|CCTL|UTC|UTMA|LDTM|STTM'
+reject wspipe_op_smem_addr "$sync_like" 'smem_addr: address arithmetic only'
+reject wspipe_op_smem_access "$sync_like" 'smem_read/smem_write: empty hooks'
 # checks
 expect wspipe_op_check 'BPT\.TRAP' 'check: __trap'
 # the ring example, every stage count
 for s in 1 2 4 8; do
   f=wspipe_ring_$s
   expect $f 'SYNCS\.EXCH\.64 ' 'ring: init'
-  expect $f '(^|[ @!A-Z0-9]+ )ELECT ' 'ring: elect_one'
+  expect $f "${I}ELECT " 'ring: elect_one'
   expect $f 'UCGABAR_ARV' 'ring: cluster_sync arrive'
   expect $f 'UCGABAR_WAIT' 'ring: cluster_sync wait'
   expect $f 'SYNCS\.PHASECHK\.TRANS64\.TRYWAIT ' 'ring: wait'
@@ -168,16 +345,25 @@ for s in 1 2 4 8; do
   expect $f 'BPT\.TRAP' 'ring: check'
 done
 
-# The summary: each operation's synchronisation instructions, as compiled.
+# The summary: each operation's instruction count (up to its final
+# self-branch) and its synchronisation, tensor-core, TMEM and TMA
+# instructions with how often each occurs, in order of first appearance.
 echo
-echo "SASS per operation (sm_100a):"
-interesting='SYNCS|BAR\.|UCGABAR|ELECT|MEMBAR|ERRBAR|FENCE|CCTL|UPRMT .*0x654|SHFL|SR_LANEID|SR_CgaCtaId|SR_CgaSize|BPT\.TRAP|WARPSYNC|^NOP$'
+echo "SASS per operation (sm_100a): instructions, then the interesting ones (xN: N occurrences)"
+interesting='SYNCS|BAR\.|UCGABAR|ELECT|MEMBAR|ERRBAR|FENCE|CCTL|UPRMT .*0x654|SHFL|SR_LANEID|SR_CgaCtaId|SR_CgaSize'
+interesting+='|BPT\.TRAP|WARPSYNC|NANOSLEEP|CALL|UTC|UTMA|LDTM|STTM|UVIRTCOUNT|^NOP$'
 for fn in $(awk -F'\t' '$1 ~ /^wspipe_op_/ { print $1 }' "$tmp/ops" | sort -u); do
+  total=$(instrs "$fn" | wc -l)
   # S2UR URx, SR_CgaCtaId is the base of the CTA's shared window (bits 24+
   # hold the cluster rank) in every address computation: left out.
-  seen=$(instrs "$fn" | grep -E -- "$interesting" | grep -Ev 'S2UR .*SR_CgaCtaId' | sed -E 's/ +/ /g' |
-    paste -sd';' - | sed 's/;/; /g')
-  printf '  %-26s %s\n' "${fn#wspipe_op_}" "${seen:-(no synchronisation instruction)}"
+  seen=$(instrs "$fn" | sed -E 's/^@!?U?P[0-9T] //' | grep -E -- "$interesting" | grep -Ev 'S2UR .*SR_CgaCtaId' |
+    awk '{ op = ($1 ~ /^(S2R|S2UR|UPRMT|SHFL\.IDX)$/) ? $0 : $1; sub(/, *c\[.*/, "", op)
+           if (!(op in n)) order[++k] = op; n[op]++ }
+         END { for (i = 1; i <= k; i++) {
+                 op = order[i]
+                 printf "%s%s%s", (i > 1 ? "; " : ""), op, (n[op] > 1 ? " x" n[op] : "")
+               } }')
+  printf '  %-34s %3d  %s\n' "${fn#wspipe_op_}" "$total" "${seen:-(no synchronisation instruction)}"
 done
 
 echo
