@@ -3,11 +3,12 @@
 //   BM_FiberYield:  two Boost.Fiber fibers (default round_robin scheduler)
 //                   yielding to each other; items = yields.
 //   BM_EmuRing:     the `ring` scenario (4 stages, 4096 items) on the
-//                   emulator; items = scheduling steps.
+//                   emulator; items = scheduling steps. Arguments:
+//                   strategy, trace on/off, race checker on/off.
 //
 // After the table, prints one line per emulator configuration and, last,
 // `ratio=<steps per second / yields per second>` for the configuration
-// `wspipe explore` uses (random strategy, trace off). Each scheduling step
+// `wspipe explore` uses (random strategy, trace off, race checker on). Each scheduling step
 // may switch fibers once, so the ratio says how much of a step is the
 // emulator's own work: 1.0 would be a step that costs exactly one yield.
 #include <benchmark/benchmark.h>
@@ -50,6 +51,7 @@ void BM_EmuRing(benchmark::State& state) {
   wspipe::emu::RunOptions opts;
   opts.strategy.kind = static_cast<wspipe::emu::StrategyKind>(state.range(0));
   opts.trace = state.range(1) != 0;
+  opts.race_check = state.range(2) != 0;
   opts.strategy.pct_steps = 6 * kItems;
   wspipe::emu::LaunchConfig launch;
   launch.warps_per_cta = wspipe::examples::kRingWarps;
@@ -66,13 +68,15 @@ void BM_EmuRing(benchmark::State& state) {
     steps += static_cast<std::int64_t>(r.steps);
   }
   state.SetItemsProcessed(steps);
-  state.SetLabel(std::string(wspipe::emu::to_string(opts.strategy.kind)) + (opts.trace ? " trace" : " no-trace"));
+  state.SetLabel(std::string(wspipe::emu::to_string(opts.strategy.kind)) + (opts.trace ? " trace" : " no-trace") +
+                 (opts.race_check ? "" : " no-race-check"));
 }
 BENCHMARK(BM_EmuRing)
     ->ArgsProduct({{static_cast<int>(wspipe::emu::StrategyKind::round_robin),
                     static_cast<int>(wspipe::emu::StrategyKind::random),
                     static_cast<int>(wspipe::emu::StrategyKind::pct)},
-                   {0, 1}})
+                   {0, 1},
+                   {1, 0}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -8,8 +8,8 @@
 // warp-level arrive counts one arrival per active lane); elect_one(f) runs f
 // with one lane active; for_each_lane(f) runs f(lane) with only that lane.
 //
-// Groups implemented so far: identity, mbarrier, named and cluster barriers,
-// storage. TMEM, the tensor core and TMA join in later changes; adding an
+// Groups: identity, mbarrier, named and cluster barriers, Tensor Memory,
+// the tensor core, TMA, shared-memory tile access and storage. Adding an
 // operation means changing this concept and both backends together.
 #pragma once
 
@@ -18,6 +18,8 @@
 
 #include "barrier.hpp"
 #include "config.hpp"
+#include "tcgen05.hpp"
+#include "tma.hpp"
 
 namespace wspipe {
 
@@ -34,7 +36,9 @@ struct ProbeStorage {
 }  // namespace detail
 
 template <class B>
-concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, bool cond, SourceLoc loc) {
+concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64_t u64, std::uint16_t mask,
+                           std::uint32_t* u32p, void* ptr, bool cond, SourceLoc loc, TmaCoords coords,
+                           const typename B::TmaMap& map, typename B::template Frag<4>& frag) {
   // Operations that can break a rule take the caller's location last.
   // identity
   { B::warp_idx() } -> std::same_as<std::uint32_t>;  // warp index in the CTA
@@ -61,6 +65,53 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, bool cond, 
   { B::named_sync(u32, u32, loc) } -> std::same_as<void>;
   { B::named_arrive(u32, u32, loc) } -> std::same_as<void>;
   { B::cluster_sync(loc) } -> std::same_as<void>;
+
+  // Tensor Memory (PTX "tcgen05.alloc/dealloc/ld/st/wait/fence"). alloc,
+  // dealloc, relinquish, ld, st and the waits are warp-collective (all 32
+  // lanes). alloc writes the base address to `u32p` in shared memory.
+  { B::template tmem_alloc<1>(u32p, u32, loc) } -> std::same_as<void>;
+  { B::template tmem_relinquish<1>(loc) } -> std::same_as<void>;
+  { B::template tmem_dealloc<1>(u32, u32, loc) } -> std::same_as<void>;
+  // tcgen05.ld: asynchronous; the fragment's registers are valid after
+  // tmem_wait_load. Frag<N>: N 32-bit registers per thread; reg(i) / set(i, v)
+  // act for the one active lane (inside for_each_lane or elect_one).
+  { B::template tmem_load<TmemShape::s32x32b, 4>(u32, loc) } -> std::same_as<typename B::template Frag<4>>;
+  { B::template tmem_store<TmemShape::s32x32b, 4>(u32, frag, loc) } -> std::same_as<void>;
+  { frag.reg(u32, loc) } -> std::same_as<std::uint32_t>;
+  { frag.set(u32, u32, loc) } -> std::same_as<void>;
+  { B::tmem_wait_load(loc) } -> std::same_as<void>;
+  { B::tmem_wait_store(loc) } -> std::same_as<void>;
+  { B::tmem_fence_before(loc) } -> std::same_as<void>;  // tcgen05.fence::before_thread_sync
+  { B::tmem_fence_after(loc) } -> std::same_as<void>;   // tcgen05.fence::after_thread_sync
+
+  // tensor core (single-thread issue: inside elect_one). mma(d_tmem, a_desc,
+  // b_desc, idesc, accumulate): D = A*B (+D), A and B from shared memory.
+  { B::template mma<MmaKind::f16, 1>(u32, u64, u64, u32, cond, loc) } -> std::same_as<void>;
+  // tcgen05.commit: one arrive on `bar` once the issuing thread's earlier
+  // MMAs have completed; the multicast form arrives on the barrier at the
+  // same offset in each CTA of the 16-bit mask.
+  { B::template mma_commit<1>(bar, loc) } -> std::same_as<void>;
+  { B::template mma_commit_multicast<1>(bar, mask, loc) } -> std::same_as<void>;
+
+  // TMA (single-thread issue): copy the box at `coords` into shared memory at
+  // `ptr`, then complete_tx(box bytes) on `bar`; multicast: into the same
+  // offset of each CTA of the mask, signalling each one's barrier. With
+  // CtaGroup 2 the barrier signalled is the one of the pair's even CTA.
+  // The second template argument is the tensor's rank (default 2), which
+  // the instruction names and the device cannot read from the map.
+  { B::template tma_load<1>(map, ptr, bar, coords, loc) } -> std::same_as<void>;
+  { B::template tma_load<2, 3>(map, ptr, bar, coords, loc) } -> std::same_as<void>;
+  { B::template tma_load_multicast<1>(map, ptr, bar, coords, mask, loc) } -> std::same_as<void>;
+  { B::template tma_load_multicast<2, 5>(map, ptr, bar, coords, mask, loc) } -> std::same_as<void>;
+  // fence.proxy.async.shared::cta: orders this thread's generic-proxy
+  // shared-memory writes before later async-proxy accesses (tensor core, TMA).
+  { B::fence_proxy_async(loc) } -> std::same_as<void>;
+
+  // shared-memory tiles: the address the descriptors and the hardware use,
+  // and the hooks through which SmemView reports generic-proxy accesses.
+  { B::smem_addr(ptr) } -> std::same_as<std::uint32_t>;
+  { B::smem_read(ptr, u32, loc) } -> std::same_as<void>;
+  { B::smem_write(ptr, u32, loc) } -> std::same_as<void>;
 
   // storage: this CTA's shared memory, laid out as the kernel's struct
   { B::template shared_storage<detail::ProbeStorage>() } -> std::same_as<detail::ProbeStorage&>;

@@ -244,7 +244,9 @@ std::string json_result(const Plan& p, const std::string& command, std::uint64_t
       j << (i ? "," : "") << "{\"rule\":" << json_quote(v.rule) << ",\"warp\":" << json_quote(v.warp)
         << ",\"object\":" << json_quote(v.object) << ",\"step\":" << v.step
         << ",\"location\":" << json_quote(v.file + ":" + std::to_string(v.line))
-        << ",\"message\":" << json_quote(v.message) << "}";
+        << ",\"message\":" << json_quote(v.message);
+      if (!v.other.empty()) j << ",\"other\":" << json_quote(v.other);
+      j << "}";
     }
   }
   j << "],\"blocked\":[";

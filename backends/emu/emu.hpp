@@ -1,6 +1,7 @@
 // Everything a program needs to run kernels on the emulator.
 #pragma once
 
+#include "core/smem.hpp"
 #include "emu_backend.hpp"
 #include "emulator.hpp"
 #include "schedule.hpp"

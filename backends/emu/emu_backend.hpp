@@ -3,6 +3,7 @@
 // another warp could observe is a scheduling point before it takes effect.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <utility>
@@ -12,7 +13,30 @@
 
 namespace wspipe::emu {
 
+// A tcgen05.ld/st fragment: N 32-bit registers for each of the warp's 32
+// threads. Warp-level code holds it; reg(i) / set(i, v) act for the one
+// active lane (inside for_each_lane), as a thread's register would.
+template <std::uint32_t N>
+class EmuFrag {
+ public:
+  std::uint32_t reg(std::uint32_t i, SourceLoc loc = SourceLoc::current()) const {
+    return regs_[detail::World::current().frag_lane(token_, i, N, loc) * N + (i < N ? i : 0)];
+  }
+  void set(std::uint32_t i, std::uint32_t v, SourceLoc loc = SourceLoc::current()) {
+    regs_[detail::World::current().frag_lane(0, i, N, loc) * N + (i < N ? i : 0)] = v;
+  }
+
+ private:
+  friend struct EmuBackend;
+  std::array<std::uint32_t, 32 * N> regs_{};  // thread-major: regs_[thread * N + i]
+  std::uint64_t token_ = 0;                   // the tcgen05.ld that fills it; 0: none
+};
+
 struct EmuBackend {
+  template <std::uint32_t N>
+  using Frag = EmuFrag<N>;
+  using TmaMap = TensorMap;  // the emulator's TMA reads the value type itself
+
   // ---- identity
   static std::uint32_t warp_idx() { return detail::World::current().warp().widx; }
   static std::uint32_t lane_idx(SourceLoc loc = SourceLoc::current()) {
@@ -84,6 +108,98 @@ struct EmuBackend {
     detail::World::current().named_barrier(id, threads, false, loc);
   }
   static void cluster_sync(SourceLoc loc = SourceLoc::current()) { detail::World::current().cluster_sync(loc); }
+
+  // ---- Tensor Memory
+  template <int CtaGroup>
+  static void tmem_alloc(std::uint32_t* dst, std::uint32_t cols, SourceLoc loc = SourceLoc::current()) {
+    static_assert(CtaGroup == 1 || CtaGroup == 2, "tmem_alloc<CtaGroup>: CtaGroup must be 1 or 2");
+    detail::World::current().tmem_alloc(CtaGroup, dst, cols, loc);
+  }
+  template <int CtaGroup>
+  static void tmem_relinquish(SourceLoc loc = SourceLoc::current()) {
+    static_assert(CtaGroup == 1 || CtaGroup == 2, "tmem_relinquish<CtaGroup>: CtaGroup must be 1 or 2");
+    detail::World::current().tmem_relinquish(CtaGroup, loc);
+  }
+  template <int CtaGroup>
+  static void tmem_dealloc(std::uint32_t taddr, std::uint32_t cols, SourceLoc loc = SourceLoc::current()) {
+    static_assert(CtaGroup == 1 || CtaGroup == 2, "tmem_dealloc<CtaGroup>: CtaGroup must be 1 or 2");
+    detail::World::current().tmem_dealloc(CtaGroup, taddr, cols, loc);
+  }
+  template <TmemShape S, std::uint32_t Num, std::uint32_t HalfSplit = 0>
+  static Frag<tmem_regs(S, Num)> tmem_load(std::uint32_t taddr, SourceLoc loc = SourceLoc::current()) {
+    static_assert(tmem_num_valid(S, Num), "tmem_load<Shape, Num>: Num must be a power of 2 in [1, 128] with at most "
+                                          "128 registers per thread (16x128b stops at 64, 16x256b at 32)");
+    Frag<tmem_regs(S, Num)> f;
+    f.token_ = detail::World::current().tmem_ld(S, Num, HalfSplit, taddr, f.regs_.data(), loc);
+    return f;
+  }
+  template <TmemShape S, std::uint32_t Num, std::uint32_t HalfSplit = 0>
+  static void tmem_store(std::uint32_t taddr, const Frag<tmem_regs(S, Num)>& f, SourceLoc loc = SourceLoc::current()) {
+    static_assert(tmem_num_valid(S, Num), "tmem_store<Shape, Num>: Num must be a power of 2 in [1, 128] with at "
+                                          "most 128 registers per thread (16x128b stops at 64, 16x256b at 32)");
+    detail::World::current().tmem_st(S, Num, HalfSplit, taddr, f.regs_.data(), loc);
+  }
+  static void tmem_wait_load(SourceLoc loc = SourceLoc::current()) { detail::World::current().tmem_wait(true, loc); }
+  static void tmem_wait_store(SourceLoc loc = SourceLoc::current()) {
+    detail::World::current().tmem_wait(false, loc);
+  }
+  // tcgen05.fence::before/after_thread_sync order tcgen05 operations around
+  // thread synchronisation; the model orders them by the synchronisation
+  // itself (CUTLASS omits these fences; the reference, §2.7, advises
+  // against making them errors), so they are no-ops here.
+  static void tmem_fence_before(SourceLoc = SourceLoc::current()) {}
+  static void tmem_fence_after(SourceLoc = SourceLoc::current()) {}
+
+  // ---- tensor core
+  template <MmaKind Kind, int CtaGroup>
+  static void mma(std::uint32_t d_tmem, std::uint64_t a_desc, std::uint64_t b_desc, std::uint32_t idesc,
+                  bool accumulate, SourceLoc loc = SourceLoc::current()) {
+    static_assert(CtaGroup == 1 || CtaGroup == 2, "mma<Kind, CtaGroup>: CtaGroup must be 1 or 2");
+    detail::World::current().mma(Kind, CtaGroup, d_tmem, a_desc, b_desc, idesc, accumulate, loc);
+  }
+  template <int CtaGroup>
+  static void mma_commit(SharedMemBarrier& bar, SourceLoc loc = SourceLoc::current()) {
+    static_assert(CtaGroup == 1 || CtaGroup == 2, "mma_commit<CtaGroup>: CtaGroup must be 1 or 2");
+    detail::World::current().mma_commit(CtaGroup, bar, 0, false, loc);
+  }
+  template <int CtaGroup>
+  static void mma_commit_multicast(SharedMemBarrier& bar, std::uint16_t cta_mask,
+                                   SourceLoc loc = SourceLoc::current()) {
+    static_assert(CtaGroup == 1 || CtaGroup == 2, "mma_commit_multicast<CtaGroup>: CtaGroup must be 1 or 2");
+    detail::World::current().mma_commit(CtaGroup, bar, cta_mask, true, loc);
+  }
+
+  // ---- TMA
+  // Rank: the tensor's rank, which the instruction names (.2d, ...); the
+  // device cannot read it from the map, so the kernel states it and the
+  // emulator checks it against the map.
+  template <int CtaGroup = 1, std::uint32_t Rank = 2>
+  static void tma_load(const TmaMap& map, void* dst, SharedMemBarrier& bar, TmaCoords coords,
+                       SourceLoc loc = SourceLoc::current()) {
+    static_assert(CtaGroup == 1 || CtaGroup == 2, "tma_load<CtaGroup, Rank>: CtaGroup must be 1 or 2");
+    static_assert(Rank >= 1 && Rank <= kTmaMaxRank, "tma_load<CtaGroup, Rank>: Rank must be in [1, 5]");
+    detail::World::current().tma_load(CtaGroup, Rank, map, dst, bar, coords, 0, false, loc);
+  }
+  template <int CtaGroup = 1, std::uint32_t Rank = 2>
+  static void tma_load_multicast(const TmaMap& map, void* dst, SharedMemBarrier& bar, TmaCoords coords,
+                                 std::uint16_t cta_mask, SourceLoc loc = SourceLoc::current()) {
+    static_assert(CtaGroup == 1 || CtaGroup == 2, "tma_load_multicast<CtaGroup, Rank>: CtaGroup must be 1 or 2");
+    static_assert(Rank >= 1 && Rank <= kTmaMaxRank, "tma_load_multicast<CtaGroup, Rank>: Rank must be in [1, 5]");
+    detail::World::current().tma_load(CtaGroup, Rank, map, dst, bar, coords, cta_mask, true, loc);
+  }
+  static void fence_proxy_async(SourceLoc loc = SourceLoc::current()) {
+    detail::World::current().fence_proxy_async(loc);
+  }
+
+  // ---- shared-memory tiles: offsets in the CTA's shared memory stand for
+  // shared-window addresses (the emulated window starts at 0)
+  static std::uint32_t smem_addr(const void* p) { return detail::World::current().smem_offset(p); }
+  static void smem_read(const void* p, std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) {
+    detail::World::current().smem_access(p, bytes, false, loc);
+  }
+  static void smem_write(void* p, std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) {
+    detail::World::current().smem_access(p, bytes, true, loc);
+  }
 
   // ---- storage
   template <class T>

@@ -30,6 +30,9 @@ struct RunOptions {
   // try_wait may return false on a phase that has not completed yet (the
   // hardware's suspend time limit), instead of blocking until it does.
   bool spurious_try_wait = false;
+  // The happens-before race checker (vector clocks and shadow state of TMEM
+  // cells and shared-memory chunks). Off: no race reports, faster runs.
+  bool race_check = true;
 };
 
 enum class Status { ok, violation, deadlock, livelock };
@@ -43,6 +46,7 @@ struct Violation {
   std::uint64_t step = 0;
   std::string file;     // the kernel's source location
   std::uint32_t line = 0;
+  std::string other;    // a race's other side: who, what, step, where
 };
 
 // What an unfinished warp was doing when the run stopped.

@@ -26,6 +26,18 @@ const char* to_string(EventKind k) {
     case EventKind::cluster_arrive: return "cluster.arrive";
     case EventKind::cluster_pass: return "cluster.wait";
     case EventKind::syncwarp: return "syncwarp";
+    case EventKind::tmem_alloc: return "tcgen05.alloc";
+    case EventKind::tmem_dealloc: return "tcgen05.dealloc";
+    case EventKind::tmem_relinquish: return "tcgen05.relinquish_alloc_permit";
+    case EventKind::tmem_ld: return "tcgen05.ld";
+    case EventKind::tmem_st: return "tcgen05.st";
+    case EventKind::tmem_wait: return "tcgen05.wait";
+    case EventKind::mma_issue: return "tcgen05.mma";
+    case EventKind::mma_done: return "mma.done";
+    case EventKind::commit_issue: return "tcgen05.commit";
+    case EventKind::tma_issue: return "tma.load";
+    case EventKind::tma_done: return "tma.done";
+    case EventKind::proxy_fence: return "fence.proxy.async";
     case EventKind::violation: return "violation";
   }
   return "?";
@@ -89,6 +101,25 @@ std::string Trace::describe(const Event& e) const {
     case EventKind::cluster_arrive: return "cluster.arrive " + n(e.a) + "/" + n(e.b) + " threads";
     case EventKind::cluster_pass: return "cluster.wait passed";
     case EventKind::syncwarp: return "syncwarp";
+    case EventKind::tmem_alloc:
+      return "tcgen05.alloc columns [" + n(e.a) + ", " + n(e.a + e.b) + ") in cta" + n(e.c);
+    case EventKind::tmem_dealloc:
+      return "tcgen05.dealloc columns [" + n(e.a) + ", " + n(e.a + e.b) + ") in cta" + n(e.c);
+    case EventKind::tmem_relinquish: return "tcgen05.relinquish_alloc_permit";
+    case EventKind::tmem_ld:
+      return "tcgen05.ld lane " + n(e.a) + " column " + n(e.b) + " (" + n(e.c) + " regs/thread)";
+    case EventKind::tmem_st:
+      return "tcgen05.st lane " + n(e.a) + " column " + n(e.b) + " (" + n(e.c) + " regs/thread)";
+    case EventKind::tmem_wait: return e.a ? "tcgen05.wait::ld" : "tcgen05.wait::st";
+    case EventKind::mma_issue:
+      return "tcgen05.mma issued M=" + n(e.a) + " N=" + n(e.b) + (e.c ? " (accumulate)" : " (overwrite)");
+    case EventKind::mma_done: return "mma complete (issued at step " + n(static_cast<std::int64_t>(e.begin)) + ")";
+    case EventKind::commit_issue: return "tcgen05.commit -> " + obj + " (cta mask " + n(e.a) + ")";
+    case EventKind::tma_issue: return "tma load issued " + n(e.a) + " bytes -> " + obj + " (cta mask " + n(e.b) + ")";
+    case EventKind::tma_done:
+      return "tma delivered " + n(e.a) + " bytes into cta" + n(e.c) + " (issued at step " +
+             n(static_cast<std::int64_t>(e.begin)) + ")";
+    case EventKind::proxy_fence: return "fence.proxy.async";
     case EventKind::violation: return "VIOLATION";
   }
   return "?";
@@ -129,7 +160,13 @@ void Trace::write_chrome_json(std::ostream& out) const {
     emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(c) + ",\"tid\":0,\"args\":{\"name\":" +
          json_quote("CTA " + std::to_string(c)) + "}}");
   }
+  // A track per actor that did something (engines of a kernel without TMA
+  // or MMAs stay out of the view).
+  std::vector<bool> used(warps.size(), false);
+  for (const Event& e : events)
+    if (e.warp >= 0) used[e.warp] = true;
   for (std::size_t i = 0; i < warps.size(); ++i) {
+    if (!used[i]) continue;
     emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(warps[i].cta) +
          ",\"tid\":" + std::to_string(i) + ",\"args\":{\"name\":" + json_quote(warps[i].name) + "}}");
   }
@@ -141,8 +178,11 @@ void Trace::write_chrome_json(std::ostream& out) const {
   for (const Event& e : events) {
     const std::string pid = std::to_string(e.warp >= 0 ? warps[e.warp].cta : 0);
     const std::string tid = std::to_string(e.warp);
+    // Waits span the steps they blocked; async operations the steps from
+    // issue to completion (on the engine's track).
     const std::uint64_t begin = (e.kind == EventKind::wait || e.kind == EventKind::named_pass ||
-                                 e.kind == EventKind::cluster_pass || e.kind == EventKind::try_wait)
+                                 e.kind == EventKind::cluster_pass || e.kind == EventKind::try_wait ||
+                                 e.kind == EventKind::mma_done || e.kind == EventKind::tma_done)
                                     ? std::min(e.begin, e.step)
                                     : e.step;
     std::string args = "\"step\":" + std::to_string(e.step);
@@ -186,6 +226,7 @@ std::string RunResult::report() const {
     if (!v.object.empty()) r += "  object: " + v.object + "\n";
     r += "  where:  " + v.file + ":" + std::to_string(v.line) + "\n";
     r += "  what:   " + v.message + "\n";
+    if (!v.other.empty()) r += "  other:  " + v.other + "\n";
   }
   if (status == Status::deadlock) r += "deadlock: no warp can move; every unfinished warp and what it waits on:\n";
   if (status == Status::livelock)

@@ -25,6 +25,18 @@ enum class EventKind : std::uint8_t {
   cluster_arrive,
   cluster_pass,
   syncwarp,
+  tmem_alloc,       // tcgen05.alloc             a = first column, b = columns, c = CTA
+  tmem_dealloc,     // tcgen05.dealloc           a = first column, b = columns, c = CTA
+  tmem_relinquish,  // tcgen05.relinquish_alloc_permit
+  tmem_ld,          // tcgen05.ld issued         a = lane, b = column, c = registers per thread
+  tmem_st,          // tcgen05.st issued         a = lane, b = column, c = registers per thread
+  tmem_wait,        // tcgen05.wait::ld (a = 1) or ::st (a = 0)
+  mma_issue,        // tcgen05.mma issued        a = M, b = N, c = accumulate
+  mma_done,         // the tensor core completed it (begin = issue step)
+  commit_issue,     // tcgen05.commit issued     a = CTA mask
+  tma_issue,        // TMA load issued           a = bytes, b = CTA mask
+  tma_done,         // TMA delivered             a = bytes, c = destination CTA (begin = issue step)
+  proxy_fence,      // fence.proxy.async
   violation,     // the run stopped on a broken rule
 };
 

@@ -32,6 +32,7 @@ constexpr std::uint32_t kMaxCount = (1u << 20) - 1;  // PTX "Mbarrier counts", .
 constexpr std::int64_t kMaxTx = (1 << 20) - 1;
 constexpr std::int64_t kNotSeen = -2;
 constexpr std::uint64_t kKillOpLimit = 50'000'000;
+constexpr std::uint32_t kSmemWord = 4;  // bytes per shared-memory shadow
 
 std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std::popcount(mask)); }
 
@@ -122,12 +123,14 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
   const std::uint32_t num_ctas = launch.num_clusters * launch.cluster_size;
   ctas_.resize(num_ctas);
   clusters_.resize(launch.num_clusters);
-  const std::size_t bytes = (std::max<std::size_t>(launch.smem_bytes, 16) + 127) / 128 * 128;
+  // 1024-byte aligned: swizzled tiles repeat every 1024 bytes and are
+  // placed at offsets aligned to it, as on hardware.
+  const std::size_t bytes = (std::max<std::size_t>(launch.smem_bytes, 16) + 1023) / 1024 * 1024;
   for (std::uint32_t c = 0; c < num_ctas; ++c) {
     Cta& cta = ctas_[c];
     cta.cluster = c / launch.cluster_size;
     cta.rank = c % launch.cluster_size;
-    cta.smem = static_cast<std::byte*>(std::aligned_alloc(128, bytes));
+    cta.smem = static_cast<std::byte*>(std::aligned_alloc(1024, bytes));
     std::memset(cta.smem, 0, bytes);
     cta.smem_bytes = launch.smem_bytes;
     cta.live_warps = launch.warps_per_cta;
@@ -146,12 +149,27 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
     if (w.widx < launch.warp_roles.size() && !launch.warp_roles[w.widx].empty())
       w.name += " " + launch.warp_roles[w.widx];
   }
-  enabled_.reserve(warps_.size());
-  strategy_ = make_strategy(options.strategy, static_cast<std::uint32_t>(warps_.size()));
+  // Two engines per CTA, actors after the warps: its TMA engine and its
+  // tensor core.
+  engines_.resize(2 * num_ctas);
+  for (std::uint32_t e = 0; e < engines_.size(); ++e) {
+    engines_[e].cta = e / 2;
+    engines_[e].tensor = (e % 2) != 0;
+    engines_[e].name = cta_label(e / 2) + (engines_[e].tensor ? "/tensor-core" : "/tma");
+  }
+  const std::uint32_t actors = static_cast<std::uint32_t>(warps_.size() + engines_.size());
+  if (options_.race_check) {
+    const std::size_t comps = 3 * warps_.size() + engines_.size();
+    clocks_.assign(comps, Clock(comps, 0));
+    for (std::size_t k = 0; k < comps; ++k) clocks_[k][k] = 1;
+  }
+  enabled_.reserve(actors);
+  strategy_ = make_strategy(options.strategy, actors);
 
   if (options_.trace) {
     result_.trace.num_ctas = num_ctas;
     for (const Warp& w : warps_) result_.trace.warps.push_back({w.name, w.cta});
+    for (const Engine& e : engines_) result_.trace.warps.push_back({e.name, e.cta});
 #ifdef WSPIPE_SOURCE_DIR
     result_.trace.strip_prefix = WSPIPE_SOURCE_DIR "/";
 #endif
@@ -175,46 +193,71 @@ World::Move World::movable(const Warp& w) const {
       return options_.spurious_try_wait ? Move::spin : Move::no;
     case Block::named: return ctas_[w.cta].named[w.obj].gen > w.target ? Move::progress : Move::no;
     case Block::cluster: return clusters_[ctas_[w.cta].cluster].gen > w.target ? Move::progress : Move::no;
+    case Block::tmem_alloc:
+      return tmem_first_fit(w.cta, static_cast<std::uint32_t>(w.target), static_cast<int>(w.parity)) >= 0
+                 ? Move::progress
+                 : Move::no;
+    case Block::tmem_pair: return ctas_[pair_cta(w.cta, 0)].pair.gen > w.target ? Move::progress : Move::no;
   }
   return Move::no;
 }
 
+std::string World::actor_name(std::int32_t actor) const {
+  if (actor < 0) return "";
+  const auto a = static_cast<std::uint32_t>(actor);
+  return a < warps_.size() ? warps_[a].name : engines_[a - warps_.size()].name;
+}
+
 bool World::dispatch(Warp* self) {
-  if (step_ >= options_.max_steps) {
-    end(Status::livelock, self);
-    return false;
-  }
-  // An actor that can only time out (spurious try_wait) does not count as
-  // progress: if nothing else can move, the kernel is deadlocked.
-  enabled_.clear();
-  bool progress = false;
-  bool unfinished = false;
-  for (const Warp& w : warps_) {
-    const Move m = movable(w);
-    unfinished |= w.block != Block::finished;
-    if (m == Move::no) continue;
-    progress |= m == Move::progress;
-    enabled_.push_back(w.id);
-  }
-  if (!progress) {
-    end(unfinished ? Status::deadlock : Status::ok, self);
-    return false;
-  }
-  std::uint32_t pick = enabled_[0];
-  if (enabled_.size() > 1) {
-    auto p = strategy_->pick(enabled_.data(), enabled_.size(), step_ + 1);
-    if (!p) {
-      mismatch_ = strategy_->mismatch();
-      end(Status::ok, self);
+  for (;;) {
+    if (step_ >= options_.max_steps) {
+      end(Status::livelock, self);
       return false;
     }
-    pick = *p;
-    result_.schedule.push(pick);
+    // An actor that can only time out (spurious try_wait) does not count as
+    // progress: if nothing else can move, the kernel is deadlocked. An
+    // engine with operations queued can always move.
+    enabled_.clear();
+    bool progress = false;
+    bool unfinished = false;
+    for (const Warp& w : warps_) {
+      const Move m = movable(w);
+      unfinished |= w.block != Block::finished;
+      if (m == Move::no) continue;
+      progress |= m == Move::progress;
+      enabled_.push_back(w.id);
+    }
+    for (std::uint32_t e = 0; e < engines_.size(); ++e) {
+      if (engines_[e].queue.empty()) continue;
+      progress = true;
+      enabled_.push_back(num_warps() + e);
+    }
+    if (!progress) {
+      end(unfinished ? Status::deadlock : Status::ok, self);
+      return false;
+    }
+    std::uint32_t pick = enabled_[0];
+    if (enabled_.size() > 1) {
+      auto p = strategy_->pick(enabled_.data(), enabled_.size(), step_ + 1);
+      if (!p) {
+        mismatch_ = strategy_->mismatch();
+        end(Status::ok, self);
+        return false;
+      }
+      pick = *p;
+      result_.schedule.push(pick);
+    }
+    ++step_;
+    if (pick >= num_warps()) {
+      // An engine completes its oldest operation on the running fiber, and
+      // the scheduler picks again.
+      if (!engine_step(pick - num_warps()) || stopping_ || killing_) return false;
+      continue;
+    }
+    if (self != nullptr && pick == self->id) return true;
+    transfer(warps_[pick], self);
+    return self != nullptr && self->block != Block::finished && !killing_;
   }
-  ++step_;
-  if (self != nullptr && pick == self->id) return true;
-  transfer(warps_[pick], self);
-  return self != nullptr && self->block != Block::finished && !killing_;
 }
 
 // Hands control to `to`. A live `from` sleeps until someone picks it again;
@@ -345,7 +388,7 @@ std::uint32_t World::lane_idx(const SourceLoc& loc) {
 void* World::shared_storage(std::size_t size, std::size_t align) {
   Warp& w = warp();
   const Cta& c = ctas_[w.cta];
-  if (size > c.smem_bytes || align > 128) {
+  if (size > c.smem_bytes || align > 1024) {
     std::fprintf(stderr,
                  "wspipe: shared_storage of %zu bytes (alignment %zu) does not fit the launch's smem_bytes %zu\n",
                  size, align, c.smem_bytes);
@@ -536,22 +579,25 @@ bool World::check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc) {
   return true;
 }
 
-void World::maybe_complete(std::uint32_t id, Warp& w, const SourceLoc& loc) {
+void World::maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc& loc) {
   Mbar& m = mbars_[id];
   if (m.pending != 0 || m.tx != 0) return;
   // PTX "Phase Completion": pending arrivals and tx-count both reached 0.
   ++m.phase;
   m.pending = m.expected;
   m.observed = false;
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
-          .kind = EventKind::phase, .a = static_cast<std::int64_t>(m.phase), .file = loc.file_name(),
-          .line = loc.line()});
+  if (options_.race_check) {
+    m.done.swap(m.acc);
+    m.acc.assign(clocks_.size(), 0);
+  }
+  record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::phase,
+          .a = static_cast<std::int64_t>(m.phase), .file = loc.file_name(), .line = loc.line()});
   // A waiter still blocked on a phase two behind can no longer see it: its
   // parity now names the current, incomplete phase (aliasing).
   for (const Warp& x : warps_) {
     if ((x.block == Block::mbar || x.block == Block::mbar_try) && x.obj == static_cast<std::int32_t>(id) &&
         x.intended + 1 < static_cast<std::int64_t>(m.phase)) {
-      fail(w, "mbarrier.parity-alias", object_label(id),
+      fail(*current_, "mbarrier.parity-alias", object_label(id),
            "phase " + std::to_string(x.intended) + ", which " + x.name + " waits for (parity " +
                std::to_string(x.parity) + "), completed and the barrier moved on to phase " +
                std::to_string(m.phase) + " before the waiter ran: its parity now names the current phase",
@@ -561,6 +607,40 @@ void World::maybe_complete(std::uint32_t id, Warp& w, const SourceLoc& loc) {
   }
 }
 
+bool World::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote, std::uint32_t comp,
+                      std::int32_t actor, const SourceLoc& loc, const Warp* culprit) {
+  Mbar* m = &mbars_[id];
+  Warp& running = *current_;
+  // arrive.expect_tx is expect-tx(n) then arrive-on(1), per lane.
+  m->tx += static_cast<std::int64_t>(tx_bytes) * count;
+  if (tx_bytes != 0 && !check_tx_range(id, running, loc)) return false;
+  if (count > m->pending) {
+    fail(running, "mbarrier.over-arrival", object_label(id),
+         "arrive of " + std::to_string(count) + (count > 1 ? " (one per active lane)" : "") + " with only " +
+             std::to_string(m->pending) + " of " + std::to_string(m->expected) +
+             " arrivals pending in phase " + std::to_string(m->phase) +
+             ": traps on hardware; a warp-level arrive counts every active lane (use elect_one)",
+         loc, culprit);
+    return false;
+  }
+  if (!m->observed) {
+    fail(running, "mbarrier.arrive-before-wait", object_label(id),
+         "arrive in phase " + std::to_string(m->phase) + " before any wait observed the completion of phase " +
+             std::to_string(m->phase - 1) + " (PTX usage rule): the phase can be skipped unseen",
+         loc, culprit);
+    return false;
+  }
+  m->pending -= count;
+  if (options_.race_check) {
+    if (m->acc.empty()) m->acc.assign(clocks_.size(), 0);
+    release(comp, m->acc);
+  }
+  record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::arrive,
+          .remote = remote, .a = count, .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
+  maybe_complete(id, actor, loc);
+  return !stopping_;
+}
+
 void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc) {
   Warp& w = warp();
   if (!point(w, loc)) return;
@@ -568,31 +648,19 @@ void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint3
   Mbar* m = remote ? resolve_remote(bar, static_cast<std::uint32_t>(cta_rank), w, loc) : resolve(bar, w, loc);
   if (m == nullptr) return;
   const auto id = static_cast<std::uint32_t>(m - mbars_.data());
-  const std::uint32_t count = lanes(w.active);
-  // arrive.expect_tx is expect-tx(n) then arrive-on(1), per lane.
-  m->tx += static_cast<std::int64_t>(tx_bytes) * count;
-  if (tx_bytes != 0 && !check_tx_range(id, w, loc)) return;
-  if (count > m->pending) {
-    fail(w, "mbarrier.over-arrival", object_label(id),
-         "arrive of " + std::to_string(count) + (count > 1 ? " (one per active lane)" : "") + " with only " +
-             std::to_string(m->pending) + " of " + std::to_string(m->expected) +
-             " arrivals pending in phase " + std::to_string(m->phase) +
-             ": traps on hardware; a warp-level arrive counts every active lane (use elect_one)",
+  // PTX "tcgen05 memory consistency": a warp hands TMEM back (this arrive
+  // releases the accumulator stage) only after tcgen05.wait::ld, or the MMA
+  // that reuses the stage may overwrite cells the load still reads.
+  if (w.ld_waited < w.ld_issued) {
+    fail(w, "tmem.release-before-wait-ld", object_label(id),
+         "arrive while " + std::to_string(w.ld_issued - w.ld_waited) +
+             " tcgen05.ld of this warp are still in flight (the latest at " + std::string(w.ld_loc.file_name()) +
+             ":" + std::to_string(w.ld_loc.line()) + "): tcgen05.wait::ld must come first",
          loc);
     return;
   }
-  if (!m->observed) {
-    fail(w, "mbarrier.arrive-before-wait", object_label(id),
-         "arrive in phase " + std::to_string(m->phase) + " before any wait observed the completion of phase " +
-             std::to_string(m->phase - 1) + " (PTX usage rule): the phase can be skipped unseen",
-         loc);
-    return;
-  }
-  m->pending -= count;
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
-          .kind = EventKind::arrive, .remote = remote && m->cta != w.cta, .a = count, .b = m->pending, .c = m->tx,
-          .file = loc.file_name(), .line = loc.line()});
-  maybe_complete(id, w, loc);
+  arrive_on(id, lanes(w.active), tx_bytes, remote && m->cta != w.cta, w.id, static_cast<std::int32_t>(w.id), loc,
+            nullptr);
 }
 
 void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc) {
@@ -609,7 +677,7 @@ void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const So
           .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
   // tx may return to 0 with no arrivals pending: that completes the phase
   // (observed on sm_90a, HARDWARE.md §1).
-  maybe_complete(id, w, loc);
+  maybe_complete(id, static_cast<std::int32_t>(w.id), loc);
 }
 
 bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc) {
@@ -649,6 +717,7 @@ bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, 
   if (ok) {
     after.observed = true;
     w.seen[id] = static_cast<std::int64_t>(after.phase) - 1;
+    if (options_.race_check) acquire(w.id, after.done);
   }
   record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
           .object = static_cast<std::int32_t>(id), .kind = is_try ? EventKind::try_wait : EventKind::wait,
@@ -695,15 +764,27 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
     return;
   }
   nb.arrived += 32;
+  if (options_.race_check) {
+    if (nb.acc.empty()) nb.acc.assign(clocks_.size(), 0);
+    release(w.id, nb.acc);
+  }
   record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::named_arrive,
           .a = id, .b = threads, .c = nb.arrived, .file = loc.file_name(), .line = loc.line()});
   const std::uint64_t gen = nb.gen;
   if (nb.arrived == nb.expected) {
     nb.arrived = 0;
     ++nb.gen;
+    if (options_.race_check) {
+      nb.done.swap(nb.acc);
+      nb.acc.assign(clocks_.size(), 0);
+    }
   }
   if (!sync) return;
   if (!point(w, Block::named, static_cast<std::int32_t>(id), 0, gen, loc)) return;
+  // bar.sync has acquire semantics over the barrier's participants. (If the
+  // barrier has completed again meanwhile, this acquires the later instance:
+  // more than it should, which can only hide a race.)
+  if (options_.race_check) acquire(w.id, ctas_[w.cta].named[id].done);
   record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
           .kind = EventKind::named_pass, .a = id, .file = loc.file_name(), .line = loc.line()});
 }
@@ -712,6 +793,10 @@ void World::release_cluster_if_complete(Cluster& c) {
   if (c.arrived > 0 && c.arrived >= c.live_threads) {
     c.arrived = 0;
     ++c.gen;
+    if (options_.race_check) {
+      c.done.swap(c.acc);
+      c.acc.assign(clocks_.size(), 0);
+    }
   }
 }
 
@@ -721,16 +806,33 @@ void World::cluster_sync(const SourceLoc& loc) {
   Cluster& c = clusters_[ctas_[w.cta].cluster];
   // barrier.cluster.arrive + wait: every non-exited thread of the cluster.
   c.arrived += lanes(w.active);
+  if (options_.race_check) {
+    if (c.acc.empty()) c.acc.assign(clocks_.size(), 0);
+    release(w.id, c.acc);
+  }
   const std::uint64_t gen = c.gen;
   record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::cluster_arrive,
           .a = c.arrived, .b = c.live_threads, .file = loc.file_name(), .line = loc.line()});
   release_cluster_if_complete(c);
   if (!point(w, Block::cluster, -1, 0, gen, loc)) return;
+  ++w.cluster_syncs;
+  if (options_.race_check) acquire(w.id, clusters_[ctas_[w.cta].cluster].done);
   record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
           .kind = EventKind::cluster_pass, .file = loc.file_name(), .line = loc.line()});
 }
 
 void World::cta_exited(Warp& w) {
+  Cta& cta = ctas_[w.cta];
+  cta.exited = true;
+  // An async operation that still writes into this CTA's shared memory or
+  // TMEM, or arrives on its barriers, would do so after it is gone (on
+  // hardware: a launch failure, HARDWARE.md §6 bug 15).
+  std::string what;
+  if (cta_has_async_in_flight(w.cta, &what)) {
+    fail(w, "async.in-flight-at-exit", cta_label(w.cta),
+         "the CTA exited while " + what + " was still in flight into it (drain the pipeline before exiting)", w.loc);
+    return;
+  }
   // Bytes still expected or delivered unmatched on a barrier when its CTA
   // exits: expect_tx and the bytes that arrived disagree (HARDWARE.md §4).
   for (std::uint32_t id = 0; id < mbars_.size(); ++id) {
@@ -743,6 +845,18 @@ void World::cta_exited(Warp& w) {
       return;
     }
   }
+  // PTX "tcgen05.alloc": all Tensor Memory allocated must be deallocated
+  // before the kernel exits; a leaked block stays taken for the next CTA on
+  // the SM, whose tcgen05.alloc then blocks.
+  if (!cta.tmem_live.empty()) {
+    const TmemBlock& b = cta.tmem_live.front();
+    fail(w, "tmem.leak", "TMEM columns [" + std::to_string(b.col) + ", " + std::to_string(b.col + b.cols) + ") (" +
+                             cta_label(w.cta) + ")",
+         "the CTA exited with " + std::to_string(cta.tmem_live.size()) + " Tensor Memory allocation(s) live; " +
+             std::to_string(b.cols) + " columns allocated by " + warps_[b.warp].name + " at " + b.loc.file_name() +
+             ":" + std::to_string(b.loc.line()) + " (step " + std::to_string(b.step) + ") were never deallocated",
+         b.loc, &warps_[b.warp]);
+  }
 }
 
 // ------------------------------------------------------------ reporting
@@ -752,7 +866,7 @@ void World::record(Event e) {
 }
 
 void World::fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
-                 const Warp* culprit) {
+                 const Warp* culprit, std::string other) {
   if (stopping_ || killing_) return;
   const Warp& who = culprit != nullptr ? *culprit : w;
   Violation v;
@@ -765,6 +879,7 @@ void World::fail(Warp& w, std::string rule, std::string object, std::string mess
   if (options_.trace && !result_.trace.strip_prefix.empty() && v.file.rfind(result_.trace.strip_prefix, 0) == 0)
     v.file = v.file.substr(result_.trace.strip_prefix.size());
   v.line = loc.line();
+  v.other = std::move(other);
   record({.step = step_, .warp = static_cast<std::int32_t>(who.id), .kind = EventKind::violation,
           .file = loc.file_name(), .line = loc.line()});
   result_.violations.push_back(std::move(v));
@@ -811,6 +926,12 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
       b.state = std::to_string(c.arrived) + " of " + std::to_string(c.live_threads) + " live threads arrived";
       break;
     }
+    case Block::tmem_alloc:
+    case Block::tmem_pair:
+      b.op = w.block == Block::tmem_alloc ? "tcgen05.alloc" : "tcgen05 cta_group::2 collective";
+      b.object = "Tensor Memory (" + cta_label(w.cta) + ")";
+      b.state = tmem_describe_blocked(w);
+      break;
   }
   if (object >= 0 && options_.trace) {
     for (const Event* e : result_.trace.last_on(object, 6)) {
@@ -819,6 +940,95 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
     }
   }
   return b;
+}
+
+
+// ------------------------------------------------------ happens-before
+
+void World::release(std::uint32_t comp, Clock& into) {
+  join(into, clocks_[comp]);
+  ++clocks_[comp][comp];
+}
+
+void World::acquire(std::uint32_t comp, const Clock& from) { join(clocks_[comp], from); }
+
+std::uint32_t World::access_info(std::int32_t actor, std::int32_t issuer, const char* what, const SourceLoc& loc) {
+  access_infos_.push_back({.actor = actor, .issuer = issuer, .what = what, .step = step_, .loc = loc});
+  return static_cast<std::uint32_t>(access_infos_.size() - 1);
+}
+
+std::string World::describe_access(const Access& a) const {
+  const AccessInfo& i = access_infos_[a.info];
+  std::string file = i.loc.file_name() ? i.loc.file_name() : "";
+  if (!result_.trace.strip_prefix.empty() && file.rfind(result_.trace.strip_prefix, 0) == 0)
+    file = file.substr(result_.trace.strip_prefix.size());
+  std::string who = actor_name(i.actor);
+  if (i.issuer >= 0 && i.issuer != i.actor) who += " (issued by " + actor_name(i.issuer) + ")";
+  return who + ": " + i.what + " at step " + std::to_string(i.step) + ", " + file + ":" + std::to_string(i.loc.line());
+}
+
+void World::report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, const std::string& object,
+                        const SourceLoc& loc, const Warp* culprit) {
+  const AccessInfo& mine = access_infos_[info];
+  const AccessInfo& theirs = access_infos_[other->info];
+  const bool other_wrote = other == &s.write;
+  fail(*current_, object.rfind("TMEM", 0) == 0 ? "race.tmem" : "race.smem", object,
+       std::string(mine.what) + (write ? " (write)" : " (read)") + " by " + actor_name(mine.actor) +
+           " is not ordered with an earlier " + theirs.what + (other_wrote ? " (write)" : " (read)") +
+           " of the same location by " + actor_name(theirs.actor) +
+           ": no barrier, commit or wait orders the two, whatever values this schedule produced",
+       loc, culprit, describe_access(*other));
+}
+
+Shadow& World::smem_chunk(std::uint32_t cta, std::uint32_t chunk) {
+  Cta& c = ctas_[cta];
+  if (c.smem_shadow.empty()) c.smem_shadow.resize((c.smem_bytes + kSmemWord - 1) / kSmemWord);
+  return c.smem_shadow[chunk];
+}
+
+bool World::smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
+                              std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit) {
+  if (bytes == 0) return true;
+  const Cta& c = ctas_[cta];
+  // Shadow granularity: 4-byte words, the smallest unit kernels here hand
+  // between warps (a TMEM address, an f32); sub-word accesses by different
+  // warps to one word would be reported as conflicting.
+  const std::uint32_t first = offset / kSmemWord, last = (offset + bytes - 1) / kSmemWord;
+  for (std::uint32_t k = first; k <= last && k < (c.smem_bytes + kSmemWord - 1) / kSmemWord; ++k) {
+    Shadow& s = smem_chunk(cta, k);
+    // PTX "Proxies": the async proxy (tensor core, TMA) sees a warp's
+    // ordinary stores only after that warp's fence.proxy.async, and the
+    // reader must be ordered after the fence (HARDWARE.md §3).
+    const bool check_fence = !write && !generic && s.write_generic && s.write.time != 0;
+    const Access prior = s.write;
+    auto object = [&] {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "shared memory [0x%x, 0x%x) (%s)", k * kSmemWord, (k + 1) * kSmemWord,
+                    cta_label(cta).c_str());
+      return std::string(buf);
+    };
+    if (const Access* other = shadow_check(s, write, comp, info)) {
+      report_race(s, other, write, info, object(), loc, culprit);
+      return false;
+    }
+    if (write) s.write_generic = generic;
+    if (check_fence) {
+      const Warp& writer = warps_[prior.comp];
+      const auto& f = writer.proxy_fences;
+      const auto it = std::lower_bound(f.begin(), f.end(), prior.time);
+      if (it == f.end() || clocks_[comp][prior.comp] < *it) {
+        fail(*current_, "smem.missing-proxy-fence", object(),
+             std::string(access_infos_[info].what) + " by " + actor_name(access_infos_[info].actor) +
+                 " (async proxy) reads shared memory written by an ordinary store of " + writer.name +
+                 (it == f.end() ? " that no fence.proxy.async followed"
+                                : " whose fence.proxy.async is not ordered before the read") +
+                 ": the tensor core or TMA may read stale data",
+             loc, culprit, describe_access(prior));
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace detail

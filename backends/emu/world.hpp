@@ -7,13 +7,18 @@
 #include <boost/fiber/all.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/barrier.hpp"
 #include "core/config.hpp"
+#include "core/tcgen05.hpp"
+#include "core/tma.hpp"
 #include "emulator.hpp"
+#include "hb.hpp"
+#include "models.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -25,6 +30,8 @@ enum class Block : std::uint8_t {
   mbar_try,     // try_wait: same, but may time out (spurious_try_wait)
   named,        // bar.sync: until the named barrier's generation passes `target`
   cluster,      // barrier.cluster.wait: until the cluster generation passes `target`
+  tmem_alloc,   // tcgen05.alloc: until `target` columns are free (both CTAs for cta_group::2)
+  tmem_pair,    // cta_group::2 alloc/dealloc: until the peer CTA's warp has joined and it is done
   finished,
 };
 
@@ -46,6 +53,9 @@ struct Mbar {
   // started after the fence has completed.
   bool fenced = false;
   std::uint64_t fenced_gen = 0;
+  // Happens-before: the releases of the current phase, and those of the
+  // phase that completed last (what a successful wait acquires).
+  Clock acc, done;
 };
 
 struct Warp {
@@ -65,12 +75,42 @@ struct Warp {
   boost::fibers::fiber fiber;
   std::vector<std::int64_t> seen;  // per barrier: the last phase a wait of this warp observed
   std::uint64_t kill_ops = 0;
+  std::uint64_t cluster_syncs = 0;  // cluster barriers this warp has passed
+  // tcgen05.ld / st issued and waited for (wait::ld / wait::st), and the
+  // TMEM columns of the loads not yet waited for.
+  std::uint64_t ld_issued = 0, ld_waited = 0, st_issued = 0, st_waited = 0;
+  std::uint32_t pending_col0 = 0, pending_col1 = 0;  // columns of those not waited for
+  SourceLoc ld_loc{};
+  // This warp's clock value at each fence.proxy.async, ascending.
+  std::vector<std::uint32_t> proxy_fences;
 };
 
 struct NamedBarrier {
   std::uint32_t expected = 0;  // thread count of the barrier instance in progress
   std::uint32_t arrived = 0;
   std::uint64_t gen = 0;
+  Clock acc, done;  // releases of the instance in progress; of the last completed one
+};
+
+// A live Tensor Memory allocation.
+struct TmemBlock {
+  std::uint32_t col = 0;
+  std::uint32_t cols = 0;
+  std::uint32_t warp = 0;
+  std::uint64_t step = 0;
+  SourceLoc loc{};
+};
+
+// A cta_group::2 alloc or dealloc: one warp of each CTA of the pair takes
+// part; the first to arrive waits for the second, which performs it.
+struct PairOp {
+  bool active = false;
+  bool dealloc = false;
+  std::uint64_t gen = 0;  // collectives completed; the first warp waits for it to pass
+  std::uint32_t first_warp = 0;
+  std::uint32_t cols = 0;
+  std::uint32_t operand = 0;  // alloc: dst offset in shared memory; dealloc: the TMEM address
+  SourceLoc loc{};
 };
 
 struct Cta {
@@ -79,7 +119,18 @@ struct Cta {
   std::byte* smem = nullptr;
   std::size_t smem_bytes = 0;
   std::uint32_t live_warps = 0;
+  bool exited = false;
   std::array<NamedBarrier, 16> named{};
+  // Tensor Memory: cell values and shadows (index lane * 512 + column),
+  // created on first use; live allocations; the allocation permit.
+  std::vector<std::uint32_t> tmem;
+  std::vector<Shadow> tmem_shadow;
+  std::vector<TmemBlock> tmem_live;
+  bool relinquished = false;
+  std::uint32_t last_alloc_cols = 0;
+  PairOp pair;  // used in the pair's even CTA
+  // Shared memory shadows, one per 4-byte word, created on first use.
+  std::vector<Shadow> smem_shadow;
 };
 
 struct Cluster {
@@ -87,6 +138,48 @@ struct Cluster {
   std::uint32_t live_threads = 0;  // threads that have not exited
   std::uint32_t arrived = 0;
   std::uint64_t gen = 0;
+  Clock acc, done;
+};
+
+// An operation issued to an asynchronous engine, completed when the
+// scheduler picks the engine.
+struct AsyncOp {
+  enum class Kind : std::uint8_t { tma, mma, commit };
+  Kind kind = Kind::tma;
+  std::uint32_t issuer = 0;  // warp id
+  std::uint64_t step = 0;    // issue step
+  SourceLoc loc{};
+  Clock clock;               // the issuer's clock at issue
+  int cta_group = 1;
+  std::uint16_t mask = 0;    // destination CTA ranks (TMA, commit); bit of the own rank when not multicast
+  std::uint32_t bar_offset = 0;  // the mbarrier's offset in shared memory
+  // tma
+  TensorMap map{};
+  TmaCoords coords{};
+  std::uint32_t dst_offset = 0;
+  // mma
+  model::MmaJob job{};
+  model::MmaFootprint footprint{};
+};
+
+// A CTA's TMA engine or tensor core: it completes its operations in issue
+// order (the tensor core pipelines MMAs in order, PTX "tcgen05 memory
+// consistency"; TMA completion order is a simplification: copies may
+// complete out of order on hardware).
+struct Engine {
+  std::uint32_t cta = 0;
+  bool tensor = false;
+  std::string name;
+  std::deque<AsyncOp> queue;
+};
+
+// What a recorded access was, for race reports.
+struct AccessInfo {
+  std::int32_t actor = -1;  // who: a warp, or an engine acting for `issuer`
+  std::int32_t issuer = -1;
+  const char* what = "";
+  std::uint64_t step = 0;
+  SourceLoc loc{};
 };
 
 class DirectedAlgorithm;
@@ -122,6 +215,31 @@ class World {
   void named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc);
   void cluster_sync(const SourceLoc& loc);
 
+  // Tensor Memory (world_tmem.cpp)
+  void tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc);
+  void tmem_relinquish(int cta_group, const SourceLoc& loc);
+  void tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc);
+  // tcgen05.ld into out[thread * regs + reg]; returns the load's sequence
+  // number in this warp (the fragment's token).
+  std::uint64_t tmem_ld(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                        std::uint32_t* out, const SourceLoc& loc);
+  void tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+               const std::uint32_t* in, const SourceLoc& loc);
+  void tmem_wait(bool loads, const SourceLoc& loc);
+  // The lane whose registers a fragment access means (the one active lane),
+  // after checking that the load that filled it (`token`) was waited for.
+  std::uint32_t frag_lane(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc);
+
+  // Tensor core and TMA (world_async.cpp)
+  void mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t a_desc, std::uint64_t b_desc,
+           std::uint32_t idesc, bool accumulate, const SourceLoc& loc);
+  void mma_commit(int cta_group, SharedMemBarrier& bar, std::uint16_t mask, bool multicast, const SourceLoc& loc);
+  void tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, void* dst, SharedMemBarrier& bar, const TmaCoords& coords,
+                std::uint16_t mask, bool multicast, const SourceLoc& loc);
+  void fence_proxy_async(const SourceLoc& loc);
+  std::uint32_t smem_offset(const void* p);
+  void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc);
+
  private:
   friend class DirectedAlgorithm;
 
@@ -139,6 +257,68 @@ class World {
   void finish(Warp& w);
   enum class Move { no, spin, progress };
   Move movable(const Warp& w) const;
+  std::uint32_t num_warps() const { return static_cast<std::uint32_t>(warps_.size()); }
+  std::string actor_name(std::int32_t actor) const;
+
+  // Happens-before (hb.hpp). Components: warp w -> w, its ld agent -> W+w,
+  // its st agent -> 2W+w, engine e -> 3W+e; engines are actors W+e, e =
+  // 2*cta + (tensor core ? 1 : 0).
+  std::uint32_t comp_ld(const Warp& w) const { return num_warps() + w.id; }
+  std::uint32_t comp_st(const Warp& w) const { return 2 * num_warps() + w.id; }
+  std::uint32_t comp_engine(std::uint32_t e) const { return 3 * num_warps() + e; }
+  Clock& clock(std::uint32_t comp) { return clocks_[comp]; }
+  // A release by component `comp` into `into`: join, then tick, so that what
+  // the component does next is not covered by this release.
+  void release(std::uint32_t comp, Clock& into);
+  void acquire(std::uint32_t comp, const Clock& from);
+  std::uint32_t access_info(std::int32_t actor, std::int32_t issuer, const char* what, const SourceLoc& loc);
+  std::string describe_access(const Access& a) const;
+  // Checks an access by component `comp` against a location's shadow and
+  // records it; returns the earlier access it races with, or nullptr.
+  const Access* shadow_check(Shadow& s, bool write, std::uint32_t comp, std::uint32_t info) {
+    const Access a{.comp = comp, .time = clocks_[comp][comp], .info = info};
+    return write ? shadow_write(s, clocks_[comp], a) : shadow_read(s, clocks_[comp], a);
+  }
+  void report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, const std::string& object,
+                   const SourceLoc& loc, const Warp* culprit);
+  Shadow& smem_chunk(std::uint32_t cta, std::uint32_t chunk);
+  // Shared-memory bytes [offset, offset+bytes) of CTA `cta` accessed by
+  // component `comp`; `generic`: a warp's ordinary access; `async_read`: the
+  // async proxy reads (checks fence.proxy.async after generic writes).
+  bool smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
+                         std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit);
+
+  // Tensor Memory helpers (world_tmem.cpp).
+  void tmem_ensure(Cta& c);
+  const TmemBlock* tmem_block_covering(const Cta& c, std::uint32_t col, std::uint32_t cols) const;
+  std::int64_t tmem_first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const;
+  bool check_cta_group(Warp& w, int cta_group, const char* op, const SourceLoc& loc);
+  bool check_whole_warp(Warp& w, const char* op, const SourceLoc& loc);
+  void tmem_do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, std::uint32_t dst_offset,
+                     const SourceLoc& loc);
+  bool tmem_check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, const SourceLoc& loc);
+  bool tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, const SourceLoc& loc);
+  bool tmem_access(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                   bool store, const SourceLoc& loc);
+  // tcgen05.ld (store false: copies cells to regs) or st (copies regs to
+  // cells) after tmem_access passed; false on a race.
+  bool tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                 bool store, std::uint32_t* regs, const SourceLoc& loc);
+  std::string tmem_describe_blocked(const Warp& w) const;
+
+  // Async engines (world_async.cpp).
+  void stamp_issue(Warp& w, AsyncOp& op, int cta_group, const SourceLoc& loc);
+  AsyncOp issue_op(Warp& w, AsyncOp::Kind kind, int cta_group, SharedMemBarrier& bar, std::uint16_t mask,
+                   const SourceLoc& loc);
+  bool check_cta_mask(Warp& w, std::uint16_t mask, const char* op, const SourceLoc& loc);
+  bool engine_step(std::uint32_t e);
+  void engine_tma(AsyncOp& op, std::uint32_t e);
+  void engine_mma(AsyncOp& op, std::uint32_t e);
+  void engine_commit(AsyncOp& op, std::uint32_t e);
+  std::uint32_t pair_cta(std::uint32_t cta, std::uint32_t rank_in_cluster) const;
+  void enqueue(std::uint32_t cta, bool tensor, AsyncOp op);
+  std::int64_t barrier_at(std::uint32_t cta, std::uint32_t offset) const;
+  bool cta_has_async_in_flight(std::uint32_t cta, std::string* what) const;
 
   // Models.
   Mbar* resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc);
@@ -146,14 +326,19 @@ class World {
   bool in_smem(const void* p, const Cta& c) const;
   std::string anon_name(const void* p, const Cta& c) const;
   bool phase_done(const Mbar& m, std::uint32_t parity) const { return m.live && (m.phase & 1u) != parity; }
-  void maybe_complete(std::uint32_t id, Warp& w, const SourceLoc& loc);
+  void maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc& loc);
+  // An arrive of `count` (with tx `tx_bytes` per arrival) on barrier `id`
+  // by component `comp`, after the caller resolved it; false on a violation.
+  // `culprit`: the warp reported (the issuer, for an engine's arrive).
+  bool arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote, std::uint32_t comp,
+                 std::int32_t actor, const SourceLoc& loc, const Warp* culprit);
   bool check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc);
   void release_cluster_if_complete(Cluster& c);
   void cta_exited(Warp& w);
 
   // Reporting.
   void fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
-            const Warp* culprit = nullptr);
+            const Warp* culprit = nullptr, std::string other = {});
   std::string object_label(std::uint32_t id) const;
   void record(Event e);
   BlockedWarp describe_blocked(const Warp& w) const;
@@ -166,6 +351,11 @@ class World {
   std::vector<Cluster> clusters_;
   std::vector<Warp> warps_;
   std::vector<Mbar> mbars_;
+  std::vector<Engine> engines_;          // 2 per CTA: TMA engine, tensor core
+  std::vector<Clock> clocks_;            // per component
+  std::vector<AccessInfo> access_infos_;
+  int cta_group_ = 0;                    // of the kernel's tcgen05 instructions, once one ran
+  SourceLoc cta_group_loc_{};
   std::vector<std::uint32_t> enabled_;  // scratch for dispatch
   Warp* current_ = nullptr;
   boost::fibers::context* main_ctx_ = nullptr;

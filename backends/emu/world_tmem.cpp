@@ -1,0 +1,473 @@
+// The Tensor Memory model: tcgen05.alloc / dealloc / relinquish_alloc_permit
+// (cta_group::1 and the cta_group::2 collective of a CTA pair), and
+// tcgen05.ld / st / wait. Rules: HARDWARE.md §3, PTX "Tensor Memory" and
+// "tcgen05.alloc", shared/reference/ptx-mbarrier-tcgen05.md §2.2-2.4, 2.10.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "world.hpp"
+
+namespace wspipe::emu::detail {
+namespace {
+
+std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std::popcount(mask)); }
+std::string cta_label(std::uint32_t cta) { return "cta" + std::to_string(cta); }
+std::string cols_label(std::uint32_t col, std::uint32_t cols, std::uint32_t cta) {
+  return "TMEM columns [" + std::to_string(col) + ", " + std::to_string(col + cols) + ") (" + cta_label(cta) + ")";
+}
+std::string where(const SourceLoc& loc) { return std::string(loc.file_name()) + ":" + std::to_string(loc.line()); }
+constexpr std::size_t cell(std::uint32_t lane, std::uint32_t col) { return std::size_t{lane} * kTmemColumns + col; }
+
+}  // namespace
+
+std::uint32_t World::pair_cta(std::uint32_t cta, std::uint32_t rank_in_pair) const {
+  return cta - (ctas_[cta].rank & 1u) + rank_in_pair;
+}
+
+void World::tmem_ensure(Cta& c) {
+  if (!c.tmem.empty()) return;
+  c.tmem.assign(std::size_t{kTmemLanes} * kTmemColumns, 0);
+  if (options_.race_check) c.tmem_shadow.resize(c.tmem.size());
+}
+
+const TmemBlock* World::tmem_block_covering(const Cta& c, std::uint32_t col, std::uint32_t cols) const {
+  for (const TmemBlock& b : c.tmem_live)
+    if (col >= b.col && col + cols <= b.col + b.cols) return &b;
+  return nullptr;
+}
+
+// Aligned first fit: the lowest multiple of `cols` whose columns are free
+// (in both CTAs of the pair for cta_group::2), or -1.
+std::int64_t World::tmem_first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const {
+  auto overlaps = [&](const Cta& c, std::uint32_t col) {
+    return std::any_of(c.tmem_live.begin(), c.tmem_live.end(),
+                       [&](const TmemBlock& b) { return col < b.col + b.cols && b.col < col + cols; });
+  };
+  for (std::uint32_t col = 0; col + cols <= kTmemColumns; col += cols) {
+    bool taken = overlaps(ctas_[cta], col);
+    if (cta_group == 2) taken = taken || overlaps(ctas_[pair_cta(cta, 0)], col) || overlaps(ctas_[pair_cta(cta, 1)], col);
+    if (!taken) return col;
+  }
+  return -1;
+}
+
+bool World::check_whole_warp(Warp& w, const char* op, const SourceLoc& loc) {
+  if (lanes(w.active) == 32) return true;
+  fail(w, "tmem.partial-warp", "",
+       std::string(op) + " issued with " + std::to_string(lanes(w.active)) +
+           " of 32 lanes active: it is .sync.aligned, warp-collective (call it at warp level, not inside "
+           "elect_one or for_each_lane)",
+       loc);
+  return false;
+}
+
+bool World::check_cta_group(Warp& w, int cta_group, const char* op, const SourceLoc& loc) {
+  if (cta_group == 2 && launch_.cluster_size < 2) {
+    fail(w, "tcgen05.no-cta-pair", "",
+         std::string(op) + " with .cta_group::2 in a launch whose clusters have " +
+             std::to_string(launch_.cluster_size) + " CTA: a CTA pair needs clusters of 2",
+         loc);
+    return false;
+  }
+  if (cta_group_ == 0) {
+    cta_group_ = cta_group;
+    cta_group_loc_ = loc;
+    return true;
+  }
+  if (cta_group_ == cta_group) return true;
+  fail(w, "tcgen05.mixed-cta-group", "",
+       std::string(op) + " uses .cta_group::" + std::to_string(cta_group) + " but the kernel's earlier tcgen05 " +
+           "instruction at " + where(cta_group_loc_) + " used .cta_group::" + std::to_string(cta_group_) +
+           " (PTX: all tcgen05 instructions of a kernel use the same; ptxas rejects it)",
+       loc);
+  return false;
+}
+
+void World::tmem_do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols,
+                          std::uint32_t dst_offset, const SourceLoc& loc) {
+  Cta& c = ctas_[cta];
+  tmem_ensure(c);
+  c.tmem_live.push_back({.col = col, .cols = cols, .warp = w.id, .step = step_, .loc = loc});
+  c.last_alloc_cols = cols;
+  // The address store is a weak shared-memory write by the allocating warp
+  // (PTX "tcgen05.alloc"): a reader needs a barrier after it (bug 8).
+  const std::uint32_t addr = tmem_addr(0, col);
+  std::memcpy(c.smem + dst_offset, &addr, sizeof addr);
+  if (options_.race_check) {
+    const std::uint32_t info = access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
+                                           "tcgen05.alloc's store of the TMEM address", loc);
+    if (!smem_range_access(cta, dst_offset, sizeof addr, true, true, w.id, info, loc, &w)) return;
+  }
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_alloc, .a = col,
+          .b = cols, .c = cta, .file = loc.file_name(), .line = loc.line()});
+}
+
+void World::tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc)) return;
+  if (!check_whole_warp(w, "tcgen05.alloc", loc) || !check_cta_group(w, cta_group, "tcgen05.alloc", loc)) return;
+  Cta& c = ctas_[w.cta];
+  const std::string obj = "Tensor Memory (" + cta_label(w.cta) + ")";
+  if (!tmem_alloc_size_valid(cols)) {
+    fail(w, "tmem.alloc-size", obj,
+         "tcgen05.alloc of " + std::to_string(cols) + " columns: nCols must be a power of 2 in [32, 512]", loc);
+    return;
+  }
+  const auto* p = reinterpret_cast<const std::byte*>(dst);
+  if (p < c.smem || p + sizeof(std::uint32_t) > c.smem + c.smem_bytes ||
+      reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) != 0) {
+    fail(w, "tmem.alloc-dst", obj,
+         "tcgen05.alloc's destination is not an aligned 32-bit word of this CTA's shared memory", loc);
+    return;
+  }
+  const auto dst_offset = static_cast<std::uint32_t>(p - c.smem);
+  const bool relinquished =
+      c.relinquished || (cta_group == 2 && ctas_[pair_cta(w.cta, (c.rank & 1u) ^ 1u)].relinquished);
+  if (relinquished) {
+    fail(w, "tmem.alloc-after-relinquish", obj,
+         "tcgen05.alloc after tcgen05.relinquish_alloc_permit in this CTA" +
+             std::string(cta_group == 2 ? " pair" : "") + " (PTX: illegal; ptxas inserts a trap)",
+         loc);
+    return;
+  }
+  if (c.last_alloc_cols != 0 && cols > c.last_alloc_cols) {
+    fail(w, "tmem.alloc-size-increase", obj,
+         "tcgen05.alloc of " + std::to_string(cols) + " columns after an allocation of " +
+             std::to_string(c.last_alloc_cols) + " (PTX: sizes must not increase between allocations of a CTA)",
+         loc);
+    return;
+  }
+  if (cta_group == 1) {
+    if (tmem_first_fit(w.cta, cols, 1) < 0 && !point(w, Block::tmem_alloc, -1, 1, cols, loc)) return;
+    tmem_do_alloc(w, w.cta, static_cast<std::uint32_t>(tmem_first_fit(w.cta, cols, 1)), cols, dst_offset, loc);
+    return;
+  }
+  // cta_group::2: one warp of each CTA of the pair; the peer must be running
+  // (a cluster barrier first: CUTLASS PR #3316, HARDWARE.md §6 bug 10).
+  if (w.cluster_syncs == 0) {
+    fail(w, "tmem.pair-unsynced", obj,
+         "tcgen05.alloc.cta_group::2 before this warp passed any cluster barrier: the peer CTA may not be running, "
+         "and its shared memory receives the address",
+         loc);
+    return;
+  }
+  PairOp& pair = ctas_[pair_cta(w.cta, 0)].pair;
+  if (!pair.active) {
+    pair = {.active = true, .dealloc = false, .gen = pair.gen, .first_warp = w.id, .cols = cols,
+            .operand = dst_offset, .loc = loc};
+    point(w, Block::tmem_pair, -1, 0, pair.gen, loc);  // until the peer's warp has joined and allocated
+    return;
+  }
+  const Warp& first = warps_[pair.first_warp];
+  if (pair.dealloc || first.cta == w.cta || pair.cols != cols || pair.operand != dst_offset) {
+    fail(w, "tmem.pair-mismatch", obj,
+         "tcgen05.alloc.cta_group::2 of " + std::to_string(cols) + " columns to smem+" + std::to_string(dst_offset) +
+             " meets " + first.name + "'s " + (pair.dealloc ? "dealloc" : "alloc of " + std::to_string(pair.cols) +
+                                                                                 " columns to smem+" +
+                                                                                 std::to_string(pair.operand)) +
+             " at " + where(pair.loc) +
+             ": the pair's two warps (one per CTA) must issue the same instruction with the same operands",
+         loc, nullptr);
+    return;
+  }
+  if (tmem_first_fit(w.cta, cols, 2) < 0 && !point(w, Block::tmem_alloc, -1, 2, cols, loc)) return;
+  const auto col = static_cast<std::uint32_t>(tmem_first_fit(w.cta, cols, 2));
+  tmem_do_alloc(warps_[pair.first_warp], first.cta, col, cols, dst_offset, pair.loc);
+  if (stopping_) return;
+  tmem_do_alloc(w, w.cta, col, cols, dst_offset, loc);
+  pair.active = false;
+  ++pair.gen;
+}
+
+void World::tmem_relinquish(int cta_group, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc)) return;
+  if (!check_whole_warp(w, "tcgen05.relinquish_alloc_permit", loc) ||
+      !check_cta_group(w, cta_group, "tcgen05.relinquish_alloc_permit", loc))
+    return;
+  ctas_[w.cta].relinquished = true;
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_relinquish,
+          .file = loc.file_name(), .line = loc.line()});
+}
+
+bool World::tmem_check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols,
+                               const SourceLoc& loc) {
+  const Cta& c = ctas_[cta];
+  for (const TmemBlock& b : c.tmem_live)
+    if (b.col == col && b.cols == cols) return true;
+  std::string live;
+  for (const TmemBlock& b : c.tmem_live)
+    live += (live.empty() ? "" : ", ") + ("[" + std::to_string(b.col) + ", " + std::to_string(b.col + b.cols) + ")");
+  fail(w, "tmem.dealloc-unallocated", cols_label(col, cols, cta),
+       "tcgen05.dealloc of " + std::to_string(cols) + " columns at column " + std::to_string(col) +
+           " names no live allocation (live: " + (live.empty() ? "none" : live) +
+           "); PTX: taddr and nCols must be those of a previous tcgen05.alloc (ptxas traps)",
+       loc);
+  return false;
+}
+
+// Every access to the columns must be complete and ordered before the
+// dealloc (PTX "tcgen05.dealloc"; HARDWARE.md §3): no MMA writing them
+// still queued, no tcgen05.ld/st of them not yet waited for, and every
+// recorded access happens before the deallocating warp.
+bool World::tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols,
+                                 const SourceLoc& loc) {
+  const std::string obj = cols_label(col, cols, cta);
+  for (const Engine& e : engines_) {
+    if (!e.tensor) continue;
+    for (const AsyncOp& op : e.queue) {
+      if (op.kind != AsyncOp::Kind::mma) continue;
+      for (const auto& r : op.footprint.tmem) {
+        const std::uint32_t target = op.cta_group == 2 ? pair_cta(e.cta, static_cast<std::uint32_t>(r.cta)) : e.cta;
+        if (target == cta && r.col0 < col + cols && col < r.col0 + r.cols) {
+          fail(w, "tmem.dealloc-in-flight", obj,
+               "tcgen05.dealloc while a tcgen05.mma issued by " + warps_[op.issuer].name + " at " + where(op.loc) +
+                   " (step " + std::to_string(op.step) + ") that writes these columns has not completed",
+               loc);
+          return false;
+        }
+      }
+    }
+  }
+  for (const Warp& x : warps_) {
+    if (x.cta != cta) continue;
+    const bool ld = x.ld_waited < x.ld_issued, st = x.st_waited < x.st_issued;
+    if ((ld || st) && x.pending_col0 < col + cols && col < x.pending_col1) {
+      fail(w, "tmem.dealloc-in-flight", obj,
+           "tcgen05.dealloc while " + x.name + " has a tcgen05." + (ld ? "ld" : "st") +
+               " of these columns not yet waited for (tcgen05.wait::" + (ld ? "ld" : "st") + ")",
+           loc);
+      return false;
+    }
+  }
+  if (!options_.race_check) return true;
+  const Cta& c = ctas_[cta];
+  if (c.tmem_shadow.empty()) return true;
+  const Clock& mine = clocks_[w.id];
+  for (std::uint32_t lane = 0; lane < kTmemLanes; ++lane) {
+    for (std::uint32_t k = col; k < col + cols; ++k) {
+      const Shadow& s = c.tmem_shadow[cell(lane, k)];
+      const Access* other = happens_before(s.write, mine) ? nullptr : &s.write;
+      for (const Access& r : s.reads)
+        if (other == nullptr && !happens_before(r, mine)) other = &r;
+      if (other == nullptr) continue;
+      const AccessInfo& i = access_infos_[other->info];
+      fail(w, "tmem.dealloc-unordered", obj,
+           "tcgen05.dealloc by " + w.name + " is not ordered after " + actor_name(i.actor) + "'s " + i.what +
+               " of TMEM lane " + std::to_string(lane) + ", column " + std::to_string(k) +
+               ": nothing (a barrier wait, or the commit of the MMA) orders that access before the dealloc",
+           loc, nullptr, describe_access(*other));
+      return false;
+    }
+  }
+  return true;
+}
+
+void World::tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc)) return;
+  if (!check_whole_warp(w, "tcgen05.dealloc", loc) || !check_cta_group(w, cta_group, "tcgen05.dealloc", loc)) return;
+  const std::uint32_t col = tmem_col(taddr);
+  auto free_block = [&](std::uint32_t cta) {
+    auto& live = ctas_[cta].tmem_live;
+    live.erase(std::find_if(live.begin(), live.end(), [&](const TmemBlock& b) { return b.col == col; }));
+  };
+  if (tmem_lane(taddr) != 0) {
+    fail(w, "tmem.dealloc-unallocated", cols_label(col, cols, w.cta),
+         "tcgen05.dealloc of an address with lane " + std::to_string(tmem_lane(taddr)) +
+             ": an allocation's address has lane 0",
+         loc);
+    return;
+  }
+  if (cta_group == 1) {
+    if (!tmem_check_dealloc(w, w.cta, col, cols, loc) || !tmem_dealloc_ordered(w, w.cta, col, cols, loc)) return;
+    free_block(w.cta);
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_dealloc, .a = col,
+            .b = cols, .c = w.cta, .file = loc.file_name(), .line = loc.line()});
+    return;
+  }
+  // cta_group::2: a collective of one warp per CTA of the pair; it frees the
+  // columns in both CTAs, so each warp must be ordered after both CTAs'
+  // accesses (the peer's epilogue included: HARDWARE.md §6 bug 9).
+  PairOp& pair = ctas_[pair_cta(w.cta, 0)].pair;
+  if (!pair.active) {
+    pair = {.active = true, .dealloc = true, .gen = pair.gen, .first_warp = w.id, .cols = cols, .operand = taddr,
+            .loc = loc};
+    point(w, Block::tmem_pair, -1, 0, pair.gen, loc);
+    return;
+  }
+  Warp& first = warps_[pair.first_warp];
+  if (!pair.dealloc || first.cta == w.cta || pair.cols != cols || pair.operand != taddr) {
+    fail(w, "tmem.pair-mismatch", cols_label(col, cols, w.cta),
+         "tcgen05.dealloc.cta_group::2 meets " + first.name + "'s " +
+             (pair.dealloc ? "dealloc of different operands" : std::string("alloc")) + " at " + where(pair.loc) +
+             ": the pair's two warps (one per CTA) must issue the same instruction with the same operands",
+         loc);
+    return;
+  }
+  for (std::uint32_t r = 0; r < 2; ++r)
+    if (!tmem_check_dealloc(w, pair_cta(w.cta, r), col, cols, loc)) return;
+  for (Warp* x : {&first, &w}) {
+    for (std::uint32_t r = 0; r < 2; ++r)
+      if (!tmem_dealloc_ordered(*x, pair_cta(w.cta, r), col, cols, x == &w ? loc : pair.loc)) return;
+  }
+  for (std::uint32_t r = 0; r < 2; ++r) free_block(pair_cta(w.cta, r));
+  pair.active = false;
+  ++pair.gen;
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_dealloc, .a = col,
+          .b = cols, .c = w.cta, .file = loc.file_name(), .line = loc.line()});
+}
+
+// Rules every tcgen05.ld/st checks before it touches a cell.
+bool World::tmem_access(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                        bool store, const SourceLoc& loc) {
+  const char* op = store ? "tcgen05.st" : "tcgen05.ld";
+  if (!check_whole_warp(w, op, loc)) return false;
+  const std::uint32_t lane = tmem_lane(taddr), col = tmem_col(taddr);
+  const std::uint32_t quarter = tmem_quarter_first_lane(w.widx), n = tmem_shape_lanes(shape);
+  const std::uint32_t cols = num * tmem_shape_cols(shape) + (shape == TmemShape::s16x32bx2 ? half_split : 0);
+  if (lane < quarter || lane + n > quarter + 32) {
+    fail(w, "tmem.lane-quarter", "TMEM lanes [" + std::to_string(lane) + ", " + std::to_string(lane + n) + ") (" +
+                                     cta_label(w.cta) + ")",
+         std::string(op) + "." + to_string(shape) + " by CTA warp " + std::to_string(w.widx) + " touches lanes [" +
+             std::to_string(lane) + ", " + std::to_string(lane + n) + "); warp " + std::to_string(w.widx) +
+             " may access only its quarter, lanes [" + std::to_string(quarter) + ", " + std::to_string(quarter + 32) +
+             ") (PTX tcgen05 access restrictions: warp index % 4)",
+         loc);
+    return false;
+  }
+  if (col + cols > kTmemColumns || tmem_block_covering(ctas_[w.cta], col, cols) == nullptr) {
+    fail(w, "tmem.unallocated-access", cols_label(col, cols, w.cta),
+         std::string(op) + " of columns [" + std::to_string(col) + ", " + std::to_string(col + cols) +
+             ") outside every live allocation of this CTA",
+         loc);
+    return false;
+  }
+  return true;
+}
+
+// The cells of one tcgen05.ld/st, moved between TMEM and the fragment
+// (regs[thread * regs_per_thread + reg]). The access runs on the warp's ld
+// or st agent: ordered after what the warp did so far, joined back into the
+// warp only by tcgen05.wait::ld / wait::st.
+bool World::tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                      bool store, std::uint32_t* regs, const SourceLoc& loc) {
+  Cta& c = ctas_[w.cta];
+  tmem_ensure(c);
+  const std::uint32_t lane0 = tmem_lane(taddr), col0 = tmem_col(taddr), per = tmem_regs(shape, num);
+  const std::uint32_t comp = store ? comp_st(w) : comp_ld(w);
+  std::uint32_t info = 0;
+  if (options_.race_check) {
+    release(w.id, clocks_[comp]);
+    info = access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
+                       store ? "tcgen05.st" : "tcgen05.ld", loc);
+  }
+  for (std::uint32_t t = 0; t < 32; ++t) {
+    for (std::uint32_t r = 0; r < per; ++r) {
+      const TmemCell k = tmem_frag_cell(shape, num, t, r, half_split);
+      const std::size_t idx = cell(lane0 + k.lane, col0 + k.col);
+      if (options_.race_check) {
+        if (const Access* other = shadow_check(c.tmem_shadow[idx], store, comp, info)) {
+          report_race(c.tmem_shadow[idx], other, store, info,
+                      "TMEM lane " + std::to_string(lane0 + k.lane) + ", column " + std::to_string(col0 + k.col) +
+                          " (" + cta_label(w.cta) + ")",
+                      loc, nullptr);
+          return false;
+        }
+      }
+      if (store) {
+        c.tmem[idx] = regs[t * per + r];
+      } else {
+        regs[t * per + r] = c.tmem[idx];
+      }
+    }
+  }
+  if (options_.race_check) ++clocks_[comp][comp];
+  // Columns with an ld or st not yet waited for (for dealloc's check).
+  if (w.ld_waited == w.ld_issued && w.st_waited == w.st_issued) w.pending_col0 = w.pending_col1 = col0;
+  w.pending_col0 = std::min(w.pending_col0, col0);
+  w.pending_col1 = std::max(w.pending_col1, col0 + num * tmem_shape_cols(shape) + half_split);
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id),
+          .kind = store ? EventKind::tmem_st : EventKind::tmem_ld, .a = lane0, .b = col0, .c = per,
+          .file = loc.file_name(), .line = loc.line()});
+  return true;
+}
+
+std::uint64_t World::tmem_ld(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                             std::uint32_t* out, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc) || !tmem_access(w, shape, num, half_split, taddr, false, loc) ||
+      !tmem_move(w, shape, num, half_split, taddr, false, out, loc))
+    return 0;
+  w.ld_loc = loc;
+  return ++w.ld_issued;
+}
+
+void World::tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                    const std::uint32_t* in, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!point(w, loc) || !tmem_access(w, shape, num, half_split, taddr, true, loc) ||
+      !tmem_move(w, shape, num, half_split, taddr, true, const_cast<std::uint32_t*>(in), loc))
+    return;
+  ++w.st_issued;
+}
+
+void World::tmem_wait(bool loads, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (killing_ || stopping_) return;
+  if (!check_whole_warp(w, loads ? "tcgen05.wait::ld" : "tcgen05.wait::st", loc)) return;
+  if (loads) {
+    w.ld_waited = w.ld_issued;
+    if (options_.race_check) acquire(w.id, clocks_[comp_ld(w)]);
+  } else {
+    w.st_waited = w.st_issued;
+    if (options_.race_check) acquire(w.id, clocks_[comp_st(w)]);
+  }
+  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_wait, .a = loads ? 1 : 0,
+          .file = loc.file_name(), .line = loc.line()});
+}
+
+std::uint32_t World::frag_lane(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc) {
+  Warp& w = warp();
+  const std::uint32_t active = lanes(w.active);
+  if (killing_ || stopping_) return active == 0 ? 0 : static_cast<std::uint32_t>(std::countr_zero(w.active));
+  if (reg >= regs) {
+    fail(w, "kernel.check", "", "fragment register " + std::to_string(reg) + " of a fragment of " +
+                                    std::to_string(regs) + " registers per thread",
+         loc);
+    return 0;
+  }
+  if (active != 1) {
+    fail(w, "warp.lane-idx-divergent", "",
+         "a fragment register accessed with " + std::to_string(active) +
+             " lanes active: registers are per thread; use for_each_lane",
+         loc);
+    return 0;
+  }
+  if (token > w.ld_waited) {
+    fail(w, "tmem.ld-without-wait", "",
+         "register " + std::to_string(reg) + " of the tcgen05.ld at " + where(w.ld_loc) +
+             " read before tcgen05.wait::ld: the load is asynchronous and its registers are not yet written",
+         loc);
+  }
+  return static_cast<std::uint32_t>(std::countr_zero(w.active));
+}
+
+std::string World::tmem_describe_blocked(const Warp& w) const {
+  std::string live;
+  for (std::uint32_t r = 0; r < (w.block == Block::tmem_alloc && w.parity == 2 ? 2u : 1u); ++r) {
+    const std::uint32_t cta = w.parity == 2 ? pair_cta(w.cta, r) : w.cta;
+    for (const TmemBlock& b : ctas_[cta].tmem_live)
+      live += (live.empty() ? "" : ", ") + cols_label(b.col, b.cols, cta) + " held by " + warps_[b.warp].name +
+              " since step " + std::to_string(b.step);
+  }
+  if (w.block == Block::tmem_alloc)
+    return "needs " + std::to_string(w.target) + " free aligned columns; live allocations: " +
+           (live.empty() ? "none" : live);
+  const PairOp& p = ctas_[pair_cta(w.cta, 0)].pair;
+  return std::string("waits for the peer CTA's warp to join its cta_group::2 ") + (p.dealloc ? "dealloc" : "alloc") +
+         " (one warp of each CTA of the pair must issue it)";
+}
+
+}  // namespace wspipe::emu::detail

@@ -1,0 +1,529 @@
+// The emulator's asynchronous engines (TMA, the tensor core, tcgen05.commit),
+// shared-memory tile access through SmemView, fence.proxy.async, and the
+// happens-before race checker, on a small warp-specialized GEMM
+// (TMA warp, MMA warp, four epilogue warps) for cta_group 1 and 2 and on
+// its broken variants. Every rule is shown firing on the bug and quiet on
+// the fix; the GEMM's result is checked against a CPU reference.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/emu/emu.hpp"
+#include "core/pipeline_state.hpp"
+#include "core/tcgen05.hpp"
+#include "core/tma.hpp"
+#include "emu_test_util.hpp"
+
+namespace {
+
+namespace emu = wspipe::emu;
+using wspipe::ElemType;
+using wspipe::InstrDescriptor;
+using wspipe::MmaKind;
+using wspipe::SharedMemBarrier;
+using wspipe::SmemDescriptor;
+using wspipe::SmemSwizzle;
+using wspipe::SmemView;
+using wspipe::TensorMap;
+using wspipe::tmem_addr;
+using wspipe::TmemShape;
+using wspipe::test::B;
+using wspipe::test::contains;
+using wspipe::test::init_bar;
+using wspipe::test::outcome;
+using wspipe::test::with_strategy;
+
+// ------------------------------------------------------------ the GEMM
+
+// D (M x 64, f32) = A (M x K, bf16, K-major) * B^T (64 x K, bf16, K-major),
+// K = 128 in two 64-wide K blocks through a one-stage ring, so that the
+// slot is reused while MMAs may still read it. cta_group 2: M = 256, each
+// CTA of the pair loads 128 rows of A and 32 rows of B and receives its 128
+// rows of D; the even CTA's MMA warp issues for both.
+constexpr std::uint32_t kN = 64, kK = 128, kBlockK = 64, kStages = 1;
+
+enum class Bug {
+  none,
+  slot_release_on_issue,  // HARDWARE.md §6 bug 2: a thread arrive frees the slot, not tcgen05.commit
+  unelected_mma,          // bug 6
+  unelected_commit,       // bug 5
+  expect_tx_mismatch,     // bug 13: 16 bytes more expected than delivered
+  epilogue_skips_wait,    // the epilogue loads D without waiting for accum-full
+  exit_before_drain,      // the producer issues a load nobody waits for
+};
+
+struct GemmSmem {
+  alignas(1024) std::uint16_t a[kStages][128 * kBlockK];
+  alignas(1024) std::uint16_t b[kStages][kN * kBlockK];
+  alignas(1024) std::uint16_t spare[128 * kBlockK];
+  SharedMemBarrier full[kStages], empty[kStages], accum_full, dealloc;
+  std::uint32_t tmem_base;
+};
+
+struct Gemm {
+  int cta_group = 1;
+  Bug bug = Bug::none;
+  std::vector<std::uint16_t> a, b;  // row-major bf16, M x K and N x K
+  std::vector<float> d;             // M x N, filled by the epilogue
+  TensorMap map_a, map_b;
+
+  std::uint32_t m() const { return 128u * static_cast<std::uint32_t>(cta_group); }
+
+  explicit Gemm(int group, Bug b_ = Bug::none) : cta_group(group), bug(b_) {
+    a.resize(m() * kK);
+    b.resize(kN * kK);
+    d.assign(m() * kN, -1.0f);
+    // Small integers: every product and sum is exact in f32, so the
+    // emulated MMA must match the reference exactly.
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = wspipe::float_to_bf16(static_cast<float>(int(i * 7 % 5) - 2));
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = wspipe::float_to_bf16(static_cast<float>(int(i * 3 % 7) - 3));
+    auto map = [](const std::vector<std::uint16_t>& g, std::uint32_t rows, std::uint32_t box_rows) {
+      TensorMap t;
+      t.global = g.data();
+      t.dtype = ElemType::bf16;
+      t.rank = 2;
+      t.dims[0] = kK;
+      t.dims[1] = rows;
+      t.strides[1] = kK * 2;
+      t.box[0] = kBlockK;  // 64 bf16 = 128 bytes: one 128B-swizzled row
+      t.box[1] = box_rows;
+      t.swizzle = SmemSwizzle::b128;
+      return t;
+    };
+    map_a = map(a, m(), 128);
+    map_b = map(b, kN, kN / static_cast<std::uint32_t>(cta_group));
+  }
+
+  double ref(std::uint32_t i, std::uint32_t j) const {
+    double s = 0;
+    for (std::uint32_t k = 0; k < kK; ++k)
+      s += double(wspipe::bf16_to_float(a[i * kK + k])) * wspipe::bf16_to_float(b[j * kK + k]);
+    return s;
+  }
+
+  static std::uint64_t desc(const void* tile, std::uint32_t k) {
+    return SmemDescriptor{.start = B::smem_addr(tile) + k * 32, .lbo = 16, .sbo = 1024, .swizzle = SmemSwizzle::b128}
+        .encode();
+  }
+
+  // Warps: 0 TMA, 1 MMA, 2-5 epilogue (lane quarters 2, 3, 0, 1).
+  void kernel() {
+    auto& s = B::shared_storage<GemmSmem>();
+    const std::uint32_t warp = B::warp_idx(), rank = B::cta_rank();
+    const bool leader = rank == 0;
+    const std::uint32_t a_bytes = 128 * kBlockK * 2, b_bytes = kN / cta_group * kBlockK * 2;
+    if (warp == 0) {
+      B::elect_one([&] {
+        for (std::uint32_t i = 0; i < kStages; ++i) {
+          B::init(s.full[i], 1, {"full", int(i)});
+          B::init(s.empty[i], 1, {"empty", int(i)});
+        }
+        B::init(s.accum_full, 1, {"accum_full"});
+        B::init(s.dealloc, 128 * cta_group, {"dealloc"});
+      });
+      B::fence_init();
+    }
+    B::cluster_sync();
+
+    if (warp == 0) {  // TMA producer
+      auto st = wspipe::PipelineState<kStages>::producer_start();
+      for (std::uint32_t kb = 0; kb < kK / kBlockK; ++kb, st.advance()) {
+        B::wait(s.empty[st.index()], st.phase());
+        B::elect_one([&] {
+          if (leader) {
+            const std::uint32_t expect = cta_group * (a_bytes + b_bytes) + (bug == Bug::expect_tx_mismatch ? 16 : 0);
+            B::arrive_expect_tx(s.full[st.index()], expect);
+          }
+          const wspipe::TmaCoords ca{{std::int32_t(kb * kBlockK), std::int32_t(rank * 128)}};
+          const wspipe::TmaCoords cb{{std::int32_t(kb * kBlockK), std::int32_t(rank * kN / cta_group)}};
+          if (cta_group == 1) {
+            B::tma_load<1>(map_a, s.a[st.index()], s.full[st.index()], ca);
+            B::tma_load<1>(map_b, s.b[st.index()], s.full[st.index()], cb);
+          } else {
+            B::tma_load<2>(map_a, s.a[st.index()], s.full[st.index()], ca);
+            B::tma_load<2>(map_b, s.b[st.index()], s.full[st.index()], cb);
+          }
+        });
+      }
+      if (bug == Bug::exit_before_drain)
+        B::elect_one([&] { B::tma_load<1>(map_a, s.spare, s.full[0], {{0, 0}}); });
+    } else if (warp == 1) {  // MMA
+      if (cta_group == 1) {
+        B::tmem_alloc<1>(&s.tmem_base, kN);
+      } else {
+        B::tmem_alloc<2>(&s.tmem_base, kN);
+      }
+      B::syncwarp();
+      const std::uint32_t d_tmem = s.tmem_base;
+      B::named_arrive(1, 160);  // publishes the TMEM address to the epilogue
+      if (leader) {
+        const std::uint32_t idesc =
+            InstrDescriptor{.a = ElemType::bf16, .b = ElemType::bf16, .m = m(), .n = kN}.encode();
+        const std::uint16_t both = cta_group == 2 ? 0b11 : 0b01;
+        auto st = wspipe::PipelineState<kStages>::consumer_start();
+        for (std::uint32_t kb = 0; kb < kK / kBlockK; ++kb, st.advance()) {
+          B::wait(s.full[st.index()], st.phase());
+          auto issue = [&] {
+            for (std::uint32_t k = 0; k < kBlockK * 2 / 32; ++k) {
+              const std::uint64_t da = desc(s.a[st.index()], k), db = desc(s.b[st.index()], k);
+              if (cta_group == 1) {
+                B::mma<MmaKind::f16, 1>(d_tmem, da, db, idesc, kb > 0 || k > 0);
+              } else {
+                B::mma<MmaKind::f16, 2>(d_tmem, da, db, idesc, kb > 0 || k > 0);
+              }
+            }
+          };
+          if (bug == Bug::unelected_mma) {
+            issue();
+          } else {
+            B::elect_one(issue);
+          }
+          auto release = [&] {
+            if (bug == Bug::slot_release_on_issue) {
+              B::arrive(s.empty[st.index()]);
+            } else if (cta_group == 1) {
+              B::mma_commit<1>(s.empty[st.index()]);
+            } else {
+              B::mma_commit_multicast<2>(s.empty[st.index()], both);
+            }
+          };
+          if (bug == Bug::unelected_commit) {
+            release();
+          } else {
+            B::elect_one(release);
+          }
+        }
+        B::elect_one([&] {
+          if (cta_group == 1) {
+            B::mma_commit<1>(s.accum_full);
+          } else {
+            B::mma_commit_multicast<2>(s.accum_full, both);
+          }
+        });
+      }
+      B::wait(s.dealloc, 0);  // every epilogue thread of the pair is done with TMEM
+      if (cta_group == 1) {
+        B::tmem_relinquish<1>();
+        B::tmem_dealloc<1>(d_tmem, kN);
+      } else {
+        B::tmem_relinquish<2>();
+        B::tmem_dealloc<2>(d_tmem, kN);
+      }
+    } else if (warp >= 2 && warp <= 5) {  // epilogue
+      B::named_sync(1, 160);
+      const std::uint32_t d_tmem = SmemView<B, std::uint32_t>(&s.tmem_base, 1).load(0);
+      if (bug != Bug::epilogue_skips_wait) B::wait(s.accum_full, 0);
+      const std::uint32_t quarter = warp % 4;
+      auto frag = B::tmem_load<TmemShape::s32x32b, kN>(d_tmem + tmem_addr(32 * quarter, 0));
+      B::tmem_wait_load();
+      B::for_each_lane([&](std::uint32_t lane) {
+        const std::uint32_t row = rank * 128 + 32 * quarter + lane;
+        for (std::uint32_t j = 0; j < kN; ++j) d[row * kN + j] = wspipe::detail::float_from_bits(frag.reg(j));
+      });
+      B::arrive(s.dealloc);
+      if (cta_group == 2) B::arrive_remote(s.dealloc, rank ^ 1u);
+    }
+  }
+
+  emu::RunResult run(emu::RunOptions opts = {}) {
+    emu::LaunchConfig launch;
+    launch.cluster_size = static_cast<std::uint32_t>(cta_group);
+    launch.warps_per_cta = 6;
+    launch.smem_bytes = sizeof(GemmSmem);
+    launch.warp_roles = {"tma", "mma", "epilogue", "epilogue", "epilogue", "epilogue"};
+    return emu::run(launch, [this] { kernel(); }, opts);
+  }
+
+  std::size_t mismatches() const {
+    std::size_t bad = 0;
+    for (std::uint32_t i = 0; i < m(); ++i)
+      for (std::uint32_t j = 0; j < kN; ++j) bad += d[i * kN + j] != static_cast<float>(ref(i, j));
+    return bad;
+  }
+};
+
+class emu_Gemm : public ::testing::TestWithParam<int> {};
+
+TEST_P(emu_Gemm, MatchesTheReferenceUnderEveryStrategy) {
+  for (auto kind : {emu::StrategyKind::round_robin, emu::StrategyKind::random, emu::StrategyKind::pct}) {
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      Gemm g(GetParam());
+      auto r = g.run(with_strategy(kind, seed));
+      ASSERT_EQ(r.status, emu::Status::ok) << r.report();
+      ASSERT_EQ(g.mismatches(), 0u) << "strategy " << emu::to_string(kind) << " seed " << seed;
+    }
+  }
+}
+
+TEST_P(emu_Gemm, TraceShowsEveryAsyncOperation) {
+  Gemm g(GetParam());
+  auto r = g.run();
+  ASSERT_EQ(r.status, emu::Status::ok) << r.report();
+  std::size_t mma_issued = 0, mma_done = 0, tma_done = 0;
+  for (const auto& e : r.trace.events) {
+    mma_issued += e.kind == emu::EventKind::mma_issue;
+    mma_done += e.kind == emu::EventKind::mma_done;
+    tma_done += e.kind == emu::EventKind::tma_done;
+  }
+  EXPECT_EQ(mma_issued, (kK / kBlockK) * (kBlockK * 2 / 32));
+  EXPECT_EQ(mma_done, mma_issued);
+  EXPECT_EQ(tma_done, 2u * (kK / kBlockK) * static_cast<std::size_t>(GetParam()));
+}
+
+TEST_P(emu_Gemm, SlotReleasedOnIssueRacesWithTheNextLoad) {
+  // Whichever of the TMA overwrite and the MMA read happens first, the two
+  // are unordered: reported on every schedule.
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    Gemm g(GetParam(), Bug::slot_release_on_issue);
+    auto r = g.run(with_strategy(emu::StrategyKind::random, seed));
+    if (GetParam() == 2) {
+      // A thread arrive on the peer's slot does not exist in this variant;
+      // the leader's producer and MMA race on the leader's tiles.
+    }
+    ASSERT_EQ(outcome(r), "race.smem") << r.report();
+    const auto& v = r.violations[0];
+    EXPECT_TRUE(contains(v.message + v.other, "TMA load")) << r.report();
+    EXPECT_TRUE(contains(v.message + v.other, "tcgen05.mma")) << r.report();
+  }
+}
+
+TEST_P(emu_Gemm, UnelectedMmaAndCommitFire) {
+  Gemm g1(GetParam(), Bug::unelected_mma);
+  EXPECT_EQ(outcome(g1.run()), "tcgen05.mma-multi-lane");
+  Gemm g2(GetParam(), Bug::unelected_commit);
+  EXPECT_EQ(outcome(g2.run()), "tcgen05.commit-multi-lane");
+}
+
+TEST_P(emu_Gemm, ExpectTxMismatchDeadlocksOnTheFullBarrier) {
+  Gemm g(GetParam(), Bug::expect_tx_mismatch);
+  auto r = g.run();
+  ASSERT_EQ(r.status, emu::Status::deadlock) << r.report();
+  bool mma_on_full = false;
+  for (const auto& b : r.blocked)
+    mma_on_full |= contains(b.warp, "mma") && contains(b.object, "full[0]") && contains(b.state, "tx-count 16");
+  EXPECT_TRUE(mma_on_full) << r.report();
+}
+
+TEST_P(emu_Gemm, EpilogueLoadWithoutWaitingForTheAccumulatorRaces) {
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    Gemm g(GetParam(), Bug::epilogue_skips_wait);
+    auto r = g.run(with_strategy(emu::StrategyKind::random, seed));
+    EXPECT_EQ(outcome(r), "race.tmem") << r.report();
+  }
+}
+
+TEST_P(emu_Gemm, ExitWithALoadInFlightFires) {
+  Gemm g(GetParam(), Bug::exit_before_drain);
+  auto r = g.run();
+  const std::string o = outcome(r);
+  // The stray load either is still queued when the CTA exits, or lands and
+  // over-fills the full barrier's tx-count, or runs into the dealloc-free
+  // columns' CTA after exit.
+  EXPECT_TRUE(o == "async.in-flight-at-exit" || o == "mbarrier.tx-pending-at-exit" || o == "mbarrier.over-arrival")
+      << r.report();
+}
+
+INSTANTIATE_TEST_SUITE_P(cta_group, emu_Gemm, ::testing::Values(1, 2));
+
+// ------------------------------------------------------------ proxy fence
+
+// One warp writes an A and a B tile with ordinary stores (SmemView) and
+// hands them to the MMA warp through an mbarrier; the tensor core reads
+// them through the async proxy. Without fence.proxy.async between the
+// stores and the arrive, the tensor core may read stale data (bug 17).
+enum class Fence { none, before_arrive, after_arrive };
+
+struct ProxySmem {
+  alignas(1024) std::uint16_t a[128 * 64];
+  alignas(1024) std::uint16_t b[64 * 64];
+  SharedMemBarrier ready, done;
+  std::uint32_t tmem_base;
+};
+
+emu::RunResult run_proxy(Fence fence, std::uint64_t seed = 1) {
+  emu::LaunchConfig launch;
+  launch.warps_per_cta = 2;
+  launch.smem_bytes = sizeof(ProxySmem);
+  return emu::run(launch, [fence] {
+    auto& s = B::shared_storage<ProxySmem>();
+    if (B::warp_idx() == 0) {
+      init_bar(s.ready, 1, "ready");
+      init_bar(s.done, 1, "done");
+    }
+    B::cluster_sync();
+    if (B::warp_idx() == 0) {
+      SmemView<B, std::uint16_t> a(s.a, 128 * 64), b(s.b, 64 * 64);
+      B::for_each_lane([&](std::uint32_t lane) {
+        for (std::uint32_t i = lane; i < a.size(); i += 32) a.store(i, wspipe::float_to_bf16(1.0f));
+        for (std::uint32_t i = lane; i < b.size(); i += 32) b.store(i, wspipe::float_to_bf16(1.0f));
+      });
+      if (fence == Fence::before_arrive) B::fence_proxy_async();
+      B::elect_one([&] { B::arrive(s.ready); });
+      if (fence == Fence::after_arrive) B::fence_proxy_async();
+    } else {
+      B::tmem_alloc<1>(&s.tmem_base, 64);
+      B::syncwarp();
+      B::wait(s.ready, 0);
+      const std::uint32_t idesc = InstrDescriptor{.a = ElemType::bf16, .b = ElemType::bf16, .m = 128, .n = 64}.encode();
+      B::elect_one([&] {
+        B::mma<MmaKind::f16, 1>(s.tmem_base, Gemm::desc(s.a, 0), Gemm::desc(s.b, 0), idesc, false);
+        B::mma_commit<1>(s.done);
+      });
+      B::wait(s.done, 0);
+      B::tmem_relinquish<1>();
+      B::tmem_dealloc<1>(s.tmem_base, 64);
+    }
+  }, with_strategy(emu::StrategyKind::random, seed));
+}
+
+TEST(emu_ProxyFence, OrdinaryStoresReadByTheTensorCoreNeedTheFence) {
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    auto none = run_proxy(Fence::none, seed);
+    ASSERT_EQ(outcome(none), "smem.missing-proxy-fence") << none.report();
+    EXPECT_TRUE(contains(none.violations[0].message, "that no fence.proxy.async followed")) << none.report();
+    auto late = run_proxy(Fence::after_arrive, seed);
+    ASSERT_EQ(outcome(late), "smem.missing-proxy-fence") << late.report();
+    EXPECT_TRUE(contains(late.violations[0].message, "not ordered before the read")) << late.report();
+    EXPECT_OK(run_proxy(Fence::before_arrive, seed));
+  }
+}
+
+// ------------------------------------------------------------ generic races
+
+TEST(emu_SmemRace, UnsynchronisedStoreAndLoadFireAndABarrierFixesThem) {
+  struct S {
+    float x[8];
+  };
+  auto kernel = [](bool sync) {
+    return [sync] {
+      auto& s = B::shared_storage<S>();
+      SmemView<B, float> v(s.x, 8);
+      if (B::warp_idx() == 0) {
+        B::elect_one([&] { v.store(3, 1.0f); });
+        if (sync) B::named_arrive(1, 64);
+      } else {
+        if (sync) B::named_sync(1, 64);
+        B::elect_one([&] { (void)v.load(3); });
+        (void)v.load(4);  // another word: never a race
+      }
+    };
+  };
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    auto bad = wspipe::test::run_kernel(2, kernel(false), with_strategy(emu::StrategyKind::random, seed), sizeof(S));
+    ASSERT_EQ(outcome(bad), "race.smem") << bad.report();
+    EXPECT_EQ(bad.violations[0].object, "shared memory [0xc, 0x10) (cta0)");
+    EXPECT_OK(wspipe::test::run_kernel(2, kernel(true), with_strategy(emu::StrategyKind::random, seed), sizeof(S)));
+  }
+}
+
+TEST(emu_SmemRace, RaceCheckerOffReportsNothing) {
+  struct S {
+    float x[8];
+  };
+  emu::RunOptions opts;
+  opts.race_check = false;
+  auto r = wspipe::test::run_kernel(2, [] {
+    SmemView<B, float> v(B::shared_storage<S>().x, 8);
+    B::elect_one([&] { v.store(0, 1.0f); });
+  }, opts, sizeof(S));
+  EXPECT_OK(r);
+}
+
+// ------------------------------------------------------------ issue rules
+
+TEST(emu_Tma, InvalidMapAndMultiLaneIssueFire) {
+  struct S {
+    alignas(1024) std::uint8_t tile[1024];
+    SharedMemBarrier bar;
+  };
+  std::vector<std::uint8_t> g(64 * 64);
+  TensorMap m;
+  m.global = g.data();
+  m.dtype = ElemType::u8;
+  m.rank = 2;
+  m.dims[0] = 64;
+  m.dims[1] = 64;
+  m.strides[1] = 64;
+  m.box[0] = 16;
+  m.box[1] = 64;
+  auto issue = [&](TensorMap map, bool elect) {
+    return wspipe::test::run_kernel(1, [map, elect] {
+      auto& s = B::shared_storage<S>();
+      init_bar(s.bar, 1);
+      auto load = [&] {
+        B::arrive_expect_tx(s.bar, static_cast<std::uint32_t>(wspipe::tma_box_bytes(map)));
+        B::tma_load(map, s.tile, s.bar, {{0, 0}});
+      };
+      if (elect) {
+        B::elect_one(load);
+      } else {
+        B::elect_one([&] { B::arrive_expect_tx(s.bar, static_cast<std::uint32_t>(wspipe::tma_box_bytes(map))); });
+        B::tma_load(map, s.tile, s.bar, {{0, 0}});
+      }
+      B::wait(s.bar, 0);
+    }, {}, sizeof(S));
+  };
+  EXPECT_OK(issue(m, true));
+  EXPECT_EQ(outcome(issue(m, false)), "tma.multi-lane");
+  TensorMap bad = m;
+  bad.box[0] = 300;
+  EXPECT_EQ(outcome(issue(bad, true)), "tma.invalid");
+  // A rank-3 instruction with a rank-2 map.
+  auto wrong_rank = wspipe::test::run_kernel(1, [m] {
+    auto& s = B::shared_storage<S>();
+    init_bar(s.bar, 1);
+    B::elect_one([&] { B::tma_load<1, 3>(m, s.tile, s.bar, {{0, 0, 0}}); });
+  }, {}, sizeof(S));
+  ASSERT_EQ(outcome(wrong_rank), "tma.invalid") << wrong_rank.report();
+  EXPECT_TRUE(contains(wrong_rank.violations[0].message, "rank-3")) << wrong_rank.report();
+}
+
+TEST(emu_Tensor, InvalidShapeFires) {
+  struct S {
+    alignas(1024) std::uint16_t a[128 * 64];
+    std::uint32_t tmem_base;
+  };
+  auto r = wspipe::test::run_kernel(1, [] {
+    auto& s = B::shared_storage<S>();
+    B::tmem_alloc<1>(&s.tmem_base, 64);
+    B::syncwarp();
+    const std::uint32_t idesc = InstrDescriptor{.m = 96, .n = 64}.encode();
+    B::elect_one([&] { B::mma<MmaKind::f16, 1>(s.tmem_base, Gemm::desc(s.a, 0), Gemm::desc(s.a, 0), idesc, false); });
+  }, {}, sizeof(S));
+  ASSERT_EQ(outcome(r), "tcgen05.mma-invalid") << r.report();
+  EXPECT_TRUE(contains(r.violations[0].message, "M must be 64 or 128")) << r.report();
+}
+
+TEST(emu_Tensor, CommitArrivesOnlyAfterTheEarlierMmasCompleted) {
+  Gemm g(1);
+  auto r = g.run(with_strategy(emu::StrategyKind::random, 3));
+  ASSERT_EQ(r.status, emu::Status::ok) << r.report();
+  // Every arrive made by the tensor core comes after the mma_done events
+  // issued before it: find the last mma_done before each arrive.
+  std::size_t done = 0, arrives = 0;
+  for (const auto& e : r.trace.events) {
+    if (e.kind == emu::EventKind::mma_done) ++done;
+    if (e.kind == emu::EventKind::arrive && contains(r.trace.warps[e.warp].name, "tensor-core")) {
+      ++arrives;
+      EXPECT_EQ(done % 4, 0u) << "a commit arrived between the MMAs of one K block";
+      EXPECT_GT(done, 0u);
+    }
+  }
+  EXPECT_EQ(arrives, 3u);  // empty[0] twice, accum_full once
+}
+
+TEST(emu_Tensor, SameSeedSameTrace) {
+  auto text = [] {
+    Gemm g(2);
+    auto r = g.run(with_strategy(emu::StrategyKind::random, 11));
+    std::ostringstream out;
+    r.trace.write_text(out);
+    return out.str() + r.schedule.encode();
+  };
+  EXPECT_EQ(text(), text());
+}
+
+}  // namespace
