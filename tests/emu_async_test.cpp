@@ -6,6 +6,7 @@
 // the fix; the GEMM's result is checked against a CPU reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -479,6 +480,54 @@ TEST(emu_Tma, InvalidMapAndMultiLaneIssueFire) {
   }, {}, sizeof(S));
   ASSERT_EQ(outcome(wrong_rank), "tma.invalid") << wrong_rank.report();
   EXPECT_TRUE(contains(wrong_rank.violations[0].message, "rank-3")) << wrong_rank.report();
+}
+
+// A multicast load from CTA 0 lands in both CTAs of the cluster, at the
+// same offset, and performs complete_tx on each one's barrier.
+TEST(emu_Tma, MulticastDeliversToEveryCtaOfTheMask) {
+  struct S {
+    alignas(1024) std::uint8_t tile[64 * 32];
+    SharedMemBarrier full;
+  };
+  std::vector<std::uint8_t> g(64 * 64);
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<std::uint8_t>(i * 13 + 1);
+  TensorMap m;
+  m.global = g.data();
+  m.dtype = ElemType::u8;
+  m.rank = 2;
+  m.dims[0] = 64;
+  m.dims[1] = 64;
+  m.strides[1] = 64;
+  m.box[0] = 64;
+  m.box[1] = 32;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    std::vector<std::uint8_t> got[2];
+    auto r = wspipe::test::run_kernel(1, [&] {
+      auto& s = B::shared_storage<S>();
+      init_bar(s.full, 1, "full");
+      B::fence_init();
+      B::cluster_sync();
+      B::elect_one([&] {
+        B::arrive_expect_tx(s.full, 64 * 32);
+        if (B::cta_rank() == 0) B::tma_load_multicast(m, s.tile, s.full, {{0, 16}}, 0b11);
+      });
+      B::wait(s.full, 0);
+      SmemView<B, std::uint8_t> tile(s.tile, sizeof s.tile);
+      got[B::cta_rank()].assign(tile.read_range(0, tile.size()), tile.read_range(0, tile.size()) + tile.size());
+    }, with_strategy(emu::StrategyKind::random, seed), sizeof(S), 2);
+    ASSERT_EQ(r.status, emu::Status::ok) << r.report();
+    for (int c = 0; c < 2; ++c) {
+      ASSERT_EQ(got[c].size(), 64u * 32u);
+      EXPECT_TRUE(std::equal(got[c].begin(), got[c].end(), g.begin() + 16 * 64)) << "cta " << c;
+    }
+  }
+  // A mask naming a CTA outside the cluster.
+  auto bad = wspipe::test::run_kernel(1, [&] {
+    auto& s = B::shared_storage<S>();
+    init_bar(s.full, 1, "full");
+    B::elect_one([&] { B::tma_load_multicast(m, s.tile, s.full, {{0, 0}}, 0b100); });
+  }, {}, sizeof(S), 2);
+  EXPECT_EQ(outcome(bad), "cluster.bad-rank");
 }
 
 TEST(emu_Tensor, InvalidShapeFires) {
