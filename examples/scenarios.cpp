@@ -58,7 +58,7 @@ Scenario make_ring() {
 }  // namespace
 
 const std::vector<Scenario>& scenarios() {
-  static const std::vector<Scenario> all = {make_ring()};
+  static const std::vector<Scenario> all = {make_ring(), make_gemm_scenario()};
   return all;
 }
 
@@ -66,6 +66,20 @@ const Scenario* find_scenario(const std::string& name) {
   for (const Scenario& s : scenarios())
     if (s.name == name) return &s;
   return nullptr;
+}
+
+emu::RunResult run_prepared(const Prepared& prep, const emu::RunOptions& options) {
+  emu::RunResult r = emu::run(prep.launch, prep.body, options);
+  if (r.status != emu::Status::ok || !prep.verify) return r;
+  if (std::string wrong = prep.verify(); !wrong.empty()) {
+    emu::Violation v;
+    v.rule = "result.mismatch";
+    v.message = "the kernel's result differs from the CPU reference: " + wrong;
+    v.step = r.steps;
+    r.violations.push_back(std::move(v));
+    r.status = emu::Status::violation;
+  }
+  return r;
 }
 
 std::string outcome(const emu::RunResult& r) {

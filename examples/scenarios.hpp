@@ -18,6 +18,12 @@ struct OptionSpec {
   std::uint64_t min = 0;
   std::uint64_t max = 0;
   std::string help;
+  // A named option (--dtype bf16|fp8): the value is the index of the name
+  // given; min and max are then 0 and choices.size() - 1.
+  std::vector<std::string> choices = {};
+
+  // The value as the command line spells it.
+  std::string spell(std::uint64_t v) const { return choices.empty() ? std::to_string(v) : choices.at(v); }
 };
 
 struct VariantSpec {
@@ -31,6 +37,9 @@ using OptionValues = std::map<std::string, std::uint64_t>;
 struct Prepared {
   emu::LaunchConfig launch;
   std::function<void()> body;
+  // After a run that ended ok: "" when the kernel's result is right, else
+  // what is wrong (reported as the violation "result.mismatch").
+  std::function<std::string()> verify;
 };
 
 struct Scenario {
@@ -47,8 +56,15 @@ struct Scenario {
 const std::vector<Scenario>& scenarios();
 const Scenario* find_scenario(const std::string& name);
 
+// Runs one prepared scenario: the emulator run, then, if it ended ok, the
+// result check.
+emu::RunResult run_prepared(const Prepared& prep, const emu::RunOptions& options);
+
 // The word a run's outcome is classified by: "ok", "deadlock", "livelock",
 // or the rule of the first violation.
 std::string outcome(const emu::RunResult& r);
+
+// The scenarios defined in their own files.
+Scenario make_gemm_scenario();
 
 }  // namespace wspipe::examples

@@ -323,7 +323,7 @@ TEST_P(emu_Gemm, ExitWithALoadInFlightFires) {
   // The stray load either is still queued when the CTA exits, or lands and
   // over-fills the full barrier's tx-count, or runs into the dealloc-free
   // columns' CTA after exit.
-  EXPECT_TRUE(o == "async.in-flight-at-exit" || o == "mbarrier.tx-pending-at-exit" || o == "mbarrier.over-arrival")
+  EXPECT_TRUE(o == "async.target-exited" || o == "mbarrier.tx-pending-at-exit" || o == "mbarrier.over-arrival")
       << r.report();
 }
 

@@ -1,5 +1,6 @@
 #include "cli.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -70,6 +71,12 @@ std::uint64_t parse_u64(const std::string& name, const std::string& text) {
   } catch (const std::exception&) {
     throw UsageError("--" + name + " value '" + text + "' is out of range");
   }
+}
+
+std::string choice_list(const examples::OptionSpec& spec) {
+  std::string out;
+  for (const auto& c : spec.choices) out += (out.empty() ? "" : "|") + c;
+  return out;
 }
 
 std::string shell_quote(const std::string& s) {
@@ -146,7 +153,16 @@ Plan plan(const Args& a) {
   }
   for (const auto& spec : p.scenario->options) {
     std::uint64_t v = spec.def;
-    if (auto it = a.opts.find(spec.name); it != a.opts.end()) v = parse_u64(spec.name, it->second);
+    if (auto it = a.opts.find(spec.name); it != a.opts.end()) {
+      if (spec.choices.empty()) {
+        v = parse_u64(spec.name, it->second);
+      } else {
+        const auto c = std::find(spec.choices.begin(), spec.choices.end(), it->second);
+        if (c == spec.choices.end())
+          throw UsageError("--" + spec.name + " must be one of " + choice_list(spec) + ", got '" + it->second + "'");
+        v = static_cast<std::uint64_t>(c - spec.choices.begin());
+      }
+    }
     if (v < spec.min || v > spec.max)
       throw UsageError("--" + spec.name + " must be in [" + std::to_string(spec.min) + ", " +
                        std::to_string(spec.max) + "], got " + std::to_string(v));
@@ -187,7 +203,7 @@ std::string prog_name(const std::vector<std::string>& argv) {
 
 std::string replay_command(const std::string& prog, const Plan& p, const emu::Schedule& s) {
   std::string cmd = shell_quote(prog) + " replay " + shell_quote(p.display);
-  for (const auto& spec : p.scenario->options) cmd += " --" + spec.name + " " + std::to_string(p.values.at(spec.name));
+  for (const auto& spec : p.scenario->options) cmd += " --" + spec.name + " " + spec.spell(p.values.at(spec.name));
   if (p.options.max_steps != emu::RunOptions{}.max_steps) cmd += " --max-steps " + std::to_string(p.options.max_steps);
   if (p.options.spurious_try_wait) cmd += " --spurious-try-wait";
   cmd += " --schedule " + shell_quote(s.encode());
@@ -195,8 +211,7 @@ std::string replay_command(const std::string& prog, const Plan& p, const emu::Sc
 }
 
 emu::RunResult execute(const Plan& p, const emu::RunOptions& o) {
-  examples::Prepared prep = p.scenario->prepare(p.variant->name, p.values);
-  return emu::run(prep.launch, prep.body, o);
+  return examples::run_prepared(p.scenario->prepare(p.variant->name, p.values), o);
 }
 
 // PCT spreads its change points over the expected length of a run: measure
@@ -226,8 +241,10 @@ std::string json_result(const Plan& p, const std::string& command, std::uint64_t
   std::ostringstream j;
   j << "{\"scenario\":" << json_quote(p.display) << ",\"command\":" << json_quote(command) << ",\"options\":{";
   bool first = true;
-  for (const auto& [k, v] : p.values) {
-    j << (first ? "" : ",") << json_quote(k) << ":" << v;
+  for (const auto& spec : p.scenario->options) {
+    const std::uint64_t v = p.values.at(spec.name);
+    j << (first ? "" : ",") << json_quote(spec.name) << ":"
+      << (spec.choices.empty() ? std::to_string(v) : json_quote(spec.spell(v)));
     first = false;
   }
   j << "},\"strategy\":" << json_quote(std::string(emu::to_string(p.options.strategy.kind)));
@@ -283,7 +300,7 @@ int finish(std::ostream& out, const Args& a, const Plan& p, const std::string& c
     out << json_result(p, command, runs, &r, prog, seed) << "\n";
   } else {
     out << "wspipe " << command << " " << p.display;
-    for (const auto& [k, v] : p.values) out << " " << k << "=" << v;
+    for (const auto& spec : p.scenario->options) out << " " << spec.name << "=" << spec.spell(p.values.at(spec.name));
     if (command != "replay")
       out << " strategy=" << emu::to_string(p.options.strategy.kind) << " seed=" << seed;
     out << "\n";
@@ -305,9 +322,15 @@ int cmd_list(std::ostream& out) {
   }
   out << "\noptions:\n";
   for (const Scenario& s : examples::scenarios())
-    for (const auto& o : s.options)
-      out << "  " << s.name << ": --" << o.name << " N  " << o.help << " (default " << o.def << ", " << o.min << ".."
-          << o.max << ")\n";
+    for (const auto& o : s.options) {
+      if (o.choices.empty()) {
+        out << "  " << s.name << ": --" << o.name << " N  " << o.help << " (default " << o.def << ", " << o.min
+            << ".." << o.max << ")\n";
+      } else {
+        out << "  " << s.name << ": --" << o.name << " " << choice_list(o) << "  " << o.help << " (default "
+            << o.spell(o.def) << ")\n";
+      }
+    }
   return kOk;
 }
 

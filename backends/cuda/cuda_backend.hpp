@@ -213,6 +213,9 @@ struct CudaBackend {
   }
   WSPIPE_CUDA_OP std::uint32_t cta_rank() { return ::cuda::ptx::get_sreg_cluster_ctarank(); }
   WSPIPE_CUDA_OP std::uint32_t cluster_size() { return ::cuda::ptx::get_sreg_cluster_nctarank(); }
+  // Grids are 1-D (backends/cuda/launch.hpp): clusters along x.
+  WSPIPE_CUDA_OP std::uint32_t cluster_idx() { return ::cuda::ptx::get_sreg_clusterid_x(); }
+  WSPIPE_CUDA_OP std::uint32_t num_clusters() { return ::cuda::ptx::get_sreg_nclusterid_x(); }
   // elect.sync over the lanes that are active here: one of them runs f. The
   // mask is __activemask(), not ~0, so that elect_one inside a partial warp
   // (as the emulator allows) is still defined.
@@ -533,8 +536,10 @@ struct CudaBackend {
   WSPIPE_CUDA_OP T& shared_storage() {
     static_assert(std::is_trivially_default_constructible_v<T> && std::is_trivially_destructible_v<T>,
                   "shared_storage<T>: T must be trivial, as for extern __shared__ memory");
-    static_assert(alignof(T) <= 128, "shared_storage<T>: dynamic shared memory is aligned to 128 bytes only");
-    extern __shared__ __align__(128) unsigned char wspipe_smem[];
+    // 1024: swizzled TMA/MMA tiles repeat every 1024 bytes and must start
+    // at a multiple of it (the emulator checks the same).
+    static_assert(alignof(T) <= 1024, "shared_storage<T>: dynamic shared memory is aligned to 1024 bytes only");
+    extern __shared__ __align__(1024) unsigned char wspipe_smem[];
     return *reinterpret_cast<T*>(wspipe_smem);
   }
 

@@ -47,6 +47,11 @@ struct EmuBackend {
     return w.cta_of(w.warp()).rank;
   }
   static std::uint32_t cluster_size() { return detail::World::current().launch().cluster_size; }
+  static std::uint32_t cluster_idx() {
+    auto& w = detail::World::current();
+    return w.cta_of(w.warp()).cluster;
+  }
+  static std::uint32_t num_clusters() { return detail::World::current().launch().num_clusters; }
   // elect.sync: the lowest active lane runs f alone.
   template <class F>
   static void elect_one(F&& f) {

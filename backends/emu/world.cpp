@@ -826,10 +826,11 @@ void World::cta_exited(Warp& w) {
   cta.exited = true;
   // An async operation that still writes into this CTA's shared memory or
   // TMEM, or arrives on its barriers, would do so after it is gone (on
-  // hardware: a launch failure, HARDWARE.md §6 bug 15).
+  // hardware: a launch failure, HARDWARE.md §6 bug 15). The same rule as an
+  // operation reaching the CTA after its exit (world_async.cpp).
   std::string what;
   if (cta_has_async_in_flight(w.cta, &what)) {
-    fail(w, "async.in-flight-at-exit", cta_label(w.cta),
+    fail(w, "async.target-exited", cta_label(w.cta),
          "the CTA exited while " + what + " was still in flight into it (drain the pipeline before exiting)", w.loc);
     return;
   }

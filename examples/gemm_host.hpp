@@ -1,0 +1,122 @@
+// The host side of `gemm`: a problem's inputs, its tensor maps, and the CPU
+// reference every run's D is checked against. Host code (the emulator's
+// scenarios, the tests, and the GPU test for the CUDA build).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/numeric.hpp"
+#include "core/tma.hpp"
+#include "examples/gemm.hpp"
+
+namespace wspipe::examples {
+
+struct GemmProblem {
+  std::uint32_t m = 0, n = 0, k = 0;
+  ElemType in = ElemType::bf16;
+  std::vector<std::uint8_t> a;  // M x K elements, row-major
+  std::vector<std::uint8_t> b;  // N x K elements, row-major
+  std::vector<float> d;         // M x N, row-major; NaN until written
+
+  // Small integers (A in [-2, 2], B in [-3, 3]) from `seed`: exact in bf16
+  // and e4m3, and every sum of K <= 2^20 products is exact in f32, so the
+  // result must equal the reference bit for bit.
+  static GemmProblem random(std::uint32_t m, std::uint32_t n, std::uint32_t k, ElemType in, std::uint64_t seed) {
+    GemmProblem p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.in = in;
+    const std::uint32_t eb = elem_bytes(in);
+    p.a.resize(std::size_t{m} * k * eb);
+    p.b.resize(std::size_t{n} * k * eb);
+    p.d.assign(std::size_t{m} * n, __builtin_nanf(""));
+    std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    auto next = [&x](int range) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      return static_cast<float>(static_cast<int>((x >> 33) % static_cast<std::uint64_t>(2 * range + 1)) - range);
+    };
+    auto put = [&](std::vector<std::uint8_t>& v, std::size_t i, float f) {
+      if (in == ElemType::bf16) {
+        const std::uint16_t h = float_to_bf16(f);
+        v[2 * i] = static_cast<std::uint8_t>(h & 0xff);
+        v[2 * i + 1] = static_cast<std::uint8_t>(h >> 8);
+      } else {
+        v[i] = float_to_e4m3(f);
+      }
+    };
+    for (std::size_t i = 0; i < std::size_t{m} * k; ++i) put(p.a, i, next(2));
+    for (std::size_t i = 0; i < std::size_t{n} * k; ++i) put(p.b, i, next(3));
+    return p;
+  }
+
+  double ref(std::uint32_t i, std::uint32_t j) const {
+    const std::uint32_t eb = elem_bytes(in);
+    double s = 0;
+    for (std::uint32_t kk = 0; kk < k; ++kk)
+      s += elem_to_double(in, &a[(std::size_t{i} * k + kk) * eb]) *
+           elem_to_double(in, &b[(std::size_t{j} * k + kk) * eb]);
+    return s;
+  }
+
+  // "" when D equals the reference everywhere; else the first difference
+  // and how many elements differ.
+  std::string check() const {
+    std::size_t bad = 0;
+    std::string first;
+    for (std::uint32_t i = 0; i < m; ++i) {
+      for (std::uint32_t j = 0; j < n; ++j) {
+        const float got = d[std::size_t{i} * n + j];
+        const auto want = static_cast<float>(ref(i, j));
+        if (got == want) continue;
+        if (bad++ == 0)
+          first = "D[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + std::to_string(got) + ", reference " +
+                  std::to_string(want);
+      }
+    }
+    if (bad == 0) return {};
+    return first + " (" + std::to_string(bad) + " of " + std::to_string(std::size_t{m} * n) + " elements differ)";
+  }
+
+  // Tensor maps over `a_base` / `b_base` (the host copies for the
+  // emulator; device copies for the GPU), boxes as the kernel loads them.
+  template <class Cfg>
+  TensorMap a_map(const void* a_base) const {
+    return map(a_base, m, kGemmBlockM);
+  }
+  template <class Cfg>
+  TensorMap b_map(const void* b_base) const {
+    return map(b_base, n, Cfg::kBRowsLoaded);
+  }
+
+  // Why the shape does not fit configuration Cfg, or "".
+  template <class Cfg>
+  std::string shape_error() const {
+    if (m == 0 || m % Cfg::kClusterM != 0)
+      return "--m must be a positive multiple of " + std::to_string(Cfg::kClusterM) + " (128 rows per CTA)";
+    if (n == 0 || n % kGemmBlockN != 0) return "--n must be a positive multiple of 64";
+    if (k == 0 || k % Cfg::kBlockK != 0)
+      return "--k must be a positive multiple of " + std::to_string(Cfg::kBlockK) + " (128 bytes of " +
+             to_string(in) + ")";
+    return {};
+  }
+
+ private:
+  TensorMap map(const void* base, std::uint32_t rows, std::uint32_t box_rows) const {
+    TensorMap t;
+    t.global = base;
+    t.dtype = in == ElemType::bf16 ? ElemType::bf16 : ElemType::u8;
+    t.rank = 2;
+    t.dims[0] = k;
+    t.dims[1] = rows;
+    t.strides[1] = std::uint64_t{k} * elem_bytes(in);
+    t.box[0] = kGemmBlockKBytes / elem_bytes(in);
+    t.box[1] = box_rows;
+    t.swizzle = SmemSwizzle::b128;
+    return t;
+  }
+};
+
+}  // namespace wspipe::examples

@@ -1,0 +1,169 @@
+// The `gemm` scenario: options, variants, and the instantiation of
+// examples/gemm.hpp each run uses.
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
+#include "backends/emu/emu_backend.hpp"
+#include "gemm.hpp"
+#include "gemm_host.hpp"
+#include "scenarios.hpp"
+
+namespace wspipe::examples {
+namespace {
+
+using emu::EmuBackend;
+
+// One run's problem and arguments, shared by the warps' fibers and by the
+// check after the run.
+struct GemmRun {
+  GemmProblem problem;
+  GemmArgs<EmuBackend> args;
+};
+
+template <class Cfg>
+Prepared prepare_config(const std::shared_ptr<GemmRun>& run, std::uint32_t clusters) {
+  if (const std::string e = run->problem.shape_error<Cfg>(); !e.empty()) throw std::invalid_argument("gemm: " + e);
+  GemmProblem& p = run->problem;
+  run->args.a_map = p.a_map<Cfg>(p.a.data());
+  run->args.b_map = p.b_map<Cfg>(p.b.data());
+  run->args.a = p.a.data();
+  run->args.d = p.d.data();
+  run->args.m = p.m;
+  run->args.n = p.n;
+  run->args.k = p.k;
+  Prepared prep;
+  prep.launch.num_clusters = clusters;
+  prep.launch.cluster_size = Cfg::kClusterSize;
+  prep.launch.warps_per_cta = kGemmWarps;
+  prep.launch.smem_bytes = sizeof(GemmStorage<Cfg>);
+  prep.launch.warp_roles = {"epilogue", "epilogue", "epilogue", "epilogue", "load", "mma"};
+  prep.body = [run] { gemm_kernel<EmuBackend, Cfg>(run->args); };
+  prep.verify = [run] { return run->problem.check(); };
+  return prep;
+}
+
+// The run-time options pick one instantiation: stages 1-4, accumulator
+// stages 1, 2 or 4, the dtype, and the cluster shape.
+template <int G, int C, ElemType T, int S>
+Prepared with_accum(std::uint32_t accum, const std::shared_ptr<GemmRun>& run, std::uint32_t clusters) {
+  switch (accum) {
+    case 1: return prepare_config<GemmConfig<G, C, S, 1, T>>(run, clusters);
+    case 2: return prepare_config<GemmConfig<G, C, S, 2, T>>(run, clusters);
+    case 4: return prepare_config<GemmConfig<G, C, S, 4, T>>(run, clusters);
+    default: throw std::invalid_argument("gemm: --accum-stages must be 1, 2 or 4");
+  }
+}
+
+template <int G, int C, ElemType T>
+Prepared with_stages(std::uint32_t stages, std::uint32_t accum, const std::shared_ptr<GemmRun>& run,
+                     std::uint32_t clusters) {
+  switch (stages) {
+    case 1: return with_accum<G, C, T, 1>(accum, run, clusters);
+    case 2: return with_accum<G, C, T, 2>(accum, run, clusters);
+    case 3: return with_accum<G, C, T, 3>(accum, run, clusters);
+    case 4: return with_accum<G, C, T, 4>(accum, run, clusters);
+    default: throw std::invalid_argument("gemm: --stages must be in [1, 4]");
+  }
+}
+
+template <int G, int C>
+Prepared with_dtype(ElemType t, std::uint32_t stages, std::uint32_t accum, const std::shared_ptr<GemmRun>& run,
+                    std::uint32_t clusters) {
+  return t == ElemType::bf16 ? with_stages<G, C, ElemType::bf16>(stages, accum, run, clusters)
+                             : with_stages<G, C, ElemType::e4m3>(stages, accum, run, clusters);
+}
+
+struct GemmVariant {
+  const char* name;
+  GemmBug bug;
+  const char* expect;
+  const char* help;
+  int cta_group = 0;  // pinned option values (0: as given)
+  int cluster = 0;
+  int manual_a = -1;
+};
+
+const GemmVariant kVariants[] = {
+    {"", GemmBug::none, "ok", "correct kernel"},
+    {"slot-release-on-issue", GemmBug::slot_release_on_issue, "race.smem",
+     "bug 2: a thread arrive frees the input slot right after the MMA issue, not tcgen05.commit"},
+    {"no-accum-release", GemmBug::no_accum_release, "deadlock",
+     "bug 3: the epilogue never arrives on accum-empty: the MMA warp waits once the stages wrap"},
+    {"release-before-wait-ld", GemmBug::release_before_wait_ld, "tmem.release-before-wait-ld",
+     "bug 4: accum-empty arrive before tcgen05.wait::ld"},
+    {"unelected-commit", GemmBug::unelected_commit, "tcgen05.commit-multi-lane",
+     "bug 5: the whole MMA warp commits on the count-1 accum-full barrier"},
+    {"unelected-mma", GemmBug::unelected_mma, "tcgen05.mma-multi-lane", "bug 6: the whole MMA warp issues tcgen05.mma"},
+    {"wrong-quarter", GemmBug::wrong_quarter, "tmem.lane-quarter",
+     "bug 7: an epilogue warp loads another warp's TMEM lane quarter"},
+    {"read-addr-before-sync", GemmBug::read_addr_before_sync, "race.smem",
+     "bug 8: the epilogue reads the TMEM address before the named barrier publishes it"},
+    {"early-dealloc", GemmBug::early_dealloc, "tmem.dealloc-unordered",
+     "bug 9: cta_group 2, each CTA deallocates after only its own epilogue", 2, 2},
+    {"no-cluster-sync-before-alloc", GemmBug::no_cluster_sync_before_alloc, "tmem.pair-unsynced",
+     "bug 10: cta_group 2 tcgen05.alloc before the cluster barrier", 2, 2},
+    {"alloc-after-relinquish", GemmBug::alloc_after_relinquish, "tmem.alloc-after-relinquish",
+     "bug 11: a second tcgen05.alloc after relinquish_alloc_permit"},
+    {"no-dealloc", GemmBug::no_dealloc, "tmem.leak", "bug 12: TMEM never deallocated"},
+    {"expect-tx-mismatch", GemmBug::expect_tx_mismatch, "deadlock",
+     "bug 13: the full barrier expects 16 bytes more than the loads deliver"},
+    {"exit-before-drain", GemmBug::exit_before_drain, "async.target-exited",
+     "bug 15: the load warp exits without draining; a peer's commit reaches the exited CTA (cta_group 1, "
+     "clusters of 2 sharing B)",
+     1, 2},
+    {"no-proxy-fence", GemmBug::no_proxy_fence, "smem.missing-proxy-fence",
+     "bug 17: A written by ordinary stores and read by the tensor core without fence.proxy.async", 1, 1, 1},
+};
+
+}  // namespace
+
+Scenario make_gemm_scenario() {
+  Scenario s;
+  s.name = "gemm";
+  s.help = "persistent warp-specialized GEMM D = A*B^T: TMA warp, MMA warp, 4 epilogue warps; D checked after each run";
+  s.options = {
+      {"m", 256, 128, 4096, "rows of A and D (a multiple of 128 per CTA of a cluster)"},
+      {"n", 256, 64, 4096, "rows of B, columns of D (a multiple of 64)"},
+      {"k", 256, 64, 8192, "the reduction (a multiple of 128 bytes of the dtype)"},
+      {"stages", 2, 1, 4, "input pipeline stages"},
+      {"accum-stages", 2, 1, 4, "TMEM accumulator stages: 1, 2 or 4"},
+      {"cta-group", 1, 1, 2, "tcgen05 cta_group: 2 issues each MMA over a CTA pair"},
+      {"cluster", 1, 1, 2, "CTAs per cluster for cta_group 1 (2: they share B by multicast); cta_group 2 uses pairs"},
+      {"clusters", 1, 1, 64, "clusters in the grid; output tiles are spread over them round-robin"},
+      {"dtype", 0, 0, 1, "A and B element type", {"bf16", "fp8"}},
+      {"manual-a", 0, 0, 1, "1: the load warp writes A with ordinary stores + fence.proxy.async (cta_group 1, "
+                            "clusters of 1)"},
+  };
+  for (const GemmVariant& v : kVariants) s.variants.push_back({v.name, v.expect, v.help});
+  s.prepare = [](const std::string& variant, const OptionValues& o) {
+    const GemmVariant* v = nullptr;
+    for (const GemmVariant& x : kVariants)
+      if (variant == x.name) v = &x;
+    if (v == nullptr) throw std::invalid_argument("gemm: no variant '" + variant + "'");
+    std::uint32_t cta_group = static_cast<std::uint32_t>(o.at("cta-group"));
+    std::uint32_t cluster = static_cast<std::uint32_t>(o.at("cluster"));
+    bool manual_a = o.at("manual-a") != 0;
+    if (v->cta_group != 0) cta_group = static_cast<std::uint32_t>(v->cta_group);
+    if (v->cluster != 0) cluster = static_cast<std::uint32_t>(v->cluster);
+    if (v->manual_a >= 0) manual_a = v->manual_a != 0;
+    if (cta_group == 2) cluster = 2;
+    if (manual_a && (cta_group != 1 || cluster != 1))
+      throw std::invalid_argument("gemm: --manual-a 1 needs --cta-group 1 --cluster 1");
+    const ElemType t = o.at("dtype") == 0 ? ElemType::bf16 : ElemType::e4m3;
+    auto run = std::make_shared<GemmRun>();
+    run->problem = GemmProblem::random(static_cast<std::uint32_t>(o.at("m")), static_cast<std::uint32_t>(o.at("n")),
+                                       static_cast<std::uint32_t>(o.at("k")), t, 1);
+    run->args.bug = v->bug;
+    run->args.manual_a = manual_a;
+    const auto stages = static_cast<std::uint32_t>(o.at("stages"));
+    const auto accum = static_cast<std::uint32_t>(o.at("accum-stages"));
+    const auto clusters = static_cast<std::uint32_t>(o.at("clusters"));
+    if (cta_group == 2) return with_dtype<2, 2>(t, stages, accum, run, clusters);
+    if (cluster == 2) return with_dtype<1, 2>(t, stages, accum, run, clusters);
+    return with_dtype<1, 1>(t, stages, accum, run, clusters);
+  };
+  return s;
+}
+
+}  // namespace wspipe::examples
