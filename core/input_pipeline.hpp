@@ -109,7 +109,7 @@ class InputTilePipeline {
   // readers' arrivals, e.g. the epilogue's for A-scales).
   WSPIPE_HD static void init_barriers(SharedMemBarrier* barriers, std::uint32_t consumer_count,
                                       SourceLoc loc = SourceLoc::current()) {
-    Pipeline(barriers).init_mbars(1, consumer_count, loc);
+    Pipeline(barriers).init_mbars(1, consumer_count, "input_full", "input_empty", loc);
   }
 
   // ---- load warp

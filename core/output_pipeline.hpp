@@ -103,7 +103,7 @@ class OutputTilePipeline {
 
   // By one warp, before fence_init and the cluster barrier.
   WSPIPE_HD static void init_barriers(SharedMemBarrier* barriers, SourceLoc loc = SourceLoc::current()) {
-    Pipeline(barriers).init_mbars(1, kEpilogueThreads * Opc.cta_group, loc);
+    Pipeline(barriers).init_mbars(1, kEpilogueThreads * Opc.cta_group, "accum_full", "accum_empty", loc);
   }
 
   // ---- MMA warp

@@ -130,12 +130,18 @@ class ProducerConsumerPipeline {
   // Initialise every barrier. Called by one warp (it elects one lane), then
   // every thread of the CTA (cluster) must pass B::fence_init() and a CTA
   // (cluster) barrier before the pipeline is used.
+  // The names label the barriers in the emulator's reports and traces.
   WSPIPE_HD void init_mbars(std::uint32_t producer_arrive_count, std::uint32_t consumer_arrive_count,
+                            SourceLoc loc = SourceLoc::current()) const {
+    init_mbars(producer_arrive_count, consumer_arrive_count, "full", "empty", loc);
+  }
+  WSPIPE_HD void init_mbars(std::uint32_t producer_arrive_count, std::uint32_t consumer_arrive_count,
+                            const char* full_name, const char* empty_name,
                             SourceLoc loc = SourceLoc::current()) const {
     B::elect_one([&] {
       for (int i = 0; i < Stages; ++i) {
-        B::init(full_[i], producer_arrive_count, BarrierName{"full", i}, loc);
-        B::init(empty_[i], consumer_arrive_count, BarrierName{"empty", i}, loc);
+        B::init(full_[i], producer_arrive_count, BarrierName{full_name, i}, loc);
+        B::init(empty_[i], consumer_arrive_count, BarrierName{empty_name, i}, loc);
       }
     });
   }

@@ -1,5 +1,6 @@
 #include "trace.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <ostream>
@@ -231,16 +232,21 @@ std::string RunResult::report() const {
   if (status == Status::deadlock) r += "deadlock: no warp can move; every unfinished warp and what it waits on:\n";
   if (status == Status::livelock)
     r += "livelock: the step budget ran out; every unfinished warp and what it was doing:\n";
+  std::vector<std::string> shown;  // objects whose last events were printed already
   for (const BlockedWarp& b : blocked) {
     r += "  " + b.warp + ": " + b.op;
     if (!b.object.empty()) r += " on " + b.object;
     if (b.line != 0) r += " at " + b.file + ":" + std::to_string(b.line);
     r += " (since step " + std::to_string(b.since) + ")\n";
     if (!b.state.empty()) r += "    " + b.state + "\n";
-    if (!b.last_events.empty()) {
-      r += "    last events on " + b.object + ":\n";
-      for (const auto& e : b.last_events) r += "      " + e + "\n";
+    if (b.last_events.empty()) continue;
+    if (std::find(shown.begin(), shown.end(), b.object) != shown.end()) {
+      r += "    (last events on " + b.object + ": as above)\n";
+      continue;
     }
+    shown.push_back(b.object);
+    r += "    last events on " + b.object + ":\n";
+    for (const auto& e : b.last_events) r += "      " + e + "\n";
   }
   return r;
 }

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The acceptance runs of the warp-specialized examples, exactly as a user
+# types them: every correct configuration explores 200 schedules without a
+# finding (the result checked against the CPU reference after each run), and
+# every broken variant exits 1 within 500 runs of its default strategy with
+# the outcome `wspipe list` promises, which `--json` reports as its outcome.
+# Needs $WSPIPE (the built program) and python3.
+set -euo pipefail
+W=${WSPIPE:?set WSPIPE to the wspipe binary}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+
+"$W" list >"$tmp/list"
+scenarios=$(awk '$1 !~ /\// && $2 == "expect=ok" && $1 != "ring" {print $1}' "$tmp/list")
+[[ -n "$scenarios" ]] || fail "wspipe list shows no example scenarios"
+
+# 1. correct kernels: 200 runs each, cta_group 1 and 2 (gemm: both dtypes)
+for s in $scenarios; do
+  configs=("--cta-group 1" "--cta-group 2")
+  [[ "$s" == gemm ]] && configs=("--cta-group 1 --dtype bf16" "--cta-group 1 --dtype fp8"
+                                 "--cta-group 2 --dtype bf16" "--cta-group 2 --dtype fp8"
+                                 "--cluster 2" "--manual-a 1")
+  for c in "${configs[@]}"; do
+    # shellcheck disable=SC2086
+    "$W" explore "$s" --runs 200 $c >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "explore $s $c: exit $?"; }
+    grep -q "nothing found" "$tmp/out" || fail "explore $s $c: no summary"
+    echo "ok: explore $s --runs 200 $c"
+  done
+done
+
+# 2. broken variants: exit 1 within 500 runs, with the promised outcome
+n=0
+while read -r name expect _; do
+  [[ "$name" == */* && "$name" != ring/* ]] || continue
+  want=${expect#expect=}
+  set +e; "$W" explore "$name" --runs 500 --json >"$tmp/j" 2>/dev/null; rc=$?; set -e
+  [[ $rc == 1 ]] || fail "$name: exit $rc, expected 1"
+  got=$(json_field outcome <"$tmp/j")
+  [[ "$got" == "$want" ]] || fail "$name: outcome $got, list promises $want"
+  [[ "$(json_field status <"$tmp/j")" != ok ]] || fail "$name: status ok"
+  echo "ok: $name -> $got after $(json_field runs <"$tmp/j") run(s)"
+  n=$((n + 1))
+done <"$tmp/list"
+[[ $n -ge 14 ]] || fail "only $n broken example variants listed"
+echo "examples: all acceptance runs passed ($n broken variants)"

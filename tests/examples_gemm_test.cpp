@@ -1,0 +1,120 @@
+// The gemm example on the emulator: the result against the CPU reference
+// for every cluster shape and dtype, the check itself, the scenario's
+// option handling and the verify step.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "backends/emu/emu.hpp"
+#include "emu_test_util.hpp"
+#include "examples/gemm.hpp"
+#include "examples/gemm_host.hpp"
+#include "examples/scenarios.hpp"
+
+namespace {
+
+namespace emu = wspipe::emu;
+namespace ex = wspipe::examples;
+using wspipe::ElemType;
+using wspipe::test::B;
+using wspipe::test::contains;
+using wspipe::test::with_strategy;
+
+template <class Cfg>
+emu::RunResult run_gemm(ex::GemmProblem& p, std::uint32_t clusters, std::uint64_t seed, bool manual_a = false) {
+  ex::GemmArgs<B> args;
+  args.a_map = p.a_map<Cfg>(p.a.data());
+  args.b_map = p.b_map<Cfg>(p.b.data());
+  args.a = p.a.data();
+  args.d = p.d.data();
+  args.m = p.m;
+  args.n = p.n;
+  args.k = p.k;
+  args.manual_a = manual_a;
+  emu::LaunchConfig launch;
+  launch.num_clusters = clusters;
+  launch.cluster_size = Cfg::kClusterSize;
+  launch.warps_per_cta = ex::kGemmWarps;
+  launch.smem_bytes = sizeof(ex::GemmStorage<Cfg>);
+  return emu::run(launch, [&] { ex::gemm_kernel<B, Cfg>(args); }, with_strategy(emu::StrategyKind::random, seed));
+}
+
+template <class Cfg>
+void expect_correct(std::uint32_t m, std::uint32_t n, std::uint32_t k, std::uint32_t clusters) {
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    ex::GemmProblem p = ex::GemmProblem::random(m, n, k, Cfg::kIn, seed);
+    ASSERT_EQ(p.shape_error<Cfg>(), "");
+    auto r = run_gemm<Cfg>(p, clusters, seed);
+    ASSERT_EQ(r.status, emu::Status::ok) << r.report();
+    EXPECT_EQ(p.check(), "") << "seed " << seed;
+  }
+}
+
+TEST(examples_Gemm, CtaGroup1MatchesTheReference) {
+  expect_correct<ex::GemmConfig<1, 1, 2, 2, ElemType::bf16>>(256, 192, 256, 1);
+  expect_correct<ex::GemmConfig<1, 1, 3, 4, ElemType::e4m3>>(128, 256, 512, 2);
+}
+
+TEST(examples_Gemm, SharedBClusterMatchesTheReference) {
+  expect_correct<ex::GemmConfig<1, 2, 2, 2, ElemType::bf16>>(512, 128, 128, 1);
+}
+
+TEST(examples_Gemm, CtaPairMatchesTheReference) {
+  expect_correct<ex::GemmConfig<2, 2, 4, 1, ElemType::bf16>>(256, 256, 256, 1);
+  expect_correct<ex::GemmConfig<2, 2, 1, 2, ElemType::e4m3>>(512, 64, 256, 2);
+}
+
+TEST(examples_Gemm, OrdinaryStoresOfAWithTheFenceMatchTheReference) {
+  using Cfg = ex::GemmConfig<1, 1, 2, 2, ElemType::bf16>;
+  auto p = ex::GemmProblem::random(128, 128, 256, ElemType::bf16, 5);
+  auto r = run_gemm<Cfg>(p, 1, 5, true);
+  ASSERT_EQ(r.status, emu::Status::ok) << r.report();
+  EXPECT_EQ(p.check(), "");
+}
+
+TEST(examples_Gemm, CheckNamesTheFirstWrongElement) {
+  using Cfg = ex::GemmConfig<1, 1, 2, 2, ElemType::bf16>;
+  auto p = ex::GemmProblem::random(128, 64, 128, ElemType::bf16, 2);
+  EXPECT_TRUE(contains(p.check(), "D[0][0] = nan")) << p.check();  // nothing written yet
+  ASSERT_EQ(run_gemm<Cfg>(p, 1, 1).status, emu::Status::ok);
+  ASSERT_EQ(p.check(), "");
+  p.d[3 * 64 + 5] += 1.0f;
+  EXPECT_TRUE(contains(p.check(), "D[3][5] =")) << p.check();
+  EXPECT_TRUE(contains(p.check(), "(1 of 8192 elements differ)")) << p.check();
+}
+
+TEST(examples_Gemm, ShapesThatDoNotTileAreRejected) {
+  using Pair = ex::GemmConfig<2, 2, 2, 2, ElemType::e4m3>;
+  EXPECT_TRUE(contains(ex::GemmProblem::random(128, 64, 128, ElemType::e4m3, 1).shape_error<Pair>(), "--m"));
+  EXPECT_TRUE(contains(ex::GemmProblem::random(256, 96, 128, ElemType::e4m3, 1).shape_error<Pair>(), "--n"));
+  EXPECT_TRUE(contains(ex::GemmProblem::random(256, 64, 64, ElemType::e4m3, 1).shape_error<Pair>(), "--k"));
+}
+
+// The scenario: verify turns a wrong result into result.mismatch, and a
+// shape the configuration cannot tile is bad input, not a finding.
+TEST(examples_Gemm, ScenarioVerifiesEveryRunAndRejectsBadShapes) {
+  const ex::Scenario* s = ex::find_scenario("gemm");
+  ASSERT_NE(s, nullptr);
+  ex::OptionValues v;
+  for (const auto& o : s->options) v[o.name] = o.def;
+  ex::Prepared prep = s->prepare("", v);
+  auto ok = ex::run_prepared(prep, {});
+  EXPECT_EQ(ok.status, emu::Status::ok) << ok.report();
+
+  ex::Prepared broken = s->prepare("", v);
+  broken.verify = [] { return std::string("D[1][2] = 3, reference 4"); };
+  auto bad = ex::run_prepared(broken, {});
+  ASSERT_EQ(bad.status, emu::Status::violation);
+  EXPECT_EQ(bad.violations[0].rule, "result.mismatch");
+  EXPECT_TRUE(contains(bad.violations[0].message, "D[1][2] = 3")) << bad.report();
+
+  v["n"] = 96;
+  EXPECT_THROW(s->prepare("", v), std::invalid_argument);
+  v["n"] = 64;
+  v["manual-a"] = 1;
+  v["cta-group"] = 2;
+  EXPECT_THROW(s->prepare("", v), std::invalid_argument);
+}
+
+}  // namespace
