@@ -79,6 +79,7 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64
   // act for the one active lane (inside for_each_lane or elect_one).
   { B::template tmem_load<TmemShape::s32x32b, 4>(u32, loc) } -> std::same_as<typename B::template Frag<4>>;
   { B::template tmem_store<TmemShape::s32x32b, 4>(u32, frag, loc) } -> std::same_as<void>;
+  { typename B::template Frag<4>{} };  // kernels also keep their own registers in fragments
   { frag.reg(u32, loc) } -> std::same_as<std::uint32_t>;
   { frag.set(u32, u32, loc) } -> std::same_as<void>;
   { B::tmem_wait_load(loc) } -> std::same_as<void>;

@@ -58,7 +58,7 @@ Scenario make_ring() {
 }  // namespace
 
 const std::vector<Scenario>& scenarios() {
-  static const std::vector<Scenario> all = {make_ring(), make_gemm_scenario()};
+  static const std::vector<Scenario> all = {make_ring(), make_gemm_scenario(), make_blockwise_fp8_scenario()};
   return all;
 }
 

@@ -66,5 +66,6 @@ std::string outcome(const emu::RunResult& r);
 
 // The scenarios defined in their own files.
 Scenario make_gemm_scenario();
+Scenario make_blockwise_fp8_scenario();
 
 }  // namespace wspipe::examples

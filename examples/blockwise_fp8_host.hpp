@@ -1,0 +1,138 @@
+// The host side of `blockwise-fp8`: a problem's inputs and scales, its
+// tensor maps, and the CPU reference every run's D is checked against. Host
+// code (the emulator's scenarios, the tests, and a GPU test).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/numeric.hpp"
+#include "core/tma.hpp"
+#include "examples/blockwise_fp8.hpp"
+
+namespace wspipe::examples {
+
+struct BlockwiseFp8Problem {
+  std::uint32_t m = 0, n = 0, k = 0;
+  std::vector<std::uint8_t> a;  // M x K e4m3, row-major
+  std::vector<std::uint8_t> b;  // N x K e4m3, row-major
+  std::vector<float> a_scales;  // [K/128][M]
+  std::vector<float> b_scales;  // [K/128][ceil(N/128)]
+  std::vector<float> d;         // M x N, row-major; NaN until written
+
+  std::uint32_t k_blocks() const { return k / kFp8ScaleBlock; }
+  std::uint32_t b_scale_cols() const { return (n + kFp8ScaleBlock - 1) / kFp8ScaleBlock; }
+
+  // From `seed`: A in [-2, 2] and B in [-3, 3] (small integers, exact in
+  // e4m3), scales 2^e with e in [-2, 2]. A K block's partial product is an
+  // integer of magnitude <= 768, each scaled term a multiple of 2^-4 below
+  // 2^14, and with K <= 8192 (64 blocks) every partial sum a multiple of
+  // 2^-4 below 2^20: exact in f32 in any order, so D must equal the
+  // reference bit for bit.
+  static BlockwiseFp8Problem random(std::uint32_t m, std::uint32_t n, std::uint32_t k, std::uint64_t seed) {
+    BlockwiseFp8Problem p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    auto next = [&x](int range) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      return static_cast<int>((x >> 33) % static_cast<std::uint64_t>(2 * range + 1)) - range;
+    };
+    p.a.resize(std::size_t{m} * k);
+    p.b.resize(std::size_t{n} * k);
+    for (auto& v : p.a) v = float_to_e4m3(static_cast<float>(next(2)));
+    for (auto& v : p.b) v = float_to_e4m3(static_cast<float>(next(3)));
+    p.a_scales.resize(std::size_t{p.k_blocks()} * m);
+    p.b_scales.resize(std::size_t{p.k_blocks()} * p.b_scale_cols());
+    for (auto& v : p.a_scales) v = std::ldexp(1.0f, next(2));
+    for (auto& v : p.b_scales) v = std::ldexp(1.0f, next(2));
+    p.d.assign(std::size_t{m} * n, __builtin_nanf(""));
+    return p;
+  }
+
+  double ref(std::uint32_t i, std::uint32_t j) const {
+    double s = 0;
+    for (std::uint32_t kb = 0; kb < k_blocks(); ++kb) {
+      double partial = 0;
+      for (std::uint32_t kk = kb * kFp8ScaleBlock; kk < (kb + 1) * kFp8ScaleBlock; ++kk)
+        partial += double{e4m3_to_float(a[std::size_t{i} * k + kk])} * e4m3_to_float(b[std::size_t{j} * k + kk]);
+      s +=
+          partial * a_scales[std::size_t{kb} * m + i] * b_scales[std::size_t{kb} * b_scale_cols() + j / kFp8ScaleBlock];
+    }
+    return s;
+  }
+
+  // "" when D equals the reference everywhere; else the first difference
+  // and how many elements differ.
+  std::string check() const {
+    std::size_t bad = 0;
+    std::string first;
+    for (std::uint32_t i = 0; i < m; ++i) {
+      for (std::uint32_t j = 0; j < n; ++j) {
+        const float got = d[std::size_t{i} * n + j];
+        const auto want = static_cast<float>(ref(i, j));
+        if (got == want) continue;
+        if (bad++ == 0)
+          first = "D[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + std::to_string(got) + ", reference " +
+                  std::to_string(want);
+      }
+    }
+    if (bad == 0) return {};
+    return first + " (" + std::to_string(bad) + " of " + std::to_string(std::size_t{m} * n) + " elements differ)";
+  }
+
+  // Tensor maps over the given base addresses (the host copies for the
+  // emulator; device copies for the GPU), boxes as the kernel loads them.
+  template <class Cfg>
+  TensorMap a_map(const void* a_base) const {
+    return operand_map(a_base, m, kGemmBlockM);
+  }
+  template <class Cfg>
+  TensorMap b_map(const void* b_base) const {
+    return operand_map(b_base, n, Cfg::kBRowsLoaded);
+  }
+  // [K/128][M] f32: one K block's scales of a CTA's 128 rows per box.
+  template <class Cfg>
+  TensorMap a_scale_map(const void* scales_base) const {
+    TensorMap t;
+    t.global = scales_base;
+    t.dtype = ElemType::f32;
+    t.rank = 2;
+    t.dims[0] = m;
+    t.dims[1] = k_blocks();
+    t.strides[1] = std::uint64_t{m} * sizeof(float);
+    t.box[0] = kGemmBlockM;
+    t.box[1] = 1;
+    return t;
+  }
+
+  // Why the shape does not fit configuration Cfg, or "".
+  template <class Cfg>
+  std::string shape_error() const {
+    if (m == 0 || m % Cfg::kClusterM != 0)
+      return "--m must be a positive multiple of " + std::to_string(Cfg::kClusterM) + " (128 rows per CTA)";
+    if (n == 0 || n % kGemmBlockN != 0) return "--n must be a positive multiple of 64";
+    if (k == 0 || k % kFp8ScaleBlock != 0) return "--k must be a positive multiple of 128 (one scale block)";
+    return {};
+  }
+
+ private:
+  TensorMap operand_map(const void* base, std::uint32_t rows, std::uint32_t box_rows) const {
+    TensorMap t;
+    t.global = base;
+    t.dtype = ElemType::u8;  // e4m3 bytes
+    t.rank = 2;
+    t.dims[0] = k;
+    t.dims[1] = rows;
+    t.strides[1] = k;
+    t.box[0] = kGemmBlockKBytes;
+    t.box[1] = box_rows;
+    t.swizzle = SmemSwizzle::b128;
+    return t;
+  }
+};
+
+}  // namespace wspipe::examples
