@@ -46,6 +46,15 @@ __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// `v`, through a move that the front end cannot see into: it can no longer
+// derive facts about the value (such as the alignment of the address it
+// came from) and fold tests of them away.
+__device__ __forceinline__ std::uint32_t opaque(std::uint32_t v) {
+  std::uint32_t r;
+  asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(v));
+  return r;
+}
+
 // elect.sync: true in exactly one lane of `membermask` (PTX "elect.sync").
 __device__ __forceinline__ bool elect_sync(std::uint32_t membermask) {
   std::uint32_t is_leader;
@@ -540,6 +549,15 @@ struct CudaBackend {
     // at a multiple of it (the emulator checks the same).
     static_assert(alignof(T) <= 1024, "shared_storage<T>: dynamic shared memory is aligned to 1024 bytes only");
     extern __shared__ __align__(1024) unsigned char wspipe_smem[];
+    // The alignment is the toolchain's to keep: ptxas puts dynamic shared
+    // memory at the end of the kernel's shared section (the 1 KiB the system
+    // reserves, then static shared memory), aligned as declared, and
+    // compiles its address as a constant (docs/sass-check.md). A misaligned
+    // swizzled tile would be read in the wrong pattern, silently; so a
+    // misaligned base traps (cudaErrorLaunchFailure at synchronisation).
+    // The address goes through an opaque move: the front end would fold the
+    // test from the declaration alone. Cost: a few uniform instructions.
+    if (detail::opaque(detail::smem_addr(wspipe_smem)) % alignof(T) != 0) __trap();
     return *reinterpret_cast<T*>(wspipe_smem);
   }
 

@@ -1,10 +1,12 @@
 // Host side: launch a kernel written against CudaBackend as a grid of
 // thread-block clusters, with sizeof(Storage) bytes of dynamic shared memory
-// (what CudaBackend::shared_storage<Storage>() hands out).
+// (what CudaBackend::shared_storage<Storage>() hands out), or more for
+// ClusterLaunch::exclusive_sm.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 
@@ -15,6 +17,12 @@ struct ClusterLaunch {
   dim3 block;                 // 1-D blocks: CudaBackend::warp_idx() is threadIdx.x / 32
   dim3 cluster{1, 1, 1};      // CTAs per cluster
   cudaStream_t stream = nullptr;
+  // At most one CTA per SM, by asking for more than half of an SM's shared
+  // memory when sizeof(Storage) is less. Kernels whose CTAs allocate all of
+  // Tensor Memory (512 columns) need it once a cluster has several CTAs:
+  // tcgen05.alloc waits until the columns are free, so two clusters sharing
+  // two SMs crosswise could each hold one SM's TMEM and wait for the other's.
+  bool exclusive_sm = false;
 };
 
 // Launches `kernel(args...)` with cudaLaunchKernelEx and the cluster
@@ -33,7 +41,16 @@ cudaError_t launch_cluster(void (*kernel)(Params...), const ClusterLaunch& cfg, 
     return cudaErrorInvalidValue;
   }
 
-  constexpr std::size_t smem = sizeof(Storage);
+  std::size_t smem = sizeof(Storage);
+  if (cfg.exclusive_sm) {
+    int device = 0, per_sm = 0;
+    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+        e != cudaSuccess) {
+      return e;
+    }
+    smem = std::max(smem, static_cast<std::size_t>(per_sm) / 2 + 1);
+  }
   // Dynamic shared memory above 48 KiB must be opted into per kernel; setting
   // it always keeps one code path.
   if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

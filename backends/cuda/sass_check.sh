@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# sass_check.sh OBJECT...: disassemble the sm_100a build of device_build.cu
-# and check that every backend operation compiles to the instructions it
-# stands for (one extern "C" kernel per operation, wspipe_op_<name>), that
-# none fell back to a generic path (a CCCL "not supported" stub, a call, a
-# plain spin loop), and that the ring example contains the whole protocol.
+# sass_check.sh OBJECT...: disassemble the sm_100a builds of device_build.cu
+# and examples_build.cu and check that every backend operation compiles to
+# the instructions it stands for (one extern "C" kernel per operation,
+# wspipe_op_<name>), that none fell back to a generic path (a CCCL "not
+# supported" stub, a call, a plain spin loop), that the ring example
+# contains the whole protocol, and that each gemm and blockwise-fp8 kernel
+# holds the instructions its cluster shape and element type imply.
 # docs/sass-check.md explains each assertion and records a run.
 #
 # Exit 0: all present; 1: something missing or unexpected; 77 (CTest skip):
@@ -23,7 +25,7 @@ if [ "$#" -lt 1 ]; then
   exit 2
 fi
 for f in "$@"; do
-  [ -f "$f" ] || { echo "sass_check: no such object file: $f (build wspipe_cuda_device_build first)" >&2; exit 1; }
+  [ -f "$f" ] || { echo "sass_check: no such object file: $f (build wspipe_cuda_device_build and wspipe_cuda_examples first)" >&2; exit 1; }
 done
 
 # --- find cuobjdump: $CUOBJDUMP, PATH, the toolkit, then pip's nvidia/cu*/bin
@@ -61,17 +63,24 @@ export PATH="$(dirname "$CUOBJDUMP_BIN"):$PATH"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "sass_check: cuobjdump $("$CUOBJDUMP_BIN" --version | grep -o 'release [0-9.]*, V[0-9.]*')"
-if ! "$CUOBJDUMP_BIN" -sass "$@" >"$tmp/sass" 2>"$tmp/err"; then
-  if grep -q nvdisasm "$tmp/err"; then
-    skip "cuobjdump ($CUOBJDUMP_BIN) cannot find nvdisasm: $(head -c 300 "$tmp/err")"
-  fi
-  echo "sass_check: cuobjdump failed:" >&2
-  cat "$tmp/err" >&2
-  exit 1
-fi
-if grep -q nvdisasm "$tmp/err"; then
-  skip "cuobjdump ($CUOBJDUMP_BIN) cannot find nvdisasm: $(head -c 300 "$tmp/err")"
-fi
+# cuobjdump reads one file per call: dump OPTION OUT writes its output for
+# every object to OUT, one after the other.
+dump() {
+  local f
+  : >"$2"
+  for f in "${objects[@]}"; do
+    if ! "$CUOBJDUMP_BIN" "$1" "$f" >>"$2" 2>"$tmp/err" || grep -q nvdisasm "$tmp/err"; then
+      if grep -q nvdisasm "$tmp/err"; then
+        skip "cuobjdump ($CUOBJDUMP_BIN) cannot find nvdisasm: $(head -c 300 "$tmp/err")"
+      fi
+      echo "sass_check: cuobjdump $1 $f failed:" >&2
+      cat "$tmp/err" >&2
+      exit 1
+    fi
+  done
+}
+objects=("$@")
+dump -sass "$tmp/sass"
 
 # One line per instruction: "<function>\t<address>\t<instruction>" (no
 # encoding, no trailing ';'), up to the self-branch that ends each function
@@ -104,12 +113,12 @@ if ! grep -q "EF_CUDA_SM100" "$tmp/sass"; then
 fi
 
 # The ELF view: symbols, relocations, and each kernel's .nv.info attributes
-# as "<function>\t<attribute or value>" lines.
-if ! "$CUOBJDUMP_BIN" -elf "$@" >"$tmp/elf" 2>"$tmp/err"; then
-  echo "sass_check: cuobjdump -elf failed:" >&2
-  cat "$tmp/err" >&2
-  exit 1
-fi
+# as "<function>\t<attribute or value>" lines; and each kernel's resources
+# as "<function>\tREG:n STACK:n SHARED:n LOCAL:n ..." lines.
+dump -elf "$tmp/elf"
+dump -res-usage "$tmp/res"
+awk '/^ Function [^ ]+:$/ { fn = substr($2, 1, length($2) - 1); next }
+     fn != "" && /REG:/ { sub(/^[ \t]+/, ""); print fn "\t" $0; fn = "" }' "$tmp/res" >"$tmp/resources"
 toolkit=$(grep -m 1 -o 'toolkit=[0-9.]*' "$tmp/elf" | cut -d= -f2)
 echo "sass_check: object built by CUDA $toolkit for $(grep -m 1 -o 'sm_[0-9]*[a-z]*' "$tmp/sass")"
 awk '
@@ -149,6 +158,17 @@ reject() {
     result FAIL "$1" "$3" "found /$2/"
   else
     result ok "$1" "$3"
+  fi
+}
+# expect_pair FUNCTION REGEX1 REGEX2 WHAT: an instruction matching REGEX1
+# directly followed by one matching REGEX2 (the regexes pass through the
+# environment: awk -v would take their backslashes as escapes).
+expect_pair() {
+  if instrs "$1" | R1="$2" R2="$3" awk 'prev ~ ENVIRON["R1"] && $0 ~ ENVIRON["R2"] { f = 1 } { prev = $0 }
+                                          END { exit !f }'; then
+    result ok "$1" "$4"
+  else
+    result FAIL "$1" "$4" "no /$2/ directly followed by /$3/"
   fi
 }
 # expect_count FUNCTION REGEX N WHAT: exactly N instructions match.
@@ -345,6 +365,126 @@ for s in 1 2 4 8; do
   expect $f 'BPT\.TRAP' 'ring: check'
 done
 
+# The examples' kernels (examples_build.cu). What every one holds: the
+# tensor core's kind and .cta_group, TMEM alloc/relinquish/dealloc, the
+# epilogue's tcgen05.ld, mbarrier waits, the named barrier that publishes
+# the TMEM address (id 1, MMA + epilogue threads: 160), the cluster barrier
+# around the barrier inits, shared_storage's alignment check, and no call
+# or local memory. example_common FUNCTION CTA_GROUP MMA (UTCHMMA/UTCQMMA).
+example_common() {
+  local fn=$1 g=$2 mma=$3 cta other
+  cta=$([ "$g" = 2 ] && echo '\.2CTA' || echo '')
+  other=$([ "$mma" = UTCHMMA ] && echo 'UTC[QIO]MMA' || echo 'UTC[HIO]MMA')
+  no_calls "$fn"
+  expect "$fn" "${I}${mma}${cta} gdesc\[UR[0-9]+\], gdesc\[UR[0-9]+\], tmem\[" "mma: ${mma}${cta//\\/}"
+  reject "$fn" "$other" "mma: no other kind"
+  expect_attr "$fn" "EIATTR_TCGEN05_${g}CTA_USED" ".cta_group::$g"
+  [ "$g" = 1 ] && reject "$fn" '2CTA' 'cta_group 1: no pair form anywhere'
+  expect "$fn" "${I}UTCATOMSWS${cta}\.FIND_AND_SET\.ALIGN " 'tmem_alloc'
+  expect "$fn" "${I}UVIRTCOUNT\.DEALLOC\.SMPOOL " 'tmem_relinquish'
+  expect "$fn" "${I}UTCATOMSWS\.AND " 'tmem_dealloc'
+  expect "$fn" "${I}LDTM\.16dp256bit\.x8 R[0-9]+, tmem\[" 'epilogue: tcgen05.ld.16x256b.x8'
+  expect "$fn" 'SYNCS\.EXCH\.64 ' 'mbarrier init'
+  expect "$fn" 'SYNCS\.PHASECHK\.TRANS64\.TRYWAIT ' 'mbarrier waits'
+  expect "$fn" 'UCGABAR_ARV' 'cluster_sync arrive'
+  expect "$fn" 'UCGABAR_WAIT' 'cluster_sync wait'
+  expect "$fn" 'BAR\.ARV 0x1, 0xa0' 'TMEM address published: bar.arrive 1, 160'
+  expect "$fn" 'BAR\.SYNC(\.DEFER_BLOCKING)? 0x1, 0xa0' 'TMEM address awaited: bar.sync 1, 160'
+  dynamic_smem_base "$fn"
+  if awk -F'\t' -v fn="$fn" '$1 == fn && $2 ~ / STACK:0 / && $2 ~ / LOCAL:0 / { f = 1 } END { exit !f }' \
+    "$tmp/resources"; then
+    result ok "$fn" 'no stack, no local memory (nothing spilled)'
+  else
+    result FAIL "$fn" 'no stack, no local memory' "$(awk -F'\t' -v fn="$fn" '$1 == fn { print $2 }' "$tmp/resources")"
+  fi
+}
+
+# dynamic_smem_base FUNCTION: shared_storage's alignment check is there
+# (base & 1023, then a trap), and the base it tests is a constant that ptxas
+# chose (the end of the kernel's shared section), possibly plus the CTA id
+# shifted above bit 10 (the shared::cluster address), and 1024-aligned:
+# the alignment holds by construction, and the check can never fire.
+dynamic_smem_base() {
+  local base
+  base=$(instrs "$1" | awk '
+    { n = split($0, w, /[ ,]+/) }
+    w[1] == "UMOV" && n == 3 && w[3] ~ /^0x[0-9a-f]+$/ { value[w[2]] = w[3] }
+    # The base may also come as (CTA id << s) + constant, s >= 10 (the
+    # shared::cluster form): its low bits are the constant.
+    w[1] == "ULEA" && n == 5 && w[5] ~ /^0x(1[0-9a-f]|[a-f])$/ && (w[4] in value) { value[w[2]] = value[w[4]] }
+    /^ULOP3\.LUT UP[0-6], URZ, UR[0-9]+, 0x3ff, URZ, 0xc0, !UPT$/ { print (w[4] in value) ? value[w[4]] : "?"; exit }')
+  if [ -z "$base" ]; then
+    result FAIL "$1" 'shared_storage: 1024-byte alignment check' 'no ULOP3.LUT UPn, URZ, URx, 0x3ff test'
+  elif [ "$base" = '?' ]; then
+    result FAIL "$1" 'shared_storage: dynamic shared memory base' 'the tested address is not a UMOV constant'
+  elif [ $((base % 1024)) -ne 0 ]; then
+    result FAIL "$1" 'shared_storage: dynamic shared memory base' "$base is not 1024-aligned"
+  else
+    result ok "$1" "shared_storage: dynamic shared memory at $base, 1024-aligned"
+  fi
+}
+
+# gemm: wspipe_gemm_cg<G>_c<C>_s<S>_a<A>_<dtype>. The loads and commits
+# follow the cluster shape: cta_group 1 alone loads and commits locally; a
+# cluster of two shares B (each CTA multicasts its half) and frees an input
+# slot in both CTAs with a multicast commit; cta_group 2 loads signal the
+# pair's even CTA's barrier (.2CTA) and every commit reaches both CTAs.
+# Manual A (ordinary stores, then fence.proxy.async) is a run-time flag
+# that only cta_group 1 with clusters of 1 accepts.
+gemm_fns=$(awk -F'\t' '$1 ~ /^wspipe_gemm_/ { print $1 }' "$tmp/ops" | sort -u)
+[ -n "$gemm_fns" ] || result FAIL '(objects)' 'gemm kernels' 'no wspipe_gemm_* kernel: is examples_build.cu.o among them?'
+for fn in $gemm_fns; do
+  if ! [[ $fn =~ ^wspipe_gemm_cg([12])_c([12])_s[0-9]+_a[0-9]+_(bf16|e4m3)$ ]]; then
+    result FAIL "$fn" 'gemm kernel name' 'not wspipe_gemm_cg<1|2>_c<1|2>_s<S>_a<A>_<bf16|e4m3>'
+    continue
+  fi
+  g=${BASH_REMATCH[1]}
+  c=${BASH_REMATCH[2]}
+  example_common "$fn" "$g" "$([ "${BASH_REMATCH[3]}" = bf16 ] && echo UTCHMMA || echo UTCQMMA)"
+  if [ "$g" = 2 ]; then
+    expect "$fn" "${I}UTMALDG\.2D\.2CTA \[UR[0-9]+\], \[UR[0-9]+\]$" 'A and B: tma_load<2>'
+    reject "$fn" 'UTMALDG\.[1-5]D(\.MULTICAST)? \[' "loads: every one signals the pair's barrier (.2CTA)"
+    expect "$fn" 'LOP3\.LUT .*0xfffffffe' "loads: the pair's even CTA (rank & ~1)"
+    expect "$fn" 'UPRMT .*0x654' "loads: its barrier's address (mapa)"
+    expect "$fn" "${I}UTCBAR\.2CTA\.MULTICAST \[UR[0-9]+\], URZ, UR[0-9]+$" 'commits: to both CTAs of the pair'
+    reject "$fn" 'UTCBAR(\.MULTICAST)? \[' 'commits: .cta_group::2 only'
+  elif [ "$c" = 2 ]; then
+    expect "$fn" "${I}UTMALDG\.2D \[UR[0-9]+\], \[UR[0-9]+\]$" 'A: tma_load<1>'
+    expect "$fn" "${I}UTMALDG\.2D\.MULTICAST \[UR[0-9]+\], \[UR[0-9]+\], UR[0-9]+$" 'B half: multicast to both CTAs'
+    expect "$fn" "${I}UTCBAR\.MULTICAST \[UR[0-9]+\], URZ, UR[0-9]+$" 'input slot freed in both CTAs'
+    expect "$fn" "${I}UTCBAR \[UR[0-9]+\], URZ$" 'accumulator stage: local commit'
+  else
+    expect "$fn" "${I}UTMALDG\.2D \[UR[0-9]+\], \[UR[0-9]+\]$" 'A and B: tma_load<1>'
+    reject "$fn" 'UTMALDG.*MULTICAST' 'loads: no multicast'
+    expect "$fn" "${I}UTCBAR \[UR[0-9]+\], URZ$" 'commits: local'
+    reject "$fn" 'UTCBAR.*MULTICAST' 'commits: no multicast'
+    # Not FENCE.VIEW.ASYNC.S alone: ptxas puts one before mbarrier.init too.
+    expect_pair "$fn" "${I}MEMBAR\.ALL\.CTA$" "${I}FENCE\.VIEW\.ASYNC\.S$" 'manual A: fence.proxy.async'
+  fi
+done
+
+# blockwise-fp8: wspipe_blockwise_fp8_cg<G>_s<S>_a<A>, clusters of G CTAs.
+# Per stage three loads (A, B, the A-scales); the epilogue frees the input
+# slot with ordinary arrives besides the MMA warp's commit.
+for fn in $(awk -F'\t' '$1 ~ /^wspipe_blockwise_fp8_/ { print $1 }' "$tmp/ops" | sort -u); do
+  if ! [[ $fn =~ ^wspipe_blockwise_fp8_cg([12])_s[0-9]+_a[0-9]+$ ]]; then
+    result FAIL "$fn" 'blockwise-fp8 kernel name' 'not wspipe_blockwise_fp8_cg<1|2>_s<S>_a<A>'
+    continue
+  fi
+  g=${BASH_REMATCH[1]}
+  example_common "$fn" "$g" UTCQMMA
+  expect "$fn" 'SYNCS\.ARRIVE\.TRANS64(\.RED)?\.A1T0 ' 'epilogue: arrives on input-empty'
+  if [ "$g" = 2 ]; then
+    expect_count "$fn" "${I}UTMALDG\.2D\.2CTA \[UR[0-9]+\], \[UR[0-9]+\]$" 3 'A, B, A-scales: tma_load<2>'
+    expect "$fn" "${I}UTCBAR\.2CTA\.MULTICAST \[UR[0-9]+\], URZ, UR[0-9]+$" 'commits: to both CTAs of the pair'
+    reject "$fn" 'UTCBAR(\.MULTICAST)? \[' 'commits: .cta_group::2 only'
+  else
+    expect_count "$fn" "${I}UTMALDG\.2D \[UR[0-9]+\], \[UR[0-9]+\]$" 3 'A, B, A-scales: tma_load<1>'
+    expect "$fn" "${I}UTCBAR \[UR[0-9]+\], URZ$" 'commits: local'
+    reject "$fn" 'UTCBAR.*MULTICAST' 'commits: no multicast'
+  fi
+done
+
 # The summary: each operation's instruction count (up to its final
 # self-branch) and its synchronisation, tensor-core, TMEM and TMA
 # instructions with how often each occurs, in order of first appearance.
@@ -352,18 +492,31 @@ echo
 echo "SASS per operation (sm_100a): instructions, then the interesting ones (xN: N occurrences)"
 interesting='SYNCS|BAR\.|UCGABAR|ELECT|MEMBAR|ERRBAR|FENCE|CCTL|UPRMT .*0x654|SHFL|SR_LANEID|SR_CgaCtaId|SR_CgaSize'
 interesting+='|BPT\.TRAP|WARPSYNC|NANOSLEEP|CALL|UTC|UTMA|LDTM|STTM|UVIRTCOUNT|^NOP$'
-for fn in $(awk -F'\t' '$1 ~ /^wspipe_op_/ { print $1 }' "$tmp/ops" | sort -u); do
-  total=$(instrs "$fn" | wc -l)
+# seen FUNCTION OPERANDS: its interesting instructions, "op xN; ...". With
+# OPERANDS 1, S2R, S2UR, UPRMT and SHFL.IDX are shown whole.
+seen() {
   # S2UR URx, SR_CgaCtaId is the base of the CTA's shared window (bits 24+
   # hold the cluster rank) in every address computation: left out.
-  seen=$(instrs "$fn" | sed -E 's/^@!?U?P[0-9T] //' | grep -E -- "$interesting" | grep -Ev 'S2UR .*SR_CgaCtaId' |
-    awk '{ op = ($1 ~ /^(S2R|S2UR|UPRMT|SHFL\.IDX)$/) ? $0 : $1; sub(/, *c\[.*/, "", op)
+  instrs "$1" | sed -E 's/^@!?U?P[0-9T] //' | grep -E -- "$interesting" | grep -Ev 'S2UR .*SR_CgaCtaId' |
+    awk -v whole="$2" '{ op = (whole && $1 ~ /^(S2R|S2UR|UPRMT|SHFL\.IDX)$/) ? $0 : $1; sub(/, *c\[.*/, "", op)
            if (!(op in n)) order[++k] = op; n[op]++ }
          END { for (i = 1; i <= k; i++) {
                  op = order[i]
                  printf "%s%s%s", (i > 1 ? "; " : ""), op, (n[op] > 1 ? " x" n[op] : "")
-               } }')
-  printf '  %-34s %3d  %s\n' "${fn#wspipe_op_}" "$total" "${seen:-(no synchronisation instruction)}"
+               } }'
+}
+for fn in $(awk -F'\t' '$1 ~ /^wspipe_op_/ { print $1 }' "$tmp/ops" | sort -u); do
+  s=$(seen "$fn" 1)
+  printf '  %-34s %3d  %s\n' "${fn#wspipe_op_}" "$(instrs "$fn" | wc -l)" "${s:-(no synchronisation instruction)}"
+done
+
+echo
+echo "SASS per example kernel: instructions, registers, then the interesting ones"
+for fn in $(awk -F'\t' '$1 ~ /^wspipe_(gemm|blockwise_fp8)_/ { print $1 }' "$tmp/ops" | sort -u); do
+  regs=$(awk -F'\t' -v fn="$fn" '$1 == fn { match($2, /REG:[0-9]+/); print substr($2, RSTART + 4, RLENGTH - 4) }' \
+    "$tmp/resources")
+  printf '  %s: %d instructions, %s registers\n    %s\n' "${fn#wspipe_}" "$(instrs "$fn" | wc -l)" "${regs:-?}" \
+    "$(seen "$fn" 0)"
 done
 
 echo
