@@ -57,6 +57,10 @@ class InputConsumerStage {
   WSPIPE_HD SharedMemBarrier& empty_mbar() const { return pipe_->pipeline().consumer_mbar(index_); }
   // Free the slot once the MMAs issued so far have read it: an elected
   // tcgen05.commit on empty, multicast to the CTAs of `mask` when it is not 0.
+  // A multicast commit is right only when the CTAs' slots are filled in
+  // lockstep (their loads multicast to each other, or one CTA pair's MMA
+  // reads both): otherwise a faster CTA's commit can land in a peer's next
+  // phase before the peer's load warp waited for the previous one.
   template <int CtaGroup>
   WSPIPE_HD void commit(std::uint16_t mask = 0, SourceLoc loc = SourceLoc::current()) const {
     B::elect_one([&] {

@@ -11,6 +11,12 @@
 // tcgen05.wait::ld ("early release", to the leader CTA's barrier for
 // cta_group 2); release_from_epilogue then only steps the cursor.
 // Counts: accum-full 1 (one commit), accum-empty 128 * cta_group.
+//
+// With cta_group 2 the peer CTA's epilogue arrives on the leader CTA's
+// accum-empty, remotely: the leader must not exit before those arrivals
+// land. The kernels here get that from TmemDeallocBarrier (each CTA's
+// dealloc waits for both CTAs' epilogues); a kernel without it needs a
+// final cluster barrier.
 #pragma once
 
 #include <cstdint>

@@ -35,9 +35,10 @@ class TmemAddress {
   std::uint32_t raw_ = 0;
 };
 
-// Rows 16-31 of a 32-lane fragment are 16 lanes below rows 0-15
-// (MAX's TMEM_LOWER_ROW_OFFSET).
-inline constexpr std::uint32_t kTmemLowerRowOffset = 16;
+// Rows 16-31 of a 32-lane fragment are 16 lanes below rows 0-15: a count of
+// lanes, for TmemAddress::offset (MAX's TMEM_LOWER_ROW_OFFSET is the same
+// step as a raw address delta, 16 << 16).
+inline constexpr std::uint32_t kTmemLowerRowLanes = 16;
 
 template <Backend B, int CtaGroup, std::uint32_t MaxCols = kTmemColumns>
 class TmemAllocation {
@@ -129,7 +130,7 @@ class TmemStage {
   template <Backend B, std::uint32_t Repeat = 4>
   WSPIPE_HD auto load_lower(std::uint32_t col = 0, SourceLoc loc = SourceLoc::current()) const {
     return B::template tmem_load<TmemShape::s16x256b, Repeat>(
-        cell(tmem_quarter_first_lane(B::warp_idx()) + kTmemLowerRowOffset, col).raw(), loc);
+        cell(tmem_quarter_first_lane(B::warp_idx()) + kTmemLowerRowLanes, col).raw(), loc);
   }
   template <Backend B>
   WSPIPE_HD static void wait_load(SourceLoc loc = SourceLoc::current()) {

@@ -255,7 +255,7 @@ WSPIPE_HD void blockwise_fp8_kernel(const BlockwiseFp8Args<B>& args) {
           const TmemCell c = tmem_frag_cell(TmemShape::s16x256b, kRepeat, lane, r);
           const std::size_t at = std::size_t{row0 + c.lane} * args.n + col0 + c.col;
           args.d[at] = detail::float_from_bits(acc_upper.reg(r));
-          args.d[at + std::size_t{kTmemLowerRowOffset} * args.n] = detail::float_from_bits(acc_lower.reg(r));
+          args.d[at + std::size_t{kTmemLowerRowLanes} * args.n] = detail::float_from_bits(acc_lower.reg(r));
         }
       });
     }

@@ -275,7 +275,7 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
         const auto base = stage.tmem().address().offset(32 * quarter, 0);
         constexpr std::uint32_t kRepeat = kGemmBlockN / 8;  // 16x256b: 8 columns per repetition
         auto upper = B::template tmem_load<TmemShape::s16x256b, kRepeat>(base.raw());
-        auto lower = B::template tmem_load<TmemShape::s16x256b, kRepeat>(base.offset(kTmemLowerRowOffset, 0).raw());
+        auto lower = B::template tmem_load<TmemShape::s16x256b, kRepeat>(base.offset(kTmemLowerRowLanes, 0).raw());
         if (bug == GemmBug::release_before_wait_ld) stage.arrive_empty();
         B::tmem_wait_load();
         // Early release: the stage's cells are in registers; the MMA warp may
@@ -287,7 +287,7 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
             const std::uint32_t row = row0 + 32 * (warp % 4) + c.lane;
             const std::size_t at = std::size_t{row} * args.n + col0 + c.col;
             args.d[at] = detail::float_from_bits(upper.reg(r));
-            args.d[at + std::size_t{kTmemLowerRowOffset} * args.n] = detail::float_from_bits(lower.reg(r));
+            args.d[at + std::size_t{kTmemLowerRowLanes} * args.n] = detail::float_from_bits(lower.reg(r));
           }
         });
       }
