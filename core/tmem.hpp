@@ -82,6 +82,33 @@ class TmemAllocation {
   std::uint32_t addr_ = 0;
 };
 
+// A typed view of TMEM: a Rows x Cols matrix of 32-bit elements T (f32 or
+// s32 accumulators: TMEM cells are 32 bits; a narrower D element still takes
+// a whole cell, PTX "tcgen05.mma"), element (row, col) at lane row, column
+// col of the base (the MMA's data-path layout D for M = 128).
+template <class T, std::uint32_t Rows, std::uint32_t Cols>
+class TmemTensor {
+  static_assert(sizeof(T) == 4, "TmemTensor<T, Rows, Cols>: T must be a 32-bit type (one TMEM cell)");
+  static_assert(Rows >= 1 && Rows <= kTmemLanes, "TmemTensor<T, Rows, Cols>: Rows must be in [1, 128]");
+  static_assert(Cols >= 1 && Cols <= kTmemColumns, "TmemTensor<T, Rows, Cols>: Cols must be in [1, 512]");
+
+ public:
+  using Element = T;
+  static constexpr std::uint32_t kRows = Rows;
+  static constexpr std::uint32_t kCols = Cols;
+
+  WSPIPE_HD constexpr explicit TmemTensor(TmemAddress base) : base_(base) {}
+  WSPIPE_HD constexpr TmemAddress base() const { return base_; }
+  WSPIPE_HD constexpr TmemAddress at(std::uint32_t row, std::uint32_t col) const { return base_.offset(row, col); }
+  // The rows a warp may load: its lane quarter (PTX tcgen05 access restrictions).
+  WSPIPE_HD constexpr TmemAddress quarter(std::uint32_t warp_idx) const {
+    return at(tmem_quarter_first_lane(warp_idx), 0);
+  }
+
+ private:
+  TmemAddress base_;
+};
+
 // One accumulator stage of `NumStages` in a TMEM allocation, `StageStride`
 // columns apart (usually 512 / NumStages).
 template <int NumStages, std::uint32_t StageStride, int CtaGroup>
@@ -112,10 +139,16 @@ class TmemStage {
   WSPIPE_HD constexpr std::uint32_t offset() const { return base_ + index_ * StageStride; }
   WSPIPE_HD constexpr TmemAddress address() const { return TmemAddress(offset()); }
 
-  // Typed view of the stage as an accumulator of f32 cells: element (row,
-  // col) of the warp's 32 rows lives at lane row, column col (layout D).
+  // The cell at `lane`, `col` of the stage.
   WSPIPE_HD constexpr TmemAddress cell(std::uint32_t lane, std::uint32_t col) const {
     return address().offset(lane, col);
+  }
+
+  // The stage as a Rows x Cols accumulator of T (MAX's TmemStage.tensor).
+  template <class T, std::uint32_t Rows, std::uint32_t Cols>
+  WSPIPE_HD constexpr TmemTensor<T, Rows, Cols> tensor() const {
+    static_assert(Cols <= StageStride, "TmemStage::tensor<T, Rows, Cols>: Cols must fit in the stage's columns");
+    return TmemTensor<T, Rows, Cols>(address());
   }
 
   // The calling warp's fragment rows 0-15 / 16-31 of its lane quarter, as

@@ -177,6 +177,18 @@ TEST(core_TmemStage, ConstructsFromAnAllocation) {
   EXPECT_EQ(s2.offset(), tmem_addr(0, 256 + 3 * 64));
 }
 
+TEST(core_TmemStage, TensorViewAddressesRowsByLaneAndColumnsByColumn) {
+  const wspipe::TmemStage<2, 256, 1> stage(tmem_addr(0, 0), 1);
+  constexpr auto t = stage.tensor<float, 128, 64>();
+  static_assert(decltype(t)::kRows == 128 && decltype(t)::kCols == 64);
+  EXPECT_EQ(t.base(), wspipe::TmemAddress(tmem_addr(0, 256)));
+  EXPECT_EQ(t.at(0, 0).raw(), tmem_addr(0, 256));
+  EXPECT_EQ(t.at(37, 5).raw(), tmem_addr(37, 261));
+  // A warp's quarter: warp index 6 owns lanes 64-95.
+  EXPECT_EQ(t.quarter(6).raw(), tmem_addr(64, 256));
+  EXPECT_EQ(t.quarter(3).raw(), tmem_addr(96, 256));
+}
+
 // ------------------------------------------------------------ TmemStage loads
 
 // A unique value per TMEM cell.
