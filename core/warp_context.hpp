@@ -57,12 +57,14 @@ class WarpContextScope {
 template <Backend B, OutputPipelineConfig Opc>
 using MmaKStage = OutputProducer<B, Opc>;
 
+// What both warp contexts hold: the TMEM allocation, this warp's copy of
+// the output pipeline (its own cursors), and the dealloc barrier.
 template <Backend B, OutputPipelineConfig Opc, std::uint32_t MmaThreads, std::uint32_t EpilogueThreads>
-class MmaWarpContext {
-  static_assert(MmaThreads == 32, "MmaWarpContext<B, Opc, MmaThreads, EpilogueThreads>: MmaThreads must be 32");
+class WarpContextBase {
+  static_assert(MmaThreads == 32, "Mma/EpilogueWarpContext<B, Opc, MmaThreads, EpilogueThreads>: MmaThreads must be 32");
   static_assert(EpilogueThreads == 128,
-                "MmaWarpContext<B, Opc, MmaThreads, EpilogueThreads>: EpilogueThreads must be 128 (four warps, one "
-                "per TMEM lane quarter)");
+                "Mma/EpilogueWarpContext<B, Opc, MmaThreads, EpilogueThreads>: EpilogueThreads must be 128 (four "
+                "warps, one per TMEM lane quarter)");
 
  public:
   using Pipeline = OutputTilePipeline<B, Opc>;
@@ -70,8 +72,32 @@ class MmaWarpContext {
   using Dealloc = TmemDeallocBarrier<B, Opc.cta_group>;
   using Sync = TmemAddressSync<B, MmaThreads + EpilogueThreads>;
 
-  WSPIPE_HD MmaWarpContext(Tmem tmem, Pipeline output_pipeline, Dealloc dealloc)
+  WSPIPE_HD WarpContextBase(Tmem tmem, Pipeline output_pipeline, Dealloc dealloc)
       : tmem_(tmem), output_pipeline_(output_pipeline), dealloc_(dealloc) {}
+
+  WSPIPE_HD Pipeline& output_pipeline() { return output_pipeline_; }
+  WSPIPE_HD const Tmem& tmem() const { return tmem_; }
+  WSPIPE_HD const Dealloc& dealloc_barrier() const { return dealloc_; }
+
+ protected:
+  Tmem tmem_;
+  Pipeline output_pipeline_;
+  Dealloc dealloc_;
+};
+
+template <Backend B, OutputPipelineConfig Opc, std::uint32_t MmaThreads, std::uint32_t EpilogueThreads>
+class MmaWarpContext : public WarpContextBase<B, Opc, MmaThreads, EpilogueThreads> {
+  using Base = WarpContextBase<B, Opc, MmaThreads, EpilogueThreads>;
+  using Base::dealloc_;
+  using Base::output_pipeline_;
+  using Base::tmem_;
+
+ public:
+  using typename Base::Dealloc;
+  using typename Base::Pipeline;
+  using typename Base::Sync;
+  using typename Base::Tmem;
+  using Base::Base;
 
   // The whole MMA warp (and, for cta_group 2, the peer CTA's MMA warp too:
   // the allocation is a pair collective).
@@ -91,15 +117,6 @@ class MmaWarpContext {
   WSPIPE_HD MmaKStage<B, Opc> per_k_stage(SourceLoc loc = SourceLoc::current()) {
     return output_pipeline_.producer(loc);
   }
-
-  WSPIPE_HD Pipeline& output_pipeline() { return output_pipeline_; }
-  WSPIPE_HD const Tmem& tmem() const { return tmem_; }
-  WSPIPE_HD const Dealloc& dealloc_barrier() const { return dealloc_; }
-
- private:
-  Tmem tmem_;
-  Pipeline output_pipeline_;
-  Dealloc dealloc_;
 };
 
 // The epilogue's per-K context (blockwise FP8): enter waits accum-full and
@@ -150,20 +167,17 @@ class EpilogueKContext {
 };
 
 template <Backend B, OutputPipelineConfig Opc, std::uint32_t MmaThreads, std::uint32_t EpilogueThreads>
-class EpilogueWarpContext {
-  static_assert(MmaThreads == 32, "EpilogueWarpContext<B, Opc, MmaThreads, EpilogueThreads>: MmaThreads must be 32");
-  static_assert(EpilogueThreads == 128,
-                "EpilogueWarpContext<B, Opc, MmaThreads, EpilogueThreads>: EpilogueThreads must be 128 (four warps, "
-                "one per TMEM lane quarter)");
+class EpilogueWarpContext : public WarpContextBase<B, Opc, MmaThreads, EpilogueThreads> {
+  using Base = WarpContextBase<B, Opc, MmaThreads, EpilogueThreads>;
+  using Base::dealloc_;
+  using Base::output_pipeline_;
 
  public:
-  using Pipeline = OutputTilePipeline<B, Opc>;
-  using Tmem = TmemAllocation<B, Opc.cta_group>;
-  using Dealloc = TmemDeallocBarrier<B, Opc.cta_group>;
-  using Sync = TmemAddressSync<B, MmaThreads + EpilogueThreads>;
-
-  WSPIPE_HD EpilogueWarpContext(Tmem tmem, Pipeline output_pipeline, Dealloc dealloc)
-      : tmem_(tmem), output_pipeline_(output_pipeline), dealloc_(dealloc) {}
+  using typename Base::Dealloc;
+  using typename Base::Pipeline;
+  using typename Base::Sync;
+  using typename Base::Tmem;
+  using Base::Base;
 
   // Call Sync::wait() first: it orders the alloc's store of the address
   // before this read.
@@ -185,15 +199,6 @@ class EpilogueWarpContext {
                                                             SourceLoc loc = SourceLoc::current()) {
     return EpilogueKContext<B, Opc, InputPipe>(&output_pipeline_, &input_pipeline, loc);
   }
-
-  WSPIPE_HD Pipeline& output_pipeline() { return output_pipeline_; }
-  WSPIPE_HD const Tmem& tmem() const { return tmem_; }
-  WSPIPE_HD const Dealloc& dealloc_barrier() const { return dealloc_; }
-
- private:
-  Tmem tmem_;
-  Pipeline output_pipeline_;
-  Dealloc dealloc_;
 };
 
 }  // namespace wspipe

@@ -137,10 +137,9 @@ WSPIPE_HD void blockwise_fp8_kernel(const BlockwiseFp8Args<B>& args) {
   const bool leader = (rank & 1u) == 0;  // the pair's even CTA issues its MMAs
   const std::uint16_t mma_complete_mask = G == 2 ? 0b11 : static_cast<std::uint16_t>(1u << rank);
 
-  const std::uint32_t tiles_m = args.m / Cfg::kClusterM, tiles_n = args.n / kGemmBlockN;
-  const std::uint32_t num_tiles = tiles_m * tiles_n, k_blocks = args.k / Cfg::kBlockK;
+  const auto tiles = GemmTileSchedule::make<B>(args.m, args.n, Cfg::kClusterM);
+  const std::uint32_t k_blocks = args.k / Cfg::kBlockK;
   const std::uint32_t b_scale_cols = (args.n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
-  const std::uint32_t first_tile = B::cluster_idx(), tile_step = B::num_clusters();
 
   if (warp == kGemmMmaWarp) {
     Input::init_barriers(s.input, Cfg::kInputEmptyCount);
@@ -156,9 +155,8 @@ WSPIPE_HD void blockwise_fp8_kernel(const BlockwiseFp8Args<B>& args) {
   Input input(s.input, Tiles{&s});
 
   if (warp == kGemmLoadWarp) {
-    for (std::uint32_t t = first_tile; t < num_tiles; t += tile_step) {
-      const std::uint32_t row0 = (t / tiles_n) * Cfg::kClusterM + rank * kGemmBlockM;
-      const std::uint32_t col0 = (t % tiles_n) * kGemmBlockN;
+    for (std::uint32_t t = tiles.first; t < tiles.num_tiles; t += tiles.step) {
+      const std::uint32_t row0 = tiles.row0(t), col0 = tiles.col0(t);
       for (std::uint32_t kb = 0; kb < k_blocks; ++kb) {
         auto stage = input.producer();
         const std::uint32_t i = stage.index();
@@ -183,7 +181,7 @@ WSPIPE_HD void blockwise_fp8_kernel(const BlockwiseFp8Args<B>& args) {
     if (G == 2 && !leader) return;  // the pair's MMAs are the even CTA's
     const std::uint32_t idesc =
         InstrDescriptor{.a = Cfg::kIn, .b = Cfg::kIn, .m = kGemmBlockM * G, .n = kGemmBlockN}.encode();
-    for (std::uint32_t t = first_tile; t < num_tiles; t += tile_step) {
+    for (std::uint32_t t = tiles.first; t < tiles.num_tiles; t += tiles.step) {
       for (std::uint32_t kb = 0; kb < k_blocks; ++kb) {
         auto out = ctx.per_k_stage();  // its end commits the stage to accum-full
         auto in = input.consumer();
@@ -206,9 +204,8 @@ WSPIPE_HD void blockwise_fp8_kernel(const BlockwiseFp8Args<B>& args) {
     constexpr std::uint32_t kRepeat = kGemmBlockN / tmem_shape_cols(TmemShape::s16x256b);
     constexpr std::uint32_t kRegs = tmem_regs(TmemShape::s16x256b, kRepeat);
     const std::uint32_t quarter = warp % 4;
-    for (std::uint32_t t = first_tile; t < num_tiles; t += tile_step) {
-      const std::uint32_t row0 = (t / tiles_n) * Cfg::kClusterM + rank * kGemmBlockM + 32 * quarter;
-      const std::uint32_t col0 = (t % tiles_n) * kGemmBlockN;
+    for (std::uint32_t t = tiles.first; t < tiles.num_tiles; t += tiles.step) {
+      const std::uint32_t row0 = tiles.row0(t) + 32 * quarter, col0 = tiles.col0(t);
       typename B::template Frag<kRegs> acc_upper{}, acc_lower{};  // f32 bits; +0.0f
       for (std::uint32_t kb = 0; kb < k_blocks; ++kb) {
         auto k = ctx.per_k_stage(input);  // its end: step the input cursor, arrive on accum-empty, step

@@ -11,6 +11,7 @@
 #include "core/numeric.hpp"
 #include "core/tma.hpp"
 #include "examples/blockwise_fp8.hpp"
+#include "examples/gemm_host.hpp"
 
 namespace wspipe::examples {
 
@@ -68,20 +69,7 @@ struct BlockwiseFp8Problem {
   // "" when D equals the reference everywhere; else the first difference
   // and how many elements differ.
   std::string check() const {
-    std::size_t bad = 0;
-    std::string first;
-    for (std::uint32_t i = 0; i < m; ++i) {
-      for (std::uint32_t j = 0; j < n; ++j) {
-        const float got = d[std::size_t{i} * n + j];
-        const auto want = static_cast<float>(ref(i, j));
-        if (got == want) continue;
-        if (bad++ == 0)
-          first = "D[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + std::to_string(got) + ", reference " +
-                  std::to_string(want);
-      }
-    }
-    if (bad == 0) return {};
-    return first + " (" + std::to_string(bad) + " of " + std::to_string(std::size_t{m} * n) + " elements differ)";
+    return compare_exact(d, m, n, [this](std::uint32_t i, std::uint32_t j) { return ref(i, j); });
   }
 
   // Tensor maps over the given base addresses (the host copies for the

@@ -8,6 +8,7 @@
 #include "blockwise_fp8.hpp"
 #include "blockwise_fp8_host.hpp"
 #include "scenarios.hpp"
+#include "stage_dispatch.hpp"
 
 namespace wspipe::examples {
 namespace {
@@ -46,27 +47,13 @@ Prepared prepare_config(const std::shared_ptr<BlockwiseFp8Run>& run, std::uint32
 }
 
 // The run-time options pick one instantiation: stages 1-4, accumulator
-// stages 1, 2 or 4, and cta_group 1 or 2.
-template <int G, int S>
-Prepared with_accum(std::uint32_t accum, const std::shared_ptr<BlockwiseFp8Run>& run, std::uint32_t clusters) {
-  switch (accum) {
-    case 1: return prepare_config<BlockwiseFp8Config<G, S, 1>>(run, clusters);
-    case 2: return prepare_config<BlockwiseFp8Config<G, S, 2>>(run, clusters);
-    case 4: return prepare_config<BlockwiseFp8Config<G, S, 4>>(run, clusters);
-    default: throw std::invalid_argument("blockwise-fp8: --accum-stages must be 1, 2 or 4");
-  }
-}
-
+// stages 1, 2 or 4.
 template <int G>
 Prepared with_stages(std::uint32_t stages, std::uint32_t accum, const std::shared_ptr<BlockwiseFp8Run>& run,
                      std::uint32_t clusters) {
-  switch (stages) {
-    case 1: return with_accum<G, 1>(accum, run, clusters);
-    case 2: return with_accum<G, 2>(accum, run, clusters);
-    case 3: return with_accum<G, 3>(accum, run, clusters);
-    case 4: return with_accum<G, 4>(accum, run, clusters);
-    default: throw std::invalid_argument("blockwise-fp8: --stages must be in [1, 4]");
-  }
+  return dispatch_stages("blockwise-fp8", stages, accum, [&]<int S, int A>() {
+    return prepare_config<BlockwiseFp8Config<G, S, A>>(run, clusters);
+  });
 }
 
 struct BlockwiseFp8Variant {

@@ -132,6 +132,29 @@ WSPIPE_HD std::uint64_t gemm_smem_desc(const void* tile, std::uint32_t k_bytes) 
       .encode();
 }
 
+// The persistent schedule: output tiles of cluster_m x kGemmBlockN, in
+// row-major order, taken by the clusters round-robin. Every warp of a
+// cluster walks the same sequence.
+struct GemmTileSchedule {
+  std::uint32_t tiles_n = 0, num_tiles = 0, first = 0, step = 1;
+  std::uint32_t cluster_m = 0, cta_row = 0;  // this CTA's first row within a cluster tile
+
+  template <Backend B>
+  WSPIPE_HD static GemmTileSchedule make(std::uint32_t m, std::uint32_t n, std::uint32_t cluster_m) {
+    GemmTileSchedule s;
+    s.tiles_n = n / kGemmBlockN;
+    s.num_tiles = (m / cluster_m) * s.tiles_n;
+    s.first = B::cluster_idx();
+    s.step = B::num_clusters();
+    s.cluster_m = cluster_m;
+    s.cta_row = B::cta_rank() * kGemmBlockM;
+    return s;
+  }
+  // Tile t's first row of D in this CTA, and its first column.
+  WSPIPE_HD std::uint32_t row0(std::uint32_t t) const { return (t / tiles_n) * cluster_m + cta_row; }
+  WSPIPE_HD std::uint32_t col0(std::uint32_t t) const { return (t % tiles_n) * kGemmBlockN; }
+};
+
 template <Backend B, class Cfg>
 WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
   using Storage = GemmStorage<Cfg>;
@@ -150,9 +173,8 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
   const GemmBug bug = args.bug;
   const std::uint16_t mma_complete_mask = G == 2 ? 0b11 : static_cast<std::uint16_t>(1u << rank);
 
-  const std::uint32_t tiles_m = args.m / Cfg::kClusterM, tiles_n = args.n / kGemmBlockN;
-  const std::uint32_t num_tiles = tiles_m * tiles_n, k_blocks = args.k / Cfg::kBlockK;
-  const std::uint32_t first_tile = B::cluster_idx(), tile_step = B::num_clusters();
+  const auto tiles = GemmTileSchedule::make<B>(args.m, args.n, Cfg::kClusterM);
+  const std::uint32_t k_blocks = args.k / Cfg::kBlockK;
 
   if (warp == kGemmMmaWarp) {
     Input::init_barriers(s.input, Cfg::kInputConsumers);
@@ -169,9 +191,8 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
   Input input(s.input, Tiles{&s});
 
   if (warp == kGemmLoadWarp) {
-    for (std::uint32_t t = first_tile; t < num_tiles; t += tile_step) {
-      const std::uint32_t row0 = (t / tiles_n) * Cfg::kClusterM + rank * kGemmBlockM;
-      const std::uint32_t col0 = (t % tiles_n) * kGemmBlockN;
+    for (std::uint32_t t = tiles.first; t < tiles.num_tiles; t += tiles.step) {
+      const std::uint32_t row0 = tiles.row0(t), col0 = tiles.col0(t);
       for (std::uint32_t kb = 0; kb < k_blocks; ++kb) {
         auto stage = input.producer();
         const std::uint32_t i = stage.index();
@@ -226,7 +247,7 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
       if (G == 2 && !leader) return;  // the pair's MMAs are the even CTA's
       const std::uint32_t idesc =
           InstrDescriptor{.a = Cfg::kIn, .b = Cfg::kIn, .m = kGemmBlockM * G, .n = kGemmBlockN}.encode();
-      for (std::uint32_t t = first_tile; t < num_tiles; t += tile_step) {
+      for (std::uint32_t t = tiles.first; t < tiles.num_tiles; t += tiles.step) {
         auto out = ctx.output_pipeline().acquire_for_mma();
         for (std::uint32_t kb = 0; kb < k_blocks; ++kb) {
           auto in = input.consumer();
@@ -266,10 +287,9 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
     if (bug != GemmBug::read_addr_before_sync) EpiCtx::Sync::wait();
     EpiCtx ctx = EpiCtx::create(&s.tmem_addr, s.accum, &s.tmem_dealloc, mma_complete_mask);
     if (bug == GemmBug::read_addr_before_sync) EpiCtx::Sync::wait();
-    auto tiles = [&] {
-      for (std::uint32_t t = first_tile; t < num_tiles; t += tile_step) {
-        const std::uint32_t row0 = (t / tiles_n) * Cfg::kClusterM + rank * kGemmBlockM;
-        const std::uint32_t col0 = (t % tiles_n) * kGemmBlockN;
+    auto epilogue = [&] {
+      for (std::uint32_t t = tiles.first; t < tiles.num_tiles; t += tiles.step) {
+        const std::uint32_t row0 = tiles.row0(t), col0 = tiles.col0(t);
         auto stage = ctx.output_pipeline().consumer();
         const std::uint32_t quarter = bug == GemmBug::wrong_quarter ? (warp + 1) % 4 : warp % 4;
         const auto base = stage.tmem().address().offset(32 * quarter, 0);
@@ -293,11 +313,11 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
       }
     };
     if (bug == GemmBug::early_dealloc) {
-      tiles();
+      epilogue();
       B::arrive(s.tmem_dealloc);  // the bug: the peer CTA's dealloc does not wait for this warp
     } else {
       auto scope = ctx.enter();  // its end signals the dealloc barrier (both CTAs' for cta_group 2)
-      tiles();
+      epilogue();
     }
   }
 }

@@ -13,6 +13,27 @@
 
 namespace wspipe::examples {
 
+// "" when every element of the M x N row-major `d` equals ref(i, j) rounded
+// to f32 (the examples' inputs make every sum exact); else the first
+// difference and how many elements differ.
+template <class Ref>
+std::string compare_exact(const std::vector<float>& d, std::uint32_t m, std::uint32_t n, Ref&& ref) {
+  std::size_t bad = 0;
+  std::string first;
+  for (std::uint32_t i = 0; i < m; ++i) {
+    for (std::uint32_t j = 0; j < n; ++j) {
+      const float got = d[std::size_t{i} * n + j];
+      const auto want = static_cast<float>(ref(i, j));
+      if (got == want) continue;
+      if (bad++ == 0)
+        first = "D[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + std::to_string(got) + ", reference " +
+                std::to_string(want);
+    }
+  }
+  if (bad == 0) return {};
+  return first + " (" + std::to_string(bad) + " of " + std::to_string(std::size_t{m} * n) + " elements differ)";
+}
+
 struct GemmProblem {
   std::uint32_t m = 0, n = 0, k = 0;
   ElemType in = ElemType::bf16;
@@ -64,20 +85,7 @@ struct GemmProblem {
   // "" when D equals the reference everywhere; else the first difference
   // and how many elements differ.
   std::string check() const {
-    std::size_t bad = 0;
-    std::string first;
-    for (std::uint32_t i = 0; i < m; ++i) {
-      for (std::uint32_t j = 0; j < n; ++j) {
-        const float got = d[std::size_t{i} * n + j];
-        const auto want = static_cast<float>(ref(i, j));
-        if (got == want) continue;
-        if (bad++ == 0)
-          first = "D[" + std::to_string(i) + "][" + std::to_string(j) + "] = " + std::to_string(got) + ", reference " +
-                  std::to_string(want);
-      }
-    }
-    if (bad == 0) return {};
-    return first + " (" + std::to_string(bad) + " of " + std::to_string(std::size_t{m} * n) + " elements differ)";
+    return compare_exact(d, m, n, [this](std::uint32_t i, std::uint32_t j) { return ref(i, j); });
   }
 
   // Tensor maps over `a_base` / `b_base` (the host copies for the

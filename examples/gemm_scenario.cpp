@@ -8,6 +8,7 @@
 #include "gemm.hpp"
 #include "gemm_host.hpp"
 #include "scenarios.hpp"
+#include "stage_dispatch.hpp"
 
 namespace wspipe::examples {
 namespace {
@@ -43,35 +44,15 @@ Prepared prepare_config(const std::shared_ptr<GemmRun>& run, std::uint32_t clust
   return prep;
 }
 
-// The run-time options pick one instantiation: stages 1-4, accumulator
-// stages 1, 2 or 4, the dtype, and the cluster shape.
-template <int G, int C, ElemType T, int S>
-Prepared with_accum(std::uint32_t accum, const std::shared_ptr<GemmRun>& run, std::uint32_t clusters) {
-  switch (accum) {
-    case 1: return prepare_config<GemmConfig<G, C, S, 1, T>>(run, clusters);
-    case 2: return prepare_config<GemmConfig<G, C, S, 2, T>>(run, clusters);
-    case 4: return prepare_config<GemmConfig<G, C, S, 4, T>>(run, clusters);
-    default: throw std::invalid_argument("gemm: --accum-stages must be 1, 2 or 4");
-  }
-}
-
-template <int G, int C, ElemType T>
-Prepared with_stages(std::uint32_t stages, std::uint32_t accum, const std::shared_ptr<GemmRun>& run,
-                     std::uint32_t clusters) {
-  switch (stages) {
-    case 1: return with_accum<G, C, T, 1>(accum, run, clusters);
-    case 2: return with_accum<G, C, T, 2>(accum, run, clusters);
-    case 3: return with_accum<G, C, T, 3>(accum, run, clusters);
-    case 4: return with_accum<G, C, T, 4>(accum, run, clusters);
-    default: throw std::invalid_argument("gemm: --stages must be in [1, 4]");
-  }
-}
-
+// The run-time options pick one instantiation: the cluster shape, the
+// dtype, stages 1-4 and accumulator stages 1, 2 or 4.
 template <int G, int C>
 Prepared with_dtype(ElemType t, std::uint32_t stages, std::uint32_t accum, const std::shared_ptr<GemmRun>& run,
                     std::uint32_t clusters) {
-  return t == ElemType::bf16 ? with_stages<G, C, ElemType::bf16>(stages, accum, run, clusters)
-                             : with_stages<G, C, ElemType::e4m3>(stages, accum, run, clusters);
+  return dispatch_stages("gemm", stages, accum, [&]<int S, int A>() {
+    return t == ElemType::bf16 ? prepare_config<GemmConfig<G, C, S, A, ElemType::bf16>>(run, clusters)
+                               : prepare_config<GemmConfig<G, C, S, A, ElemType::e4m3>>(run, clusters);
+  });
 }
 
 struct GemmVariant {
