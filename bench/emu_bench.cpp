@@ -5,6 +5,11 @@
 //   BM_EmuRing:     the `ring` scenario (4 stages, 4096 items) on the
 //                   emulator; items = scheduling steps. Arguments:
 //                   strategy, trace on/off, race checker on/off.
+//   BM_EmuGemm:     the `gemm` scenario at its defaults (256 x 256 x 256
+//                   bf16, cta_group 1 or 2), random strategy, trace off;
+//                   items = scheduling steps; argument: race checker
+//                   on/off. Tile-heavy: every TMA copy and MMA updates the
+//                   checker's shadows of shared memory and TMEM.
 //
 // After the table, prints one line per emulator configuration and, last,
 // `ratio=<steps per second / yields per second>` for the configuration
@@ -21,6 +26,7 @@
 
 #include "backends/emu/emu.hpp"
 #include "examples/ring.hpp"
+#include "examples/scenarios.hpp"
 
 namespace {
 
@@ -80,18 +86,51 @@ BENCHMARK(BM_EmuRing)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+void BM_EmuGemm(benchmark::State& state) {
+  const wspipe::examples::Scenario* gemm = wspipe::examples::find_scenario("gemm");
+  wspipe::examples::OptionValues values;
+  for (const auto& o : gemm->options) values[o.name] = o.def;
+  values["cta-group"] = static_cast<std::uint64_t>(state.range(0));
+  wspipe::emu::RunOptions opts;
+  opts.trace = false;
+  opts.race_check = state.range(1) != 0;
+  std::int64_t steps = 0;
+  std::uint64_t seed = 1;
+  for (auto _ : state) {
+    opts.strategy.seed = seed++;
+    auto r = wspipe::examples::run_prepared(gemm->prepare("", values), opts);
+    if (r.status != wspipe::emu::Status::ok) state.SkipWithError("gemm failed");
+    steps += static_cast<std::int64_t>(r.steps);
+  }
+  state.SetItemsProcessed(steps);
+  state.SetLabel("gemm cta_group " + std::to_string(state.range(0)) + (opts.race_check ? "" : " no-race-check"));
+}
+BENCHMARK(BM_EmuGemm)->ArgsProduct({{1, 2}, {1, 0}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // Collects items/second per benchmark while printing the usual table.
+// With --benchmark_repetitions=N the median of the repetitions is used,
+// and their coefficient of variation is printed beside it.
 class Collect : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       auto it = r.counters.find("items_per_second");
-      if (it != r.counters.end()) rate[r.benchmark_name()] = it->second.value;
-      label[r.benchmark_name()] = r.report_label;
+      if (it == r.counters.end()) continue;
+      std::string name = r.benchmark_name();
+      if (r.run_type == Run::RT_Aggregate) {
+        const std::string suffix = "_" + r.aggregate_name;
+        name.resize(name.size() - suffix.size());
+        if (r.aggregate_name == "median") rate[name] = it->second.value;
+        if (r.aggregate_name == "cv") cv[name] = it->second.value;
+      } else if (!rate.count(name)) {
+        rate[name] = it->second.value;
+      }
+      label[name] = r.report_label;
     }
     ConsoleReporter::ReportRuns(runs);
   }
   std::map<std::string, double> rate;
+  std::map<std::string, double> cv;
   std::map<std::string, std::string> label;
 };
 
@@ -112,8 +151,10 @@ int main(int argc, char** argv) {
   std::printf("\nboost.fiber yields/s: %.3e\n", y->second);
   double main_ratio = -1;
   for (const auto& [name, r] : reporter.rate) {
-    if (name.rfind("BM_EmuRing", 0) != 0) continue;
-    std::printf("emulator steps/s: %.3e  ratio %.3f  (%s)\n", r, r / y->second, reporter.label[name].c_str());
+    if (name.rfind("BM_Emu", 0) != 0) continue;
+    std::printf("emulator steps/s: %.3e  ratio %.3f  (%s)", r, r / y->second, reporter.label[name].c_str());
+    if (auto c = reporter.cv.find(name); c != reporter.cv.end()) std::printf("  cv %.0f%%", 100 * c->second);
+    std::printf("\n");
     if (reporter.label[name] == "random no-trace") main_ratio = r / y->second;
   }
   if (main_ratio < 0) {

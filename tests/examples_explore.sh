@@ -4,9 +4,11 @@
 # finding (the result checked against the CPU reference after each run), and
 # every broken variant exits 1 within 500 runs of its default strategy with
 # the outcome `wspipe list` promises, which `--json` reports as its outcome.
-# Needs $WSPIPE (the built program) and python3.
+# Needs $WSPIPE (the built program) and python3; $EXPLORE_RUNS overrides the
+# 200 runs of the correct configurations (a sanitizer build uses fewer).
 set -euo pipefail
 W=${WSPIPE:?set WSPIPE to the wspipe binary}
+RUNS=${EXPLORE_RUNS:-200}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -16,7 +18,7 @@ json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[
 scenarios=$(awk '$1 !~ /\// && $2 == "expect=ok" && $1 != "ring" {print $1}' "$tmp/list")
 [[ -n "$scenarios" ]] || fail "wspipe list shows no example scenarios"
 
-# 1. correct kernels: 200 runs each, cta_group 1 and 2 (gemm: both dtypes)
+# 1. correct kernels: $RUNS (200) runs each, cta_group 1 and 2 (gemm: both dtypes)
 for s in $scenarios; do
   configs=("--cta-group 1" "--cta-group 2")
   [[ "$s" == gemm ]] && configs=("--cta-group 1 --dtype bf16" "--cta-group 1 --dtype fp8"
@@ -24,9 +26,10 @@ for s in $scenarios; do
                                  "--cluster 2" "--manual-a 1")
   for c in "${configs[@]}"; do
     # shellcheck disable=SC2086
-    "$W" explore "$s" --runs 200 $c >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; fail "explore $s $c: exit $?"; }
+    set +e; "$W" explore "$s" --runs "$RUNS" $c >"$tmp/out" 2>&1; rc=$?; set -e
+    [[ $rc == 0 ]] || { cat "$tmp/out" >&2; fail "explore $s $c: exit $rc"; }
     grep -q "nothing found" "$tmp/out" || fail "explore $s $c: no summary"
-    echo "ok: explore $s --runs 200 $c"
+    echo "ok: explore $s --runs $RUNS $c"
   done
 done
 
