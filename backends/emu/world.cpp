@@ -330,7 +330,7 @@ void World::finish(Warp& w) {
     return;
   }
   record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::exit});
-  if (cta.live_warps == 0) cta_exited(w);
+  if (cta.exited()) cta_exited(w);
   // barrier.cluster waits for the threads that have not exited.
   release_cluster_if_complete(cl);
   if (!stopping_) dispatch(&w);
@@ -463,7 +463,7 @@ Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, 
   Cta& pc = ctas_[peer];
   auto* peer_bar =
       reinterpret_cast<SharedMemBarrier*>(pc.smem + (reinterpret_cast<std::byte*>(&bar) - own.smem));
-  if (pc.live_warps == 0) {
+  if (pc.exited()) {
     fail(w, "mbarrier.remote-exited-cta", anon_name(peer_bar, pc) + " (" + cta_label(peer) + ")",
          "remote arrive into " + cta_label(peer) +
              ", which has exited (illegal shared::cluster access: launch failure on hardware)",
@@ -822,8 +822,7 @@ void World::cluster_sync(const SourceLoc& loc) {
 }
 
 void World::cta_exited(Warp& w) {
-  Cta& cta = ctas_[w.cta];
-  cta.exited = true;
+  const Cta& cta = ctas_[w.cta];
   // An async operation that still writes into this CTA's shared memory or
   // TMEM, or arrives on its barriers, would do so after it is gone (on
   // hardware: a launch failure, HARDWARE.md §6 bug 15). The same rule as an

@@ -119,7 +119,7 @@ struct Cta {
   std::byte* smem = nullptr;
   std::size_t smem_bytes = 0;
   std::uint32_t live_warps = 0;
-  bool exited = false;
+  bool exited() const { return live_warps == 0; }
   std::array<NamedBarrier, 16> named{};
   // Tensor Memory: cell values and shadows (index lane * 512 + column),
   // created on first use; live allocations; the allocation permit.

@@ -265,7 +265,7 @@ void World::engine_tma(AsyncOp& op, std::uint32_t e) {
   for (std::uint32_t r = 0; r < launch_.cluster_size; ++r) {
     if (((op.mask >> r) & 1u) == 0) continue;
     const std::uint32_t cta = first + r;
-    if (ctas_[cta].exited) {
+    if (ctas_[cta].exited()) {
       fail(*current_, "async.target-exited", cta_label(cta),
            "a TMA load issued by " + issuer.name + " at step " + std::to_string(op.step) + " delivers into " +
                cta_label(cta) + ", which has exited (HARDWARE.md §6 bug 15: exit before the pipeline drained)",
@@ -309,7 +309,7 @@ void World::engine_mma(AsyncOp& op, std::uint32_t e) {
   const std::uint32_t cta0 = engines_[e].cta;
   auto target = [&](int r) { return op.cta_group == 2 ? pair_cta(cta0, static_cast<std::uint32_t>(r)) : cta0; };
   for (int r = 0; r < op.cta_group; ++r) {
-    if (ctas_[target(r)].exited) {
+    if (ctas_[target(r)].exited()) {
       fail(*current_, "async.target-exited", cta_label(target(r)),
            "a tcgen05.mma issued by " + issuer.name + " at step " + std::to_string(op.step) + " runs on " +
                cta_label(target(r)) + ", which has exited",
@@ -360,7 +360,7 @@ void World::engine_commit(AsyncOp& op, std::uint32_t e) {
   for (std::uint32_t r = 0; r < launch_.cluster_size; ++r) {
     if (((op.mask >> r) & 1u) == 0) continue;
     const std::uint32_t cta = first + r;
-    if (ctas_[cta].exited) {
+    if (ctas_[cta].exited()) {
       fail(*current_, "async.target-exited", cta_label(cta),
            "a tcgen05.commit issued by " + issuer.name + " at step " + std::to_string(op.step) + " arrives on " +
                cta_label(cta) + ", which has exited",
