@@ -36,11 +36,7 @@ Prepared prepare_config(const std::shared_ptr<BlockwiseFp8Run>& run, std::uint32
   run->args.n = p.n;
   run->args.k = p.k;
   Prepared prep;
-  prep.launch.num_clusters = clusters;
-  prep.launch.cluster_size = Cfg::kClusterSize;
-  prep.launch.warps_per_cta = kGemmWarps;
-  prep.launch.smem_bytes = sizeof(BlockwiseFp8Storage<Cfg>);
-  prep.launch.warp_roles = {"epilogue", "epilogue", "epilogue", "epilogue", "load", "mma"};
+  prep.launch = warp_specialized_launch(clusters, Cfg::kClusterSize, sizeof(BlockwiseFp8Storage<Cfg>));
   prep.body = [run] { blockwise_fp8_kernel<EmuBackend, Cfg>(run->args); };
   prep.verify = [run] { return run->problem.check(); };
   return prep;

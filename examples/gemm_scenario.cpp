@@ -34,11 +34,7 @@ Prepared prepare_config(const std::shared_ptr<GemmRun>& run, std::uint32_t clust
   run->args.n = p.n;
   run->args.k = p.k;
   Prepared prep;
-  prep.launch.num_clusters = clusters;
-  prep.launch.cluster_size = Cfg::kClusterSize;
-  prep.launch.warps_per_cta = kGemmWarps;
-  prep.launch.smem_bytes = sizeof(GemmStorage<Cfg>);
-  prep.launch.warp_roles = {"epilogue", "epilogue", "epilogue", "epilogue", "load", "mma"};
+  prep.launch = warp_specialized_launch(clusters, Cfg::kClusterSize, sizeof(GemmStorage<Cfg>));
   prep.body = [run] { gemm_kernel<EmuBackend, Cfg>(run->args); };
   prep.verify = [run] { return run->problem.check(); };
   return prep;
@@ -98,6 +94,16 @@ const GemmVariant kVariants[] = {
 };
 
 }  // namespace
+
+emu::LaunchConfig warp_specialized_launch(std::uint32_t clusters, std::uint32_t cluster_size, std::size_t smem_bytes) {
+  emu::LaunchConfig launch;
+  launch.num_clusters = clusters;
+  launch.cluster_size = cluster_size;
+  launch.warps_per_cta = kGemmWarps;
+  launch.smem_bytes = smem_bytes;
+  launch.warp_roles = {"epilogue", "epilogue", "epilogue", "epilogue", "load", "mma"};
+  return launch;
+}
 
 Scenario make_gemm_scenario() {
   Scenario s;

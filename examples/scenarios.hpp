@@ -64,6 +64,11 @@ emu::RunResult run_prepared(const Prepared& prep, const emu::RunOptions& options
 // or the rule of the first violation.
 std::string outcome(const emu::RunResult& r);
 
+// The launch of the warp-specialized examples (gemm, blockwise-fp8):
+// `clusters` clusters of `cluster_size` CTAs, each of kGemmWarps warps
+// (epilogue x4, load, mma) with `smem_bytes` of shared memory.
+emu::LaunchConfig warp_specialized_launch(std::uint32_t clusters, std::uint32_t cluster_size, std::size_t smem_bytes);
+
 // The scenarios defined in their own files.
 Scenario make_gemm_scenario();
 Scenario make_blockwise_fp8_scenario();

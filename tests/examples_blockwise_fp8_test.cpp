@@ -42,13 +42,8 @@ emu::RunResult run_fp8(BlockwiseFp8Problem& p, const emu::RunOptions& opts, std:
   args.n = p.n;
   args.k = p.k;
   args.bug = bug;
-  emu::LaunchConfig launch;
-  launch.num_clusters = clusters;
-  launch.cluster_size = Cfg::kClusterSize;
-  launch.warps_per_cta = ex::kGemmWarps;
-  launch.smem_bytes = sizeof(ex::BlockwiseFp8Storage<Cfg>);
-  return emu::run(
-      launch, [&] { ex::blockwise_fp8_kernel<B, Cfg>(args); }, opts);
+  const auto launch = ex::warp_specialized_launch(clusters, Cfg::kClusterSize, sizeof(ex::BlockwiseFp8Storage<Cfg>));
+  return emu::run(launch, [&] { ex::blockwise_fp8_kernel<B, Cfg>(args); }, opts);
 }
 
 // Runs Cfg over `seeds` data sets, each under the schedule of the same seed

@@ -32,11 +32,7 @@ emu::RunResult run_gemm(ex::GemmProblem& p, std::uint32_t clusters, std::uint64_
   args.n = p.n;
   args.k = p.k;
   args.manual_a = manual_a;
-  emu::LaunchConfig launch;
-  launch.num_clusters = clusters;
-  launch.cluster_size = Cfg::kClusterSize;
-  launch.warps_per_cta = ex::kGemmWarps;
-  launch.smem_bytes = sizeof(ex::GemmStorage<Cfg>);
+  const auto launch = ex::warp_specialized_launch(clusters, Cfg::kClusterSize, sizeof(ex::GemmStorage<Cfg>));
   return emu::run(launch, [&] { ex::gemm_kernel<B, Cfg>(args); }, with_strategy(emu::StrategyKind::random, seed));
 }
 
