@@ -101,18 +101,9 @@ struct Gemm {
     map_a = map(a, kM);
     map_b = map(b, kN);
   }
+  // Boxes of 128 bytes: one 128B-swizzled row.
   static TensorMap map(const std::vector<std::uint16_t>& g, std::uint32_t rows) {
-    TensorMap t;
-    t.global = g.data();
-    t.dtype = ElemType::bf16;
-    t.rank = 2;
-    t.dims[0] = kK;
-    t.dims[1] = rows;
-    t.strides[1] = kK * 2;
-    t.box[0] = kBlockK;  // 128 bytes: one 128B-swizzled row
-    t.box[1] = rows;
-    t.swizzle = SmemSwizzle::b128;
-    return t;
+    return wspipe::test::tensor_map_2d(g.data(), ElemType::bf16, kK, rows, kBlockK, rows, SmemSwizzle::b128);
   }
   static std::uint64_t desc(const void* tile, std::uint32_t k) {
     return SmemDescriptor{.start = B::smem_addr(tile) + k * 32, .lbo = 16, .sbo = 1024, .swizzle = SmemSwizzle::b128}
@@ -358,15 +349,7 @@ emu::RunResult run_drain(bool drain, std::uint64_t seed, const TensorMap& map) {
 
 TEST(core_InputTilePipelineDrain, DrainKeepsEachCtaAliveUntilEveryCommitIntoItLanded) {
   std::vector<std::uint8_t> g(64 * 128, 7);
-  TensorMap map;
-  map.global = g.data();
-  map.dtype = ElemType::u8;
-  map.rank = 2;
-  map.dims[0] = 64;
-  map.dims[1] = 128;
-  map.strides[1] = 64;
-  map.box[0] = 64;
-  map.box[1] = 8;  // half a tile
+  const TensorMap map = wspipe::test::tensor_map_2d(g.data(), ElemType::u8, 64, 128, 64, 8);  // boxes of half a tile
   for (std::uint64_t seed = 1; seed <= 30; ++seed) {
     auto r = run_drain(true, seed, map);
     ASSERT_EQ(r.status, emu::Status::ok) << r.report();

@@ -107,14 +107,7 @@ struct Kernel {
     for (std::uint32_t t = 0; t < kIters; ++t)
       for (std::uint32_t r = 0; r < static_cast<std::uint32_t>(CG); ++r)
         for (std::uint32_t i = 0; i < 128; ++i) scales_global[(t * CG + r) * 128 + i] = scale(t, r, i, CG);
-    map.global = scales_global.data();
-    map.dtype = ElemType::f32;
-    map.rank = 2;
-    map.dims[0] = 128;
-    map.dims[1] = kIters * CG;
-    map.strides[1] = 128 * 4;
-    map.box[0] = 128;
-    map.box[1] = 1;
+    map = wspipe::test::tensor_map_2d(scales_global.data(), ElemType::f32, 128, kIters * CG, 128, 1);
   }
 
   void run_kernel() {

@@ -81,18 +81,9 @@ struct Gemm {
     // emulated MMA must match the reference exactly.
     for (std::size_t i = 0; i < a.size(); ++i) a[i] = wspipe::float_to_bf16(static_cast<float>(int(i * 7 % 5) - 2));
     for (std::size_t i = 0; i < b.size(); ++i) b[i] = wspipe::float_to_bf16(static_cast<float>(int(i * 3 % 7) - 3));
+    // Boxes of 64 bf16 = 128 bytes: one 128B-swizzled row.
     auto map = [](const std::vector<std::uint16_t>& g, std::uint32_t rows, std::uint32_t box_rows) {
-      TensorMap t;
-      t.global = g.data();
-      t.dtype = ElemType::bf16;
-      t.rank = 2;
-      t.dims[0] = kK;
-      t.dims[1] = rows;
-      t.strides[1] = kK * 2;
-      t.box[0] = kBlockK;  // 64 bf16 = 128 bytes: one 128B-swizzled row
-      t.box[1] = box_rows;
-      t.swizzle = SmemSwizzle::b128;
-      return t;
+      return wspipe::test::tensor_map_2d(g.data(), ElemType::bf16, kK, rows, kBlockK, box_rows, SmemSwizzle::b128);
     };
     map_a = map(a, m(), 128);
     map_b = map(b, kN, kN / static_cast<std::uint32_t>(cta_group));
@@ -280,10 +271,6 @@ TEST_P(emu_Gemm, SlotReleasedOnIssueRacesWithTheNextLoad) {
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     Gemm g(GetParam(), Bug::slot_release_on_issue);
     auto r = g.run(with_strategy(emu::StrategyKind::random, seed));
-    if (GetParam() == 2) {
-      // A thread arrive on the peer's slot does not exist in this variant;
-      // the leader's producer and MMA race on the leader's tiles.
-    }
     ASSERT_EQ(outcome(r), "race.smem") << r.report();
     const auto& v = r.violations[0];
     EXPECT_TRUE(contains(v.message + v.other, "TMA load")) << r.report();
@@ -420,6 +407,16 @@ TEST(emu_SmemRace, UnsynchronisedStoreAndLoadFireAndABarrierFixesThem) {
   }
 }
 
+TEST(emu_SmemRace, AViewOutsideSharedMemoryFires) {
+  std::uint32_t line = 0;
+  float heap[4] = {};
+  auto r = wspipe::test::run_kernel(1, [&] {
+    SmemView<B, float> v(heap, 4);
+    line = __LINE__; v.store(0, 1.0f);
+  }, {}, 64);
+  EXPECT_VIOLATION_AT(r, "smem.not-shared", line);
+}
+
 TEST(emu_SmemRace, RaceCheckerOffReportsNothing) {
   struct S {
     float x[8];
@@ -441,15 +438,7 @@ TEST(emu_Tma, InvalidMapAndMultiLaneIssueFire) {
     SharedMemBarrier bar;
   };
   std::vector<std::uint8_t> g(64 * 64);
-  TensorMap m;
-  m.global = g.data();
-  m.dtype = ElemType::u8;
-  m.rank = 2;
-  m.dims[0] = 64;
-  m.dims[1] = 64;
-  m.strides[1] = 64;
-  m.box[0] = 16;
-  m.box[1] = 64;
+  const TensorMap m = wspipe::test::tensor_map_2d(g.data(), ElemType::u8, 64, 64, 16, 64);
   auto issue = [&](TensorMap map, bool elect) {
     return wspipe::test::run_kernel(1, [map, elect] {
       auto& s = B::shared_storage<S>();
@@ -491,15 +480,7 @@ TEST(emu_Tma, MulticastDeliversToEveryCtaOfTheMask) {
   };
   std::vector<std::uint8_t> g(64 * 64);
   for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<std::uint8_t>(i * 13 + 1);
-  TensorMap m;
-  m.global = g.data();
-  m.dtype = ElemType::u8;
-  m.rank = 2;
-  m.dims[0] = 64;
-  m.dims[1] = 64;
-  m.strides[1] = 64;
-  m.box[0] = 64;
-  m.box[1] = 32;
+  const TensorMap m = wspipe::test::tensor_map_2d(g.data(), ElemType::u8, 64, 64, 64, 32);
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     std::vector<std::uint8_t> got[2];
     auto r = wspipe::test::run_kernel(1, [&] {
@@ -528,6 +509,105 @@ TEST(emu_Tma, MulticastDeliversToEveryCtaOfTheMask) {
     B::elect_one([&] { B::tma_load_multicast(m, s.tile, s.full, {{0, 0}}, 0b100); });
   }, {}, sizeof(S), 2);
   EXPECT_EQ(outcome(bad), "cluster.bad-rank");
+}
+
+TEST(emu_Tma, CtaGroupTwoLoadWithoutAPairFires) {
+  struct S {
+    alignas(1024) std::uint8_t tile[1024];
+    SharedMemBarrier bar;
+  };
+  std::vector<std::uint8_t> g(64 * 64);
+  const TensorMap m = wspipe::test::tensor_map_2d(g.data(), ElemType::u8, 64, 64, 16, 64);
+  std::uint32_t line = 0;
+  auto r = wspipe::test::run_kernel(1, [&] {
+    auto& s = B::shared_storage<S>();
+    init_bar(s.bar, 1);
+    B::elect_one([&] { line = __LINE__; B::tma_load<2>(m, s.tile, s.bar, {{0, 0}}); });
+  }, {}, sizeof(S), 1);
+  EXPECT_VIOLATION_AT(r, "tma.no-cta-pair", line);
+}
+
+// An async operation whose barrier was never initialised: reported when the
+// engine completes it, at the line that issued it.
+TEST(emu_Tensor, CommitToAnUninitialisedBarrierFires) {
+  struct S {
+    SharedMemBarrier never_initialised, done;
+  };
+  std::uint32_t line = 0;
+  auto r = wspipe::test::run_kernel(1, [&] {
+    auto& s = B::shared_storage<S>();
+    init_bar(s.done, 1);
+    B::elect_one([&] {
+      line = __LINE__; B::mma_commit<1>(s.never_initialised);
+      B::mma_commit<1>(s.done);  // completes after the first: the warp is still there when it fails
+    });
+    B::wait(s.done, 0);
+  }, {}, sizeof(S));
+  EXPECT_VIOLATION_AT(r, "mbarrier.uninitialized", line);
+}
+
+TEST(emu_Tensor, CommitMulticastOutsideTheClusterFires) {
+  struct S {
+    SharedMemBarrier bar;
+  };
+  auto r = wspipe::test::run_kernel(1, [&] {
+    auto& s = B::shared_storage<S>();
+    init_bar(s.bar, 1);
+    B::elect_one([&] { B::mma_commit_multicast<1>(s.bar, 0b10); });  // rank 1 of a cluster of 1
+  }, {}, sizeof(S));
+  EXPECT_EQ(outcome(r), "cluster.bad-rank") << r.report();
+}
+
+// The MMA's D must lie in a live allocation, and a dealloc may not free
+// columns that a queued MMA will still write.
+struct MmaSmem {
+  alignas(1024) std::uint16_t a[128 * 64];
+  SharedMemBarrier done;
+  std::uint32_t tmem_base;
+};
+
+emu::RunResult run_mma_into_allocation(std::uint32_t d_col, bool wait_before_dealloc, std::uint32_t& line,
+                                       std::uint64_t seed = 1) {
+  return wspipe::test::run_kernel(1, [=, &line] {
+    auto& s = B::shared_storage<MmaSmem>();
+    init_bar(s.done, 1);
+    B::tmem_alloc<1>(&s.tmem_base, 64);
+    B::syncwarp();
+    const std::uint32_t idesc = InstrDescriptor{.m = 128, .n = 64}.encode();
+    B::elect_one([&] {
+      line = __LINE__; B::mma<MmaKind::f16, 1>(s.tmem_base + d_col, Gemm::desc(s.a, 0), Gemm::desc(s.a, 0), idesc,
+                                               false);
+      B::mma_commit<1>(s.done);
+    });
+    if (wait_before_dealloc) B::wait(s.done, 0);
+    line = wait_before_dealloc ? line : __LINE__; B::tmem_dealloc<1>(s.tmem_base, 64);
+    if (!wait_before_dealloc) B::wait(s.done, 0);
+  }, with_strategy(emu::StrategyKind::random, seed), sizeof(MmaSmem));
+}
+
+TEST(emu_Tensor, MmaOutsideTheAllocationFires) {
+  std::uint32_t line = 0;
+  auto r = run_mma_into_allocation(32, true, line);  // columns 32-95 of a 64-column allocation
+  EXPECT_VIOLATION_AT(r, "tmem.unallocated-access", line);
+  auto ok = run_mma_into_allocation(0, true, line);
+  EXPECT_OK(ok);
+}
+
+TEST(emu_Tensor, DeallocWhileAnMmaIsQueuedFires) {
+  // The dealloc comes before the commit's wait: if the tensor core has not
+  // run the MMA yet it is in flight, otherwise its write is unordered with
+  // the dealloc. Some schedules show each.
+  bool in_flight = false;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    std::uint32_t line = 0;
+    auto r = run_mma_into_allocation(0, false, line, seed);
+    const std::string o = outcome(r);
+    ASSERT_TRUE(o == "tmem.dealloc-in-flight" || o == "tmem.dealloc-unordered") << r.report();
+    EXPECT_EQ(r.violations[0].line, line);
+    EXPECT_TRUE(contains(r.violations[0].message + r.violations[0].other, "tcgen05.mma")) << r.report();
+    in_flight |= o == "tmem.dealloc-in-flight";
+  }
+  EXPECT_TRUE(in_flight);
 }
 
 TEST(emu_Tensor, InvalidShapeFires) {

@@ -49,6 +49,23 @@ inline void elected_arrive(SharedMemBarrier& bar) {
   B::elect_one([&] { B::arrive(bar); });
 }
 
+// A 2-D tensor map over the row-major `cols` x `rows` matrix at `global`.
+inline TensorMap tensor_map_2d(const void* global, ElemType type, std::uint64_t cols, std::uint64_t rows,
+                               std::uint32_t box_cols, std::uint32_t box_rows,
+                               SmemSwizzle swizzle = SmemSwizzle::none) {
+  TensorMap t;
+  t.global = global;
+  t.dtype = type;
+  t.rank = 2;
+  t.dims[0] = cols;
+  t.dims[1] = rows;
+  t.strides[1] = cols * elem_bytes(type);
+  t.box[0] = box_cols;
+  t.box[1] = box_rows;
+  t.swizzle = swizzle;
+  return t;
+}
+
 }  // namespace wspipe::test
 
 // The run ended on exactly one violation, `rule`, reported at `line` of the

@@ -72,6 +72,18 @@ TEST(emu_TmemAlloc, BadSizeFiresAndPowersOfTwoAreQuiet) {
   EXPECT_EQ(outcome(big), "tmem.alloc-size");
 }
 
+TEST(emu_TmemAlloc, DestinationOutsideSharedMemoryFires) {
+  std::uint32_t line = 0;
+  std::uint32_t heap_word = 0;
+  auto r = run_kernel(1, [&] { line = __LINE__; B::tmem_alloc<1>(&heap_word, 32); }, {}, kSmem);
+  EXPECT_VIOLATION_AT(r, "tmem.alloc-dst", line);
+  auto misaligned = run_kernel(1, [&] {
+    auto* p = reinterpret_cast<std::uint32_t*>(reinterpret_cast<std::byte*>(&smem().tmem_base) + 2);
+    B::tmem_alloc<1>(p, 32);
+  }, {}, kSmem);
+  EXPECT_EQ(outcome(misaligned), "tmem.alloc-dst");
+}
+
 TEST(emu_TmemAlloc, AllocAfterRelinquishFires) {
   std::uint32_t line = 0;
   auto r = run_kernel(1, [&] {
