@@ -10,8 +10,12 @@
 //                   items = scheduling steps; argument: race checker
 //                   on/off. Tile-heavy: every TMA copy and MMA updates the
 //                   checker's shadows of shared memory and TMEM.
+//   BM_Explore:     emu::explore() over `ring` (defaults) or `gemm`
+//                   (defaults, cta_group 1) with 1 or 2 jobs, random
+//                   strategy; items = schedules (runs).
 //
-// After the table, prints one line per emulator configuration and, last,
+// After the table, prints one line per emulator configuration, the
+// speed-up of 2 jobs over 1 (`jobs2_speedup ring=... gemm=...`) and, last,
 // `ratio=<steps per second / yields per second>` for the configuration
 // `wspipe explore` uses (random strategy, trace off, race checker on). Each scheduling step
 // may switch fibers once, so the ratio says how much of a step is the
@@ -98,7 +102,7 @@ void BM_EmuGemm(benchmark::State& state) {
   std::uint64_t seed = 1;
   for (auto _ : state) {
     opts.strategy.seed = seed++;
-    auto r = wspipe::examples::run_prepared(gemm->prepare("", values), opts);
+    auto r = wspipe::emu::run(gemm->prepare("", values), opts);
     if (r.status != wspipe::emu::Status::ok) state.SkipWithError("gemm failed");
     steps += static_cast<std::int64_t>(r.steps);
   }
@@ -106,6 +110,29 @@ void BM_EmuGemm(benchmark::State& state) {
   state.SetLabel("gemm cta_group " + std::to_string(state.range(0)) + (opts.race_check ? "" : " no-race-check"));
 }
 BENCHMARK(BM_EmuGemm)->ArgsProduct({{1, 2}, {1, 0}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Whole explorations: schedules per second with 1 or 2 threads.
+void BM_Explore(benchmark::State& state) {
+  const bool gemm = state.range(0) != 0;
+  const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(gemm ? "gemm" : "ring");
+  wspipe::examples::OptionValues values;
+  for (const auto& o : sc->options) values[o.name] = o.def;
+  wspipe::emu::ExploreOptions o;
+  o.runs = gemm ? 16 : 2000;
+  o.seconds = 0;
+  o.jobs = static_cast<unsigned>(state.range(1));
+  o.portfolio = {{wspipe::emu::StrategyKind::random}};
+  const wspipe::emu::KernelFactory make = [&] { return sc->prepare("", values); };
+  std::int64_t runs = 0;
+  for (auto _ : state) {
+    const auto r = wspipe::emu::explore(make, o);
+    if (!r.ok()) state.SkipWithError("exploration found a failure");
+    runs += static_cast<std::int64_t>(r.runs);
+  }
+  state.SetItemsProcessed(runs);
+  state.SetLabel(sc->name + " explore jobs " + std::to_string(o.jobs));
+}
+BENCHMARK(BM_Explore)->ArgsProduct({{0, 1}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Collects items/second per benchmark while printing the usual table.
 // With --benchmark_repetitions=N the median of the repetitions is used,
@@ -150,12 +177,22 @@ int main(int argc, char** argv) {
   }
   std::printf("\nboost.fiber yields/s: %.3e\n", y->second);
   double main_ratio = -1;
+  std::map<std::string, double> explore;  // label -> schedules/s
   for (const auto& [name, r] : reporter.rate) {
+    if (name.rfind("BM_Explore", 0) == 0) {
+      explore[reporter.label[name]] = r;
+      std::printf("schedules/s: %.3e  (%s)\n", r, reporter.label[name].c_str());
+      continue;
+    }
     if (name.rfind("BM_Emu", 0) != 0) continue;
     std::printf("emulator steps/s: %.3e  ratio %.3f  (%s)", r, r / y->second, reporter.label[name].c_str());
     if (auto c = reporter.cv.find(name); c != reporter.cv.end()) std::printf("  cv %.0f%%", 100 * c->second);
     std::printf("\n");
     if (reporter.label[name] == "random no-trace") main_ratio = r / y->second;
+  }
+  if (explore.size() == 4) {
+    std::printf("jobs2_speedup ring=%.2f gemm=%.2f\n", explore["ring explore jobs 2"] / explore["ring explore jobs 1"],
+                explore["gemm explore jobs 2"] / explore["gemm explore jobs 1"]);
   }
   if (main_ratio < 0) {
     std::puts("ratio=unavailable (BM_EmuRing random no-trace did not run)");

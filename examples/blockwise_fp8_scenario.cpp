@@ -23,7 +23,7 @@ struct BlockwiseFp8Run {
 };
 
 template <class Cfg>
-Prepared prepare_config(const std::shared_ptr<BlockwiseFp8Run>& run, std::uint32_t clusters) {
+emu::Kernel prepare_config(const std::shared_ptr<BlockwiseFp8Run>& run, std::uint32_t clusters) {
   if (const std::string e = run->problem.shape_error<Cfg>(); !e.empty())
     throw std::invalid_argument("blockwise-fp8: " + e);
   BlockwiseFp8Problem& p = run->problem;
@@ -35,7 +35,7 @@ Prepared prepare_config(const std::shared_ptr<BlockwiseFp8Run>& run, std::uint32
   run->args.m = p.m;
   run->args.n = p.n;
   run->args.k = p.k;
-  Prepared prep;
+  emu::Kernel prep;
   prep.launch = warp_specialized_launch(clusters, Cfg::kClusterSize, sizeof(BlockwiseFp8Storage<Cfg>));
   prep.body = [run] { blockwise_fp8_kernel<EmuBackend, Cfg>(run->args); };
   prep.verify = [run] { return run->problem.check(); };
@@ -45,7 +45,7 @@ Prepared prepare_config(const std::shared_ptr<BlockwiseFp8Run>& run, std::uint32
 // The run-time options pick one instantiation: stages 1-4, accumulator
 // stages 1, 2 or 4.
 template <int G>
-Prepared with_stages(std::uint32_t stages, std::uint32_t accum, const std::shared_ptr<BlockwiseFp8Run>& run,
+emu::Kernel with_stages(std::uint32_t stages, std::uint32_t accum, const std::shared_ptr<BlockwiseFp8Run>& run,
                      std::uint32_t clusters) {
   return dispatch_stages("blockwise-fp8", stages, accum, [&]<int S, int A>() {
     return prepare_config<BlockwiseFp8Config<G, S, A>>(run, clusters);

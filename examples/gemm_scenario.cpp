@@ -23,7 +23,7 @@ struct GemmRun {
 };
 
 template <class Cfg>
-Prepared prepare_config(const std::shared_ptr<GemmRun>& run, std::uint32_t clusters) {
+emu::Kernel prepare_config(const std::shared_ptr<GemmRun>& run, std::uint32_t clusters) {
   if (const std::string e = run->problem.shape_error<Cfg>(); !e.empty()) throw std::invalid_argument("gemm: " + e);
   GemmProblem& p = run->problem;
   run->args.a_map = p.a_map<Cfg>(p.a.data());
@@ -33,7 +33,7 @@ Prepared prepare_config(const std::shared_ptr<GemmRun>& run, std::uint32_t clust
   run->args.m = p.m;
   run->args.n = p.n;
   run->args.k = p.k;
-  Prepared prep;
+  emu::Kernel prep;
   prep.launch = warp_specialized_launch(clusters, Cfg::kClusterSize, sizeof(GemmStorage<Cfg>));
   prep.body = [run] { gemm_kernel<EmuBackend, Cfg>(run->args); };
   prep.verify = [run] { return run->problem.check(); };
@@ -43,7 +43,7 @@ Prepared prepare_config(const std::shared_ptr<GemmRun>& run, std::uint32_t clust
 // The run-time options pick one instantiation: the cluster shape, the
 // dtype, stages 1-4 and accumulator stages 1, 2 or 4.
 template <int G, int C>
-Prepared with_dtype(ElemType t, std::uint32_t stages, std::uint32_t accum, const std::shared_ptr<GemmRun>& run,
+emu::Kernel with_dtype(ElemType t, std::uint32_t stages, std::uint32_t accum, const std::shared_ptr<GemmRun>& run,
                     std::uint32_t clusters) {
   return dispatch_stages("gemm", stages, accum, [&]<int S, int A>() {
     return t == ElemType::bf16 ? prepare_config<GemmConfig<G, C, S, A, ElemType::bf16>>(run, clusters)
@@ -122,19 +122,26 @@ Scenario make_gemm_scenario() {
       {"manual-a", 0, 0, 1, "1: the load warp writes A with ordinary stores + fence.proxy.async (cta_group 1, "
                             "clusters of 1)"},
   };
-  for (const GemmVariant& v : kVariants) s.variants.push_back({v.name, v.expect, v.help});
+  for (const GemmVariant& v : kVariants) {
+    OptionValues pinned;
+    if (v.cta_group != 0) pinned["cta-group"] = static_cast<std::uint64_t>(v.cta_group);
+    if (v.cluster != 0) pinned["cluster"] = static_cast<std::uint64_t>(v.cluster);
+    if (v.manual_a >= 0) pinned["manual-a"] = static_cast<std::uint64_t>(v.manual_a);
+    s.variants.push_back({v.name, v.expect, v.help, pinned});
+  }
+  // cta_group 2 issues each MMA over a CTA pair: clusters of 2.
+  s.resolve = [](OptionValues& o) {
+    if (o.at("cta-group") == 2) o["cluster"] = 2;
+  };
   s.prepare = [](const std::string& variant, const OptionValues& o) {
     const GemmVariant* v = nullptr;
     for (const GemmVariant& x : kVariants)
       if (variant == x.name) v = &x;
     if (v == nullptr) throw std::invalid_argument("gemm: no variant '" + variant + "'");
-    std::uint32_t cta_group = static_cast<std::uint32_t>(o.at("cta-group"));
-    std::uint32_t cluster = static_cast<std::uint32_t>(o.at("cluster"));
-    bool manual_a = o.at("manual-a") != 0;
-    if (v->cta_group != 0) cta_group = static_cast<std::uint32_t>(v->cta_group);
-    if (v->cluster != 0) cluster = static_cast<std::uint32_t>(v->cluster);
-    if (v->manual_a >= 0) manual_a = v->manual_a != 0;
-    if (cta_group == 2) cluster = 2;
+    // Pinned and derived settings are in `o` already (cli::Scenario).
+    const auto cta_group = static_cast<std::uint32_t>(o.at("cta-group"));
+    const auto cluster = static_cast<std::uint32_t>(o.at("cluster"));
+    const bool manual_a = o.at("manual-a") != 0;
     if (manual_a && (cta_group != 1 || cluster != 1))
       throw std::invalid_argument("gemm: --manual-a 1 needs --cta-group 1 --cluster 1");
     const ElemType t = o.at("dtype") == 0 ? ElemType::bf16 : ElemType::e4m3;

@@ -44,7 +44,7 @@ Scenario make_ring() {
     if (variant == "no-release") bug = RingBug::no_release;
     if (variant == "over-arrive") bug = RingBug::over_arrive;
     if (variant == "producer-phase-0") bug = RingBug::producer_phase_0;
-    Prepared p;
+    emu::Kernel p;
     p.launch.warps_per_cta = kRingWarps;
     p.launch.warp_roles = {"producer", "consumer"};
     p.body = ring_body(static_cast<std::uint32_t>(v.at("stages")), static_cast<std::uint32_t>(v.at("items")), bug,
@@ -57,34 +57,15 @@ Scenario make_ring() {
 
 }  // namespace
 
-const std::vector<Scenario>& scenarios() {
-  static const std::vector<Scenario> all = {make_ring(), make_gemm_scenario(), make_blockwise_fp8_scenario()};
+const Catalogue& catalogue() {
+  static const Catalogue all = {make_ring(), make_gemm_scenario(), make_blockwise_fp8_scenario()};
   return all;
 }
 
 const Scenario* find_scenario(const std::string& name) {
-  for (const Scenario& s : scenarios())
+  for (const Scenario& s : catalogue())
     if (s.name == name) return &s;
   return nullptr;
-}
-
-emu::RunResult run_prepared(const Prepared& prep, const emu::RunOptions& options) {
-  emu::RunResult r = emu::run(prep.launch, prep.body, options);
-  if (r.status != emu::Status::ok || !prep.verify) return r;
-  if (std::string wrong = prep.verify(); !wrong.empty()) {
-    emu::Violation v;
-    v.rule = "result.mismatch";
-    v.message = "the kernel's result differs from the CPU reference: " + wrong;
-    v.step = r.steps;
-    r.violations.push_back(std::move(v));
-    r.status = emu::Status::violation;
-  }
-  return r;
-}
-
-std::string outcome(const emu::RunResult& r) {
-  if (r.status == emu::Status::violation && !r.violations.empty()) return r.violations.front().rule;
-  return emu::to_string(r.status);
 }
 
 }  // namespace wspipe::examples

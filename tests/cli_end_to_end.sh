@@ -9,10 +9,13 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
-# 1. every strategy explores the correct ring without a finding
-for s in rr random pct; do
+# 1. every strategy explores the correct ring without a finding; the default
+#    budget is time, so explore needs no --runs
+for s in rr random pct random,pct:2,pct:5; do
   "$W" explore ring --runs 1000 --strategy "$s" >"$tmp/out" 2>"$tmp/err" || fail "explore ring --strategy $s: exit $?"
 done
+"$W" explore ring --seconds 1 >"$tmp/out" 2>"$tmp/err" || fail "explore ring --seconds 1: exit $?"
+grep -q "nothing found" "$tmp/out" || fail "explore ring --seconds 1 printed no summary"
 
 # 2. each variant exits 1 within 100 runs with the outcome `wspipe list` promises,
 #    and its printed replay command reproduces it when run exactly as printed
@@ -28,6 +31,13 @@ while read -r name expect _; do
     [[ "$got" == "$want" ]] || fail "$name ($s): outcome $got, list promises $want"
     step=$(json_field steps <"$tmp/j")
     replay=$(json_field replay <"$tmp/j")
+    # the failure is shrunk: no more preemptions than found, and the JSON says so
+    python3 - "$tmp/j" <<'PY' || fail "$name ($s): shrink figures missing or grew"
+import json, sys
+s = json.load(open(sys.argv[1]))["shrink"]
+assert s["preemptions_after"] <= s["preemptions_before"], s
+assert s["choices_after"] <= s["choices_before"] or s["preemptions_after"] < s["preemptions_before"], s
+PY
     set +e; eval "$replay --json" >"$tmp/r"; rc=$?; set -e
     [[ $rc == 1 ]] || fail "$name: replay exit $rc"
     [[ "$(json_field outcome <"$tmp/r")" == "$want" ]] || fail "$name: replay outcome differs"
@@ -39,6 +49,29 @@ while read -r name expect _; do
   n=$((n + 1))
 done <"$tmp/list"
 [[ $n -ge 3 ]] || fail "list printed only $n broken ring variants"
+
+# 2b. the bounded exhaustive search covers ring --stages 2 --items 4 with 2
+#     preemptions, and finds every broken ring variant
+"$W" explore ring --stages 2 --items 4 --strategy exhaustive --preemptions 2 --json >"$tmp/j" ||
+  fail "exhaustive ring: exit $?"
+[[ "$(json_field complete <"$tmp/j")" == True ]] || fail "exhaustive ring did not complete"
+for v in no-release over-arrive producer-phase-0; do
+  set +e; "$W" explore ring/$v --stages 2 --items 4 --strategy exhaustive --preemptions 2 --json >"$tmp/j" 2>/dev/null
+  rc=$?; set -e
+  [[ $rc == 1 ]] || fail "exhaustive ring/$v: exit $rc, expected 1"
+done
+
+# 2c. --jobs does not change what is found: the same run, the same shrunk
+#     schedule
+for j in 1 2; do
+  set +e; "$W" explore ring/over-arrive --runs 50 --jobs $j --json >"$tmp/j$j" 2>/dev/null; set -e
+done
+[[ "$(json_field run <"$tmp/j1")" == "$(json_field run <"$tmp/j2")" ]] || fail "--jobs 1 and 2 report different runs"
+[[ "$(json_field schedule <"$tmp/j1")" == "$(json_field schedule <"$tmp/j2")" ]] || fail "--jobs 1 and 2 differ"
+
+# 2d. --trace on explore writes the shrunk failing run's trace
+set +e; "$W" explore ring/no-release --runs 20 --trace "$tmp/x.txt" >/dev/null 2>&1; set -e
+grep -q "wait" "$tmp/x.txt" || fail "explore --trace wrote no trace"
 
 # 3. the trace: Chrome JSON with one track per warp; same seed, same bytes
 "$W" run ring --seed 7 --trace "$tmp/t1.json" >/dev/null
@@ -73,10 +106,28 @@ expect_usage "stages" run ring --stages 99
 expect_usage "items" run ring --items x
 expect_usage "unknown option" run ring --bogus 1
 expect_usage "strategy" run ring --strategy fifo
-expect_usage "runs" explore ring
+expect_usage "runs" explore ring --runs 0
+expect_usage "jobs" explore ring --jobs 0
+expect_usage "shard 3/2" explore ring --shard 3/2
+expect_usage "shard" explore ring --shard x
+expect_usage "needs --strategy exhaustive" explore ring --preemptions 2
+expect_usage "belongs to" run ring --runs 3
+expect_usage "portfolios" run ring --strategy random,pct
+expect_usage "seconds" explore ring --seconds -1
 expect_usage "schedule" replay ring
 expect_usage "schedule" replay ring --schedule 9:abc
-expect_usage "unused" replay ring --schedule 1:b3a2b3 --items 64 --stages 1
-expect_usage "cannot move" replay ring --schedule 1:{9}b3 --items 64
+expect_usage "version 1" replay ring --schedule 1:b3a2b3
+expect_usage "unused" replay ring --schedule 2:99999b --items 4 --stages 1
+expect_usage "cannot move" replay ring --schedule '2:{99}' --items 64
+# a schedule recorded for one configuration, replayed with another
+set +e; "$W" explore ring/no-release --stages 2 --items 8 --runs 5 --json >"$tmp/j" 2>/dev/null; set -e
+sched=$(json_field schedule <"$tmp/j")
+expect_usage "another kernel, configuration" replay ring/no-release --stages 3 --items 8 --schedule "$sched"
+expect_usage "conflicts with variant" explore gemm/exit-before-drain --cluster 1 --runs 1
 expect_usage "unknown command" frobnicate
+
+# 5. a variant that pins a setting reports the setting in effect
+set +e; "$W" explore gemm/exit-before-drain --runs 100 --json >"$tmp/j" 2>/dev/null; set -e
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["options"]["cluster"] == 2, d["options"]; assert "--cluster 2" in d["replay"], d["replay"]' "$tmp/j" ||
+  fail "gemm/exit-before-drain does not report its pinned --cluster 2"
 echo "cli end-to-end: ok"

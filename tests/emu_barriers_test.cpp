@@ -3,6 +3,7 @@
 // Every rule is shown firing on the bug and quiet on correct use.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <sstream>
@@ -441,29 +442,61 @@ TEST(emu_Determinism, ReplayReproducesADeadlock) {
 TEST(emu_Determinism, ScheduleThatDoesNotFitThrows) {
   std::uint32_t line = 0;
   const auto r = racy(with_strategy(emu::StrategyKind::random, 1), &line);
-  ASSERT_GE(r.schedule.size(), 2u);
-  auto replay_with = [&](emu::Schedule s) {
+  ASSERT_GE(r.schedule.size(), 1u);
+  ASSERT_NE(r.schedule.check(), 0u);
+  auto replay_with = [&](emu::Schedule s, bool strict = true) {
     emu::RunOptions o;
     o.strategy.kind = emu::StrategyKind::replay;
     o.strategy.replay = std::move(s);
+    o.strategy.strict = strict;
     return racy(o, &line);
   };
-  std::vector<std::uint32_t> c = r.schedule.choices();
+  using Dev = emu::Schedule::Deviation;
+  std::vector<Dev> c = r.schedule.deviations();
   // Names an actor that does not exist.
   auto bad = c;
-  bad[0] = 7;
+  bad[0].actor = 7;
   EXPECT_THROW(replay_with(emu::Schedule(bad)), emu::ScheduleMismatch);
-  // Ends before the run does.
-  EXPECT_THROW(replay_with(emu::Schedule()), emu::ScheduleMismatch);
-  auto shorter = c;
-  shorter.pop_back();
-  EXPECT_THROW(replay_with(emu::Schedule(shorter)), emu::ScheduleMismatch);
-  // Leaves choices unused.
+  // Leniently (as shrinking replays), the same deviation is skipped.
+  EXPECT_NO_THROW(replay_with(emu::Schedule(bad), false));
+  // Leaves deviations unused: one past the run's last choice point.
   auto longer = c;
-  longer.push_back(0);
+  longer.push_back({r.choices + 5, 0});
   EXPECT_THROW(replay_with(emu::Schedule(longer)), emu::ScheduleMismatch);
-  // The exact schedule fits.
+  // The same deviations with another run's check: recorded elsewhere.
+  EXPECT_THROW(replay_with(emu::Schedule(c, r.schedule.check() ^ 1u)), emu::ScheduleMismatch);
+  // The exact schedule fits, checked or not; no deviations is the default
+  // policy's run, which fits any kernel.
   EXPECT_NO_THROW(replay_with(r.schedule));
+  EXPECT_NO_THROW(replay_with(r.schedule.unchecked()));
+  EXPECT_NO_THROW(replay_with(emu::Schedule()));
+}
+
+// The default policy: with no deviations the warp that runs goes on until it
+// blocks; a deviation where it could go on is a preemption.
+TEST(emu_Determinism, DefaultPolicyRunsTheCurrentWarpOnAndCountsPreemptions) {
+  std::uint32_t line = 0;
+  emu::RunOptions o;
+  o.strategy.kind = emu::StrategyKind::replay;
+  const auto plain = racy(o, &line);
+  EXPECT_TRUE(plain.schedule.empty());
+  EXPECT_EQ(plain.preemptions(), 0u);
+  // Warp 0 runs on through both arrives before warp 1 waits: the bug.
+  EXPECT_EQ(outcome(plain), "mbarrier.arrive-before-wait");
+  // Every random run's deviations replay it exactly, and every preemption
+  // is one of its deviations.
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const auto r = racy(with_strategy(emu::StrategyKind::random, seed), &line);
+    for (std::uint64_t at : r.preemption_at)
+      EXPECT_TRUE(std::any_of(r.schedule.deviations().begin(), r.schedule.deviations().end(),
+                              [&](const auto& d) { return d.at == at; }))
+          << "seed " << seed << ": preemption at " << at << " is not a deviation";
+    EXPECT_LE(r.preemptions(), r.schedule.size());
+    emu::RunOptions again;
+    again.strategy.kind = emu::StrategyKind::replay;
+    again.strategy.replay = r.schedule;
+    EXPECT_EQ(racy(again, &line).steps, r.steps);
+  }
 }
 
 TEST(emu_Determinism, StepBudgetExhaustedIsALivelock) {

@@ -31,10 +31,7 @@ inline emu::RunOptions with_strategy(emu::StrategyKind k, std::uint64_t seed = 1
 }
 
 // The rule of the first violation, or the status word.
-inline std::string outcome(const emu::RunResult& r) {
-  if (r.status == emu::Status::violation && !r.violations.empty()) return r.violations.front().rule;
-  return emu::to_string(r.status);
-}
+using emu::outcome;
 
 inline bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;

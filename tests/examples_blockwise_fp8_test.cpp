@@ -180,8 +180,8 @@ class examples_BlockwiseFp8Variant : public ::testing::TestWithParam<int> {};
 TEST_P(examples_BlockwiseFp8Variant, CorrectKernelIsQuietAndVerified) {
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     const auto r =
-        ex::run_prepared(scenario().prepare("", defaults(GetParam())), with_strategy(emu::StrategyKind::random, seed));
-    ASSERT_EQ(ex::outcome(r), "ok") << "seed " << seed << "\n" << r.report();
+        emu::run(scenario().prepare("", defaults(GetParam())), with_strategy(emu::StrategyKind::random, seed));
+    ASSERT_EQ(emu::outcome(r), "ok") << "seed " << seed << "\n" << r.report();
   }
 }
 
@@ -193,8 +193,8 @@ TEST_P(examples_BlockwiseFp8Variant, EarlyScaleReleaseRacesOnEverySchedule) {
   for (auto kind : {emu::StrategyKind::round_robin, emu::StrategyKind::random, emu::StrategyKind::pct}) {
     for (std::uint64_t seed = 1; seed <= 10; ++seed) {
       const auto r =
-          ex::run_prepared(scenario().prepare("early-scale-release", defaults(GetParam())), with_strategy(kind, seed));
-      ASSERT_EQ(ex::outcome(r), "race.smem") << emu::to_string(kind) << " seed " << seed << "\n" << r.report();
+          emu::run(scenario().prepare("early-scale-release", defaults(GetParam())), with_strategy(kind, seed));
+      ASSERT_EQ(emu::outcome(r), "race.smem") << emu::to_string(kind) << " seed " << seed << "\n" << r.report();
       const auto& v = r.violations[0];
       EXPECT_TRUE(contains(v.message + v.other, "TMA load")) << r.report();
       EXPECT_TRUE(contains(v.message + v.other, "ordinary load")) << r.report();

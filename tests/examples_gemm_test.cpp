@@ -94,13 +94,13 @@ TEST(examples_Gemm, ScenarioVerifiesEveryRunAndRejectsBadShapes) {
   ASSERT_NE(s, nullptr);
   ex::OptionValues v;
   for (const auto& o : s->options) v[o.name] = o.def;
-  ex::Prepared prep = s->prepare("", v);
-  auto ok = ex::run_prepared(prep, {});
+  emu::Kernel prep = s->prepare("", v);
+  auto ok = emu::run(prep, {});
   EXPECT_EQ(ok.status, emu::Status::ok) << ok.report();
 
-  ex::Prepared broken = s->prepare("", v);
+  emu::Kernel broken = s->prepare("", v);
   broken.verify = [] { return std::string("D[1][2] = 3, reference 4"); };
-  auto bad = ex::run_prepared(broken, {});
+  auto bad = emu::run(broken, {});
   ASSERT_EQ(bad.status, emu::Status::violation);
   EXPECT_EQ(bad.violations[0].rule, "result.mismatch");
   EXPECT_TRUE(contains(bad.violations[0].message, "D[1][2] = 3")) << bad.report();

@@ -4,32 +4,60 @@
 #include "backends/emu/schedule.hpp"
 
 using wspipe::emu::Schedule;
+using Dev = Schedule::Deviation;
 
-TEST(Schedule, EncodesRunsCompactly) {
-  EXPECT_EQ(Schedule({0, 0, 0, 1, 0}).encode(), "1:a3ba");
-  EXPECT_EQ(Schedule({25, 26, 51, 52, 52}).encode(), "1:zAZ{52}2");
-  EXPECT_EQ(Schedule().encode(), "1:");
+TEST(Schedule, EncodesDeviationsWithGaps) {
+  // Choice 3 picks actor 1, choice 16 actor 0, choice 17 actor 1.
+  EXPECT_EQ(Schedule({{3, 1}, {16, 0}, {17, 1}}).encode(), "2:3b12ab");
+  EXPECT_EQ(Schedule({{0, 25}, {1, 26}, {2, 51}, {10, 52}}).encode(), "2:zAZ7{52}");
+  EXPECT_EQ(Schedule().encode(), "2:");
+  EXPECT_EQ(Schedule({{0, 2}}, 0xdeadbeef).encode(), "2:deadbeef:c");
+  EXPECT_EQ(Schedule({}, 0x1a).encode(), "2:0000001a:");
+}
+
+TEST(Schedule, DecodesWhatItEncodes) {
+  std::string why;
+  const auto s = Schedule::decode("2:0badf00d:3b12ab", &why);
+  ASSERT_TRUE(s) << why;
+  EXPECT_EQ(s->check(), 0x0badf00du);
+  EXPECT_EQ(s->deviations(), (std::vector<Dev>{{3, 1}, {16, 0}, {17, 1}}));
+  EXPECT_EQ(s->unchecked().encode(), "2:3b12ab");
 }
 
 TEST(Schedule, RejectsMalformedText) {
   std::string why;
   EXPECT_FALSE(Schedule::decode("abc", &why));
   EXPECT_NE(why.find("version"), std::string::npos);
-  EXPECT_FALSE(Schedule::decode("2:ab", &why));
+  EXPECT_FALSE(Schedule::decode("3:ab", &why));
   EXPECT_NE(why.find("unsupported version"), std::string::npos);
-  EXPECT_FALSE(Schedule::decode("1:a!", &why));
-  EXPECT_NE(why.find("character 3"), std::string::npos);
-  EXPECT_FALSE(Schedule::decode("1:{12", &why));
-  EXPECT_FALSE(Schedule::decode("1:{x}", &why));
-  EXPECT_FALSE(Schedule::decode("1:a1", &why));  // a count of 1 is never written
-  EXPECT_FALSE(Schedule::decode("1:a99999999999", &why));            // more than any run
-  EXPECT_FALSE(Schedule::decode("1:a18446744073709551615b2", &why));  // would overflow the total
-  EXPECT_FALSE(Schedule::decode("1:a02", &why));                     // not canonical
+  EXPECT_FALSE(Schedule::decode("1:a3ba", &why));
+  EXPECT_NE(why.find("version 1"), std::string::npos) << why;
+  EXPECT_FALSE(Schedule::decode("2:a!", &why));
+  EXPECT_NE(why.find("character 3"), std::string::npos) << why;
+  EXPECT_FALSE(Schedule::decode("2:{12", &why));
+  EXPECT_FALSE(Schedule::decode("2:{x}", &why));
+  EXPECT_FALSE(Schedule::decode("2:{7}", &why));  // below 52: a letter
+  EXPECT_FALSE(Schedule::decode("2:0a", &why));   // a gap of 0 is never written
+  EXPECT_FALSE(Schedule::decode("2:05a", &why));  // nor a leading 0
+  EXPECT_FALSE(Schedule::decode("2:5", &why));    // a gap needs an actor
+  EXPECT_NE(why.find("followed by an actor"), std::string::npos) << why;
+  EXPECT_FALSE(Schedule::decode("2:99999999999999999999a", &why));  // overflow
+  EXPECT_FALSE(Schedule::decode("2:1099511627777a", &why));         // beyond any run
+  EXPECT_FALSE(Schedule::decode("2:abc:a", &why));                  // a check has 8 digits
+  EXPECT_NE(why.find("8 hex digits"), std::string::npos) << why;
+  EXPECT_FALSE(Schedule::decode("2:0000000g:a", &why));
+  EXPECT_FALSE(Schedule::decode("2:00000000:a", &why));  // 0 means unchecked: never written
 }
 
-RC_GTEST_PROP(Schedule, RoundTrips, (std::vector<std::uint32_t> choices)) {
-  for (auto& c : choices) c %= 200;  // mostly letters, some braces
-  const Schedule s(choices);
+RC_GTEST_PROP(Schedule, RoundTrips, (std::vector<std::pair<std::uint16_t, std::uint8_t>> steps, std::uint32_t check)) {
+  std::vector<Dev> devs;
+  std::uint64_t at = 0;
+  for (const auto& [gap, actor] : steps) {
+    at += gap % 40;
+    devs.push_back({at, actor % 200u});  // mostly letters, some braces
+    ++at;
+  }
+  const Schedule s(devs, check);
   std::string why;
   const auto back = Schedule::decode(s.encode(), &why);
   RC_ASSERT(back.has_value());

@@ -1,22 +1,17 @@
 #include "cli.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
-#include <fstream>
+#include <iomanip>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 
-#include "backends/emu/emulator.hpp"
-#include "examples/scenarios.hpp"
+#include "backends/emu/trace.hpp"
 
 namespace wspipe::cli {
 namespace {
-
-using examples::Scenario;
 
 constexpr int kOk = 0;
 constexpr int kFound = 1;
@@ -27,23 +22,37 @@ const char* kHelp = R"(wspipe: run warp-specialized kernels on the wspipe emulat
 usage:
   wspipe list
   wspipe run     SCENARIO[/VARIANT] [options] [--strategy S] [--seed N] [--trace FILE] [--json]
-  wspipe explore SCENARIO[/VARIANT] --runs N [options] [--strategy S] [--seed N] [--json]
+  wspipe explore SCENARIO[/VARIANT] [options] [--runs N] [--seconds T] [--strategy LIST] [--jobs N] [--json]
   wspipe replay  SCENARIO[/VARIANT] --schedule STR [options] [--trace FILE] [--json]
   wspipe help
 
   list      the scenarios and their variants, one per line, with the outcome
             each must produce (expect=ok, expect=deadlock, expect=<rule>)
   run       one run; prints the report, the schedule and the replay command
-  explore   up to N runs with seeds N0, N0+1, ...; stops at the first failure
+  explore   many runs (run i: strategy i mod |LIST|, seed N0+i) until the
+            budget is spent or a failure is found; the lowest-numbered
+            failing run is shrunk to a short schedule and reported
   replay    re-runs a recorded schedule step for step
 
 options:
-  --strategy S         rr | random | pct            (default random)
-  --seed N             first seed                   (default 1)
-  --pct-depth D        PCT bug depth                (default 3)
+  --strategy S         run: rr | random | pct | pct:D       (default random)
+                       explore: a comma-separated portfolio of those, or
+                       exhaustive                            (default random,pct:3)
+  --seed N             first seed                            (default 1)
+  --pct-depth D        the depth of a plain `pct`            (default 3)
+  --runs N             explore: stop after N runs (run numbers 0..N-1)
+  --seconds T          explore: stop after T seconds         (default 10 without --runs)
+  --jobs N             explore: threads                      (default: the machine's cores)
+  --shard I/N          explore: only the run numbers i with i mod N = I
+  --preemptions K      explore --strategy exhaustive: at most K preemptions (default 2)
+  --no-reduction       explore --strategy exhaustive: no partial-order reduction
+                       (every schedule within the bound; for comparison)
+  --no-shrink          explore: report the failing schedule as found
+  --shrink-seconds T   explore: time for shrinking           (default 20)
   --max-steps N        step budget per run; running out is a livelock (default 5000000)
   --spurious-try-wait  try_wait may time out on an incomplete phase
-  --trace FILE         write the run's trace: Chrome/Perfetto JSON, or text if FILE ends in .txt
+  --trace FILE         write the (shrunk, failing) run's trace: Chrome/Perfetto
+                       JSON, or text if FILE ends in .txt
   --json               print one JSON object instead of the report
   scenario options     see `wspipe list`; e.g. --stages 4 --items 64
 
@@ -61,7 +70,19 @@ struct Args {
   std::map<std::string, std::string> opts;  // without "--"
   bool json = false;
   bool spurious = false;
+  bool no_shrink = false;
+  bool no_reduction = false;
 };
+
+// Options every scenario takes, and the commands each belongs to ("" = all).
+const std::map<std::string, std::string>& global_options() {
+  static const std::map<std::string, std::string> m = {
+      {"strategy", ""},        {"seed", ""},           {"pct-depth", ""},   {"max-steps", ""},
+      {"trace", ""},           {"runs", "explore"},    {"seconds", "explore"}, {"jobs", "explore"},
+      {"shard", "explore"},    {"preemptions", "explore"}, {"shrink-seconds", "explore"},
+      {"schedule", "replay"}};
+  return m;
+}
 
 std::uint64_t parse_u64(const std::string& name, const std::string& text) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
@@ -73,7 +94,20 @@ std::uint64_t parse_u64(const std::string& name, const std::string& text) {
   }
 }
 
-std::string choice_list(const examples::OptionSpec& spec) {
+double parse_seconds(const std::string& name, const std::string& text) {
+  std::size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !(v >= 0) || v > 1e7)
+    throw UsageError("--" + name + " needs a number of seconds >= 0, got '" + text + "'");
+  return v;
+}
+
+std::string choice_list(const OptionSpec& spec) {
   std::string out;
   for (const auto& c : spec.choices) out += (out.empty() ? "" : "|") + c;
   return out;
@@ -92,9 +126,6 @@ Args parse(const std::vector<std::string>& argv) {
   Args a;
   if (argv.size() < 2) throw UsageError("missing command (list, run, explore, replay, help)");
   a.command = argv[1];
-  static const std::map<std::string, bool> kGlobal = {
-      {"strategy", true}, {"seed", true},      {"pct-depth", true}, {"max-steps", true}, {"trace", true},
-      {"runs", true},     {"schedule", true},  {"json", false},     {"spurious-try-wait", false}};
   for (std::size_t i = 2; i < argv.size(); ++i) {
     const std::string& tok = argv[i];
     if (tok.rfind("--", 0) != 0) {
@@ -112,9 +143,9 @@ Args parse(const std::vector<std::string>& argv) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
-    if (name == "json" || name == "spurious-try-wait") {
+    if (name == "json" || name == "spurious-try-wait" || name == "no-shrink" || name == "no-reduction") {
       if (value) throw UsageError("--" + name + " takes no value");
-      (name == "json" ? a.json : a.spurious) = true;
+      (name == "json" ? a.json : name == "no-shrink" ? a.no_shrink : name == "no-reduction" ? a.no_reduction : a.spurious) = true;
       continue;
     }
     if (!value) {
@@ -124,36 +155,65 @@ Args parse(const std::vector<std::string>& argv) {
     if (a.opts.count(name)) throw UsageError("--" + name + " given twice");
     a.opts[name] = *value;
   }
+  if (a.no_shrink && a.command != "explore") throw UsageError("--no-shrink belongs to `wspipe explore`");
+  if (a.no_reduction && a.command != "explore") throw UsageError("--no-reduction belongs to `wspipe explore`");
   return a;
 }
 
 struct Plan {
   const Scenario* scenario = nullptr;
-  const examples::VariantSpec* variant = nullptr;
-  examples::OptionValues values;
-  emu::RunOptions options;
-  std::optional<std::string> trace_file;
+  const VariantSpec* variant = nullptr;
+  OptionValues values;  // every option as in effect: defaults, command line, pins, derived
   std::string display;  // "ring/no-release"
+  std::vector<emu::StrategySpec> portfolio;
+  std::uint64_t seed = 1;
+  std::uint64_t max_steps = emu::RunOptions{}.max_steps;
+  bool spurious = false;
+  std::optional<std::string> trace_file;
+
+  emu::Kernel make() const { return scenario->prepare(variant->name, values); }
+  emu::KernelFactory factory() const {
+    return [this] { return make(); };
+  }
+  emu::RunOptions run_options() const {
+    emu::RunOptions o;
+    o.max_steps = max_steps;
+    o.spurious_try_wait = spurious;
+    return o;
+  }
 };
 
-Plan plan(const Args& a) {
+const Scenario* find_scenario(const Catalogue& cat, const std::string& name) {
+  for (const Scenario& s : cat)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+Plan plan(const Args& a, const Catalogue& cat) {
   Plan p;
   if (a.scenario.empty()) throw UsageError("missing SCENARIO[/VARIANT]; `wspipe list` shows them");
-  p.scenario = examples::find_scenario(a.scenario);
+  p.scenario = find_scenario(cat, a.scenario);
   if (p.scenario == nullptr) throw UsageError("unknown scenario '" + a.scenario + "'; `wspipe list` shows them");
   for (const auto& v : p.scenario->variants)
     if (v.name == a.variant) p.variant = &v;
   if (p.variant == nullptr) throw UsageError("scenario '" + a.scenario + "' has no variant '" + a.variant + "'");
   p.display = a.scenario + (a.variant.empty() ? "" : "/" + a.variant);
 
-  static const std::map<std::string, std::string> kCommandOnly = {{"runs", "explore"}, {"schedule", "replay"}};
   for (const auto& [name, value] : a.opts) {
-    if (auto it = kCommandOnly.find(name); it != kCommandOnly.end() && it->second != a.command)
-      throw UsageError("--" + name + " belongs to `wspipe " + it->second + "`");
+    const auto g = global_options().find(name);
+    if (g != global_options().end()) {
+      if (!g->second.empty() && g->second != a.command)
+        throw UsageError("--" + name + " belongs to `wspipe " + g->second + "`");
+      continue;
+    }
+    const bool known = std::any_of(p.scenario->options.begin(), p.scenario->options.end(),
+                                   [&](const OptionSpec& o) { return o.name == name; });
+    if (!known) throw UsageError("unknown option --" + name + " for scenario '" + a.scenario + "'");
   }
   for (const auto& spec : p.scenario->options) {
     std::uint64_t v = spec.def;
-    if (auto it = a.opts.find(spec.name); it != a.opts.end()) {
+    const auto it = a.opts.find(spec.name);
+    if (it != a.opts.end()) {
       if (spec.choices.empty()) {
         v = parse_u64(spec.name, it->second);
       } else {
@@ -166,33 +226,48 @@ Plan plan(const Args& a) {
     if (v < spec.min || v > spec.max)
       throw UsageError("--" + spec.name + " must be in [" + std::to_string(spec.min) + ", " +
                        std::to_string(spec.max) + "], got " + std::to_string(v));
+    if (const auto pin = p.variant->pinned.find(spec.name); pin != p.variant->pinned.end()) {
+      if (it != a.opts.end() && v != pin->second)
+        throw UsageError("--" + spec.name + " " + it->second + " conflicts with variant '" + a.variant +
+                         "', which needs --" + spec.name + " " + spec.spell(pin->second));
+      v = pin->second;
+    }
     p.values[spec.name] = v;
   }
-  for (const auto& [name, value] : a.opts) {
-    static const char* known[] = {"strategy", "seed", "pct-depth", "max-steps", "trace", "runs", "schedule"};
-    bool ok = p.values.count(name) > 0;
-    for (const char* k : known) ok |= name == k;
-    if (!ok) throw UsageError("unknown option --" + name + " for scenario '" + a.scenario + "'");
-  }
+  if (p.scenario->resolve) p.scenario->resolve(p.values);
 
-  auto& o = p.options;
-  o.spurious_try_wait = a.spurious;
-  if (auto it = a.opts.find("strategy"); it != a.opts.end()) {
-    auto k = emu::parse_strategy(it->second);
-    if (!k || *k == emu::StrategyKind::replay)
-      throw UsageError("--strategy must be rr, random or pct, got '" + it->second + "'");
-    o.strategy.kind = *k;
-  }
-  if (auto it = a.opts.find("seed"); it != a.opts.end()) o.strategy.seed = parse_u64("seed", it->second);
+  std::uint32_t pct_depth = 3;
   if (auto it = a.opts.find("pct-depth"); it != a.opts.end()) {
-    o.strategy.pct_depth = static_cast<std::uint32_t>(parse_u64("pct-depth", it->second));
-    if (o.strategy.pct_depth < 1 || o.strategy.pct_depth > 16) throw UsageError("--pct-depth must be in [1, 16]");
+    pct_depth = static_cast<std::uint32_t>(parse_u64("pct-depth", it->second));
+    if (pct_depth < 1 || pct_depth > 16) throw UsageError("--pct-depth must be in [1, 16], got " + it->second);
   }
+  // A plain "pct" has the depth --pct-depth gives.
+  std::string strategy = a.opts.count("strategy") ? a.opts.at("strategy")
+                         : a.command == "explore"  ? "random,pct"
+                                                   : "random";
+  std::string spelled;
+  for (std::size_t pos = 0; pos <= strategy.size();) {
+    const auto comma = std::min(strategy.find(',', pos), strategy.size());
+    const std::string item = strategy.substr(pos, comma - pos);
+    spelled += (spelled.empty() ? "" : ",") + (item == "pct" ? "pct:" + std::to_string(pct_depth) : item);
+    pos = comma + 1;
+  }
+  std::string why;
+  auto pf = emu::parse_portfolio(spelled, &why);
+  if (!pf) throw UsageError("--strategy: " + why);
+  if (a.command != "explore" && (pf->size() != 1 || pf->front().kind == emu::StrategyKind::exhaustive))
+    throw UsageError("--strategy for `wspipe " + a.command + "` must be one of rr, random, pct, pct:D; got '" +
+                     strategy + "' (portfolios and exhaustive belong to explore)");
+  p.portfolio = *pf;
+  if (auto it = a.opts.find("seed"); it != a.opts.end()) p.seed = parse_u64("seed", it->second);
   if (auto it = a.opts.find("max-steps"); it != a.opts.end()) {
-    o.max_steps = parse_u64("max-steps", it->second);
-    if (o.max_steps == 0) throw UsageError("--max-steps must be positive");
+    p.max_steps = parse_u64("max-steps", it->second);
+    if (p.max_steps == 0) throw UsageError("--max-steps must be positive");
   }
+  p.spurious = a.spurious;
   if (auto it = a.opts.find("trace"); it != a.opts.end()) p.trace_file = it->second;
+  // Catch a combination the kernel cannot take before anything runs.
+  (void)p.make();
   return p;
 }
 
@@ -201,45 +276,46 @@ std::string prog_name(const std::vector<std::string>& argv) {
   return argv.empty() ? "wspipe" : argv[0];
 }
 
+std::string settings(const Plan& p, const char* sep, bool flags) {
+  std::string out;
+  for (const auto& spec : p.scenario->options) {
+    out += (out.empty() ? "" : sep);
+    out += flags ? "--" + spec.name + " " : spec.name + "=";
+    out += spec.spell(p.values.at(spec.name));
+  }
+  return out;
+}
+
 std::string replay_command(const std::string& prog, const Plan& p, const emu::Schedule& s) {
-  std::string cmd = shell_quote(prog) + " replay " + shell_quote(p.display);
-  for (const auto& spec : p.scenario->options) cmd += " --" + spec.name + " " + spec.spell(p.values.at(spec.name));
-  if (p.options.max_steps != emu::RunOptions{}.max_steps) cmd += " --max-steps " + std::to_string(p.options.max_steps);
-  if (p.options.spurious_try_wait) cmd += " --spurious-try-wait";
+  std::string cmd = shell_quote(prog) + " replay " + shell_quote(p.display) + " " + settings(p, " ", true);
+  if (p.max_steps != emu::RunOptions{}.max_steps) cmd += " --max-steps " + std::to_string(p.max_steps);
+  if (p.spurious) cmd += " --spurious-try-wait";
   cmd += " --schedule " + shell_quote(s.encode());
   return cmd;
 }
 
-emu::RunResult execute(const Plan& p, const emu::RunOptions& o) {
-  return examples::run_prepared(p.scenario->prepare(p.variant->name, p.values), o);
-}
-
-// PCT spreads its change points over the expected length of a run: measure
-// it once with the round-robin strategy.
-void calibrate(const Plan& p, emu::RunOptions& o) {
-  if (o.strategy.kind != emu::StrategyKind::pct) return;
-  emu::RunOptions rr = o;
-  rr.strategy.kind = emu::StrategyKind::round_robin;
-  rr.trace = false;
-  o.strategy.pct_steps = std::max<std::uint64_t>(execute(p, rr).steps, 1);
-}
-
-void write_trace(const std::string& file, const emu::Trace& t) {
-  std::ofstream f(file, std::ios::binary);
-  if (!f) throw UsageError("cannot write trace file '" + file + "'");
-  if (file.size() >= 4 && file.compare(file.size() - 4, 4, ".txt") == 0) {
-    t.write_text(f);
-  } else {
-    t.write_chrome_json(f);
+void save_trace(const std::string& file, const emu::Trace& t) {
+  try {
+    emu::write_trace(file, t);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
   }
-  if (!f) throw UsageError("error writing trace file '" + file + "'");
 }
 
-std::string json_result(const Plan& p, const std::string& command, std::uint64_t runs, const emu::RunResult* r,
-                        const std::string& prog, std::uint64_t seed) {
+// What a command reports: the run shown (if any) and, for explore, how it
+// was found.
+struct Outcome {
+  std::string command;
+  const emu::RunResult* run = nullptr;  // the run reported; null: explore found nothing
+  const emu::ExploreResult* explored = nullptr;
+  std::uint64_t seed = 0;
+};
+
+std::string json_result(const Plan& p, const Outcome& o, const std::string& prog) {
   using emu::json_quote;
+  const emu::RunResult* r = o.run;
   std::ostringstream j;
-  j << "{\"scenario\":" << json_quote(p.display) << ",\"command\":" << json_quote(command) << ",\"options\":{";
+  j << "{\"scenario\":" << json_quote(p.display) << ",\"command\":" << json_quote(o.command) << ",\"options\":{";
   bool first = true;
   for (const auto& spec : p.scenario->options) {
     const std::uint64_t v = p.values.at(spec.name);
@@ -247,20 +323,27 @@ std::string json_result(const Plan& p, const std::string& command, std::uint64_t
       << (spec.choices.empty() ? std::to_string(v) : json_quote(spec.spell(v)));
     first = false;
   }
-  j << "},\"strategy\":" << json_quote(std::string(emu::to_string(p.options.strategy.kind)));
-  j << ",\"seed\":" << seed << ",\"runs\":" << runs;
-  const bool failed = r != nullptr && r->status != emu::Status::ok;
+  j << "},\"strategy\":" << json_quote(o.command == "replay" ? std::string("replay") : emu::to_string(p.portfolio));
+  j << ",\"seed\":" << o.seed;
+  const emu::ExploreResult* e = o.explored;
+  j << ",\"runs\":" << (e ? e->runs : 1);
+  if (e) {
+    j << ",\"complete\":" << (e->complete ? "true" : "false") << ",\"pruned\":" << e->pruned
+      << ",\"seconds\":" << std::fixed << std::setprecision(3) << e->seconds;
+    j.unsetf(std::ios::fixed);
+    if (e->failure) j << ",\"run\":" << e->failure->run + 1;
+  }
   j << ",\"status\":" << json_quote(r ? emu::to_string(r->status) : "ok");
-  j << ",\"outcome\":" << json_quote(r ? examples::outcome(*r) : "ok");
+  j << ",\"outcome\":" << json_quote(r ? emu::outcome(*r) : "ok");
   j << ",\"expect\":" << json_quote(p.variant->expect);
-  j << ",\"steps\":" << (r ? r->steps : 0);
+  j << ",\"steps\":" << (r ? r->steps : e ? e->steps : 0);
   j << ",\"violations\":[";
   if (r) {
     for (std::size_t i = 0; i < r->violations.size(); ++i) {
       const auto& v = r->violations[i];
       j << (i ? "," : "") << "{\"rule\":" << json_quote(v.rule) << ",\"warp\":" << json_quote(v.warp)
         << ",\"object\":" << json_quote(v.object) << ",\"step\":" << v.step
-        << ",\"location\":" << json_quote(v.file + ":" + std::to_string(v.line))
+        << ",\"location\":" << json_quote(v.line ? v.file + ":" + std::to_string(v.line) : "")
         << ",\"message\":" << json_quote(v.message);
       if (!v.other.empty()) j << ",\"other\":" << json_quote(v.other);
       j << "}";
@@ -276,42 +359,65 @@ std::string json_result(const Plan& p, const std::string& command, std::uint64_t
     }
   }
   j << "]";
-  if (r && (failed || command != "explore")) {
+  if (r) {
     j << ",\"schedule\":" << json_quote(r->schedule.encode());
     j << ",\"replay\":" << json_quote(replay_command(prog, p, r->schedule));
   } else {
     j << ",\"schedule\":null,\"replay\":null";
   }
+  if (e && e->failure) {
+    const emu::ShrinkStats& s = e->failure->shrink;
+    j << ",\"shrink\":{\"choices_before\":" << s.choices_before << ",\"choices_after\":" << s.choices_after
+      << ",\"preemptions_before\":" << s.preemptions_before << ",\"preemptions_after\":" << s.preemptions_after
+      << ",\"finished\":" << (s.finished ? "true" : "false") << "}";
+  } else if (e) {
+    j << ",\"shrink\":null";
+  }
   j << "}";
   return j.str();
 }
 
-void print_report(std::ostream& out, const Plan& p, const emu::RunResult& r, const std::string& prog) {
-  out << r.report();
-  out << "expected outcome of " << p.display << ": " << p.variant->expect << "\n";
-  out << "schedule: " << r.schedule.encode() << "\n";
-  out << "replay:   " << replay_command(prog, p, r.schedule) << "\n";
-}
-
-int finish(std::ostream& out, const Args& a, const Plan& p, const std::string& command, std::uint64_t runs,
-           const emu::RunResult& r, const std::string& prog, std::uint64_t seed) {
-  if (p.trace_file) write_trace(*p.trace_file, r.trace);
+int finish(std::ostream& out, const Args& a, const Plan& p, const Outcome& o, const std::string& prog) {
+  const emu::RunResult* r = o.run;
+  if (p.trace_file && r) save_trace(*p.trace_file, r->trace);
   if (a.json) {
-    out << json_result(p, command, runs, &r, prog, seed) << "\n";
-  } else {
-    out << "wspipe " << command << " " << p.display;
-    for (const auto& spec : p.scenario->options) out << " " << spec.name << "=" << spec.spell(p.values.at(spec.name));
-    if (command != "replay")
-      out << " strategy=" << emu::to_string(p.options.strategy.kind) << " seed=" << seed;
-    out << "\n";
-    print_report(out, p, r, prog);
-    if (p.trace_file) out << "trace:    " << *p.trace_file << "\n";
+    out << json_result(p, o, prog) << "\n";
+    return r && r->status != emu::Status::ok ? kFound : kOk;
   }
-  return r.status == emu::Status::ok ? kOk : kFound;
+  out << "wspipe " << o.command << " " << p.display << " " << settings(p, " ", false);
+  if (o.command != "replay") out << " strategy=" << emu::to_string(p.portfolio) << " seed=" << o.seed;
+  out << "\n";
+  if (o.explored && !r) {
+    const emu::ExploreResult& e = *o.explored;
+    out << "explored " << e.runs << " runs (" << e.steps << " steps) in " << std::fixed << std::setprecision(1)
+        << e.seconds << " s";
+    out.unsetf(std::ios::fixed);
+    if (e.complete) out << ": every schedule within the preemption bound (" << e.pruned << " more pruned as equivalent)";
+    out << ": nothing found\n";
+    return kOk;
+  }
+  if (o.explored) {
+    const emu::Failure& f = *o.explored->failure;
+    out << "found in run " << f.run + 1 << " of " << o.explored->runs << " (" << emu::to_string(f.strategy);
+    if (f.strategy.kind != emu::StrategyKind::exhaustive) out << ", seed " << f.seed;
+    out << ")\n";
+  }
+  out << r->report();
+  out << "expected outcome of " << p.display << ": " << p.variant->expect << "\n";
+  out << "schedule: " << r->schedule.encode() << "\n";
+  if (o.explored) {
+    const emu::ShrinkStats& s = o.explored->failure->shrink;
+    out << "shrunk:   " << s.choices_before << " -> " << s.choices_after << " deviations, " << s.preemptions_before
+        << " -> " << s.preemptions_after << " preemptions" << (s.finished ? "" : " (shrinking ran out of time)")
+        << "\n";
+  }
+  out << "replay:   " << replay_command(prog, p, r->schedule) << "\n";
+  if (p.trace_file) out << "trace:    " << *p.trace_file << "\n";
+  return r->status == emu::Status::ok ? kOk : kFound;
 }
 
-int cmd_list(std::ostream& out) {
-  for (const Scenario& s : examples::scenarios()) {
+int cmd_list(std::ostream& out, const Catalogue& cat) {
+  for (const Scenario& s : cat) {
     for (const auto& v : s.variants) {
       std::string name = s.name + (v.name.empty() ? "" : "/" + v.name);
       name.resize(std::max<std::size_t>(name.size() + 1, 26), ' ');
@@ -321,7 +427,7 @@ int cmd_list(std::ostream& out) {
     }
   }
   out << "\noptions:\n";
-  for (const Scenario& s : examples::scenarios())
+  for (const Scenario& s : cat)
     for (const auto& o : s.options) {
       if (o.choices.empty()) {
         out << "  " << s.name << ": --" << o.name << " N  " << o.help << " (default " << o.def << ", " << o.min
@@ -334,81 +440,113 @@ int cmd_list(std::ostream& out) {
   return kOk;
 }
 
-int cmd_run(const Args& a, std::ostream& out, const std::string& prog) {
-  Plan p = plan(a);
-  emu::RunOptions o = p.options;
-  calibrate(p, o);
+int cmd_run(const Args& a, const Catalogue& cat, std::ostream& out, const std::string& prog) {
+  const Plan p = plan(a, cat);
+  emu::RunOptions o = p.run_options();
+  const emu::StrategySpec& s = p.portfolio.front();
+  o.strategy.kind = s.kind;
+  o.strategy.seed = p.seed;
+  o.strategy.pct_depth = s.pct_depth;
+  if (s.kind == emu::StrategyKind::pct) {
+    // PCT spreads its change points over the expected length of a run:
+    // measure it once with the round-robin strategy.
+    emu::RunOptions rr = p.run_options();
+    rr.trace = false;
+    rr.strategy.kind = emu::StrategyKind::round_robin;
+    o.strategy.pct_steps = std::max<std::uint64_t>(emu::run(p.make(), rr).steps, 1);
+  }
   o.trace = true;
-  const emu::RunResult r = execute(p, o);
-  return finish(out, a, p, "run", 1, r, prog, o.strategy.seed);
+  const emu::RunResult r = emu::run(p.make(), o);
+  return finish(out, a, p, {.command = "run", .run = &r, .seed = p.seed}, prog);
 }
 
-int cmd_replay(const Args& a, std::ostream& out, const std::string& prog) {
-  auto it = a.opts.find("schedule");
+int cmd_replay(const Args& a, const Catalogue& cat, std::ostream& out, const std::string& prog) {
+  const auto it = a.opts.find("schedule");
   if (it == a.opts.end()) throw UsageError("replay needs --schedule STR (printed with every failure)");
-  Plan p = plan(a);
+  const Plan p = plan(a, cat);
   std::string why;
-  auto s = emu::Schedule::decode(it->second, &why);
+  const auto s = emu::Schedule::decode(it->second, &why);
   if (!s) throw UsageError(why);
-  emu::RunOptions o = p.options;
-  o.strategy.kind = emu::StrategyKind::replay;
-  o.strategy.replay = *s;
-  o.trace = true;
-  p.options.strategy.kind = emu::StrategyKind::replay;
   emu::RunResult r;
   try {
-    r = execute(p, o);
+    r = emu::replay(p.make(), *s, p.run_options());
   } catch (const emu::ScheduleMismatch& e) {
     throw UsageError(std::string(e.what()) + " (were the scenario options the same as when it was recorded?)");
   }
-  return finish(out, a, p, "replay", 1, r, prog, 0);
+  return finish(out, a, p, {.command = "replay", .run = &r}, prog);
 }
 
-int cmd_explore(const Args& a, std::ostream& out, std::ostream& err, const std::string& prog) {
-  auto it = a.opts.find("runs");
-  if (it == a.opts.end()) throw UsageError("explore needs --runs N");
-  const std::uint64_t runs = parse_u64("runs", it->second);
-  if (runs == 0) throw UsageError("--runs must be positive");
-  Plan p = plan(a);
-  emu::RunOptions o = p.options;
-  calibrate(p, o);
-  o.trace = false;  // the failing run is replayed with the trace on
-  const std::uint64_t first_seed = o.strategy.seed;
-  // Round-robin makes the same choices whatever the seed: one run covers it.
-  const std::uint64_t todo = o.strategy.kind == emu::StrategyKind::round_robin ? 1 : runs;
-  if (todo < runs) err << "explore: round-robin is deterministic; 1 run covers all " << runs << "\n";
-
-  using Clock = std::chrono::steady_clock;
-  auto last = Clock::now();
-  std::uint64_t steps = 0;
-  for (std::uint64_t i = 0; i < todo; ++i) {
-    o.strategy.seed = first_seed + i;
-    emu::RunResult r = execute(p, o);
-    steps += r.steps;
-    if (r.status != emu::Status::ok) {
-      err << "explore " << p.display << ": failure in run " << (i + 1) << " (seed " << o.strategy.seed << ")\n";
-      o.trace = true;
-      emu::RunResult full = execute(p, o);  // same seed, same choices, now traced
-      return finish(out, a, p, "explore", i + 1, full, prog, o.strategy.seed);
-    }
-    if (Clock::now() - last > std::chrono::milliseconds(500) || i + 1 == todo) {
-      last = Clock::now();
-      err << "explore " << p.display << ": " << (i + 1) << "/" << todo << " runs, " << steps
-          << " steps, no failure\n";
-    }
+int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ostream& err, const std::string& prog) {
+  const Plan p = plan(a, cat);
+  emu::ExploreOptions o;
+  o.portfolio = p.portfolio;
+  o.first_seed = p.seed;
+  o.max_steps = p.max_steps;
+  o.spurious_try_wait = p.spurious;
+  o.shrink = !a.no_shrink;
+  const bool exhaustive = p.portfolio.front().kind == emu::StrategyKind::exhaustive;
+  o.runs = 0;
+  o.seconds = 10;
+  if (auto it = a.opts.find("runs"); it != a.opts.end()) {
+    o.runs = parse_u64("runs", it->second);
+    if (o.runs == 0) throw UsageError("--runs must be positive");
+    o.seconds = 0;
   }
-  if (a.json) {
-    out << json_result(p, "explore", todo, nullptr, prog, first_seed) << "\n";
-  } else {
-    out << "wspipe explore " << p.display << ": " << todo << " runs (" << emu::to_string(o.strategy.kind)
-        << ", seeds " << first_seed << ".." << first_seed + todo - 1 << "), " << steps << " steps: nothing found\n";
+  if (exhaustive && a.opts.count("runs") == 0) o.seconds = 0;  // until the bounded space is covered
+  if (auto it = a.opts.find("seconds"); it != a.opts.end()) {
+    o.seconds = parse_seconds("seconds", it->second);
+    if (o.seconds == 0 && o.runs == 0 && !exhaustive)
+      throw UsageError("--seconds 0 means no time limit: give --runs N too");
   }
-  return kOk;
+  if (auto it = a.opts.find("shrink-seconds"); it != a.opts.end())
+    o.shrink_seconds = parse_seconds("shrink-seconds", it->second);
+  if (auto it = a.opts.find("jobs"); it != a.opts.end()) {
+    const std::uint64_t j = parse_u64("jobs", it->second);
+    if (j < 1 || j > 1024) throw UsageError("--jobs must be in [1, 1024], got " + it->second);
+    if (exhaustive && j > 1) throw UsageError("--jobs " + it->second + ": the exhaustive strategy runs on one thread");
+    o.jobs = static_cast<unsigned>(j);
+  }
+  if (exhaustive) o.jobs = 1;
+  if (auto it = a.opts.find("shard"); it != a.opts.end()) {
+    const std::string& v = it->second;
+    const auto slash = v.find('/');
+    if (slash == std::string::npos) throw UsageError("--shard needs I/N (e.g. 0/4), got '" + v + "'");
+    const std::uint64_t i = parse_u64("shard", v.substr(0, slash));
+    const std::uint64_t n = parse_u64("shard", v.substr(slash + 1));
+    if (n < 1 || n > 1'000'000 || i >= n)
+      throw UsageError("--shard " + v + ": needs 0 <= I < N (shards are numbered from 0)");
+    if (exhaustive) throw UsageError("--shard: the exhaustive strategy runs unsharded");
+    o.shard_index = static_cast<std::uint32_t>(i);
+    o.shard_count = static_cast<std::uint32_t>(n);
+  }
+  if (auto it = a.opts.find("preemptions"); it != a.opts.end()) {
+    if (!exhaustive) throw UsageError("--preemptions " + it->second + " needs --strategy exhaustive");
+    const std::uint64_t k = parse_u64("preemptions", it->second);
+    if (k > 64) throw UsageError("--preemptions must be at most 64, got " + it->second);
+    o.preemptions = static_cast<std::uint32_t>(k);
+  }
+  if (exhaustive && !o.preemptions) o.preemptions = 2;
+  if (a.no_reduction && !exhaustive) throw UsageError("--no-reduction needs --strategy exhaustive");
+  o.reduce = !a.no_reduction;
+  o.on_progress = [&](const emu::ExploreProgress& pr) {
+    err << "explore " << p.display << ": ";
+    if (pr.shrinking) {
+      err << "found a failure after " << pr.runs << " runs; shrinking its schedule\n";
+      return;
+    }
+    err << pr.runs << " runs, " << pr.steps << " steps, " << std::fixed << std::setprecision(1) << pr.seconds << " s"
+        << (pr.failed ? ", failure found" : ", no failure") << "\n";
+    err.unsetf(std::ios::fixed);
+  };
+  if (o.shard_count > 1) err << "explore " << p.display << ": shard " << o.shard_index << "/" << o.shard_count << "\n";
+  const emu::ExploreResult e = emu::explore(p.factory(), o);
+  const emu::RunResult* r = e.failure ? &e.failure->result : nullptr;
+  return finish(out, a, p, {.command = "explore", .run = r, .explored = &e, .seed = p.seed}, prog);
 }
 
 }  // namespace
 
-int main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
+int main(const std::vector<std::string>& argv, const Catalogue& catalogue, std::ostream& out, std::ostream& err) {
   const std::string prog = prog_name(argv);
   try {
     const Args a = parse(argv);
@@ -416,10 +554,10 @@ int main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& 
       out << kHelp;
       return kOk;
     }
-    if (a.command == "list") return cmd_list(out);
-    if (a.command == "run") return cmd_run(a, out, prog);
-    if (a.command == "explore") return cmd_explore(a, out, err, prog);
-    if (a.command == "replay") return cmd_replay(a, out, prog);
+    if (a.command == "list") return cmd_list(out, catalogue);
+    if (a.command == "run") return cmd_run(a, catalogue, out, prog);
+    if (a.command == "explore") return cmd_explore(a, catalogue, out, err, prog);
+    if (a.command == "replay") return cmd_replay(a, catalogue, out, prog);
     throw UsageError("unknown command '" + a.command + "'");
   } catch (const UsageError& e) {
     err << "wspipe: " << e.what() << "\n(see `wspipe help`)\n";
@@ -431,6 +569,10 @@ int main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& 
     err << "wspipe: " << e.what() << "\n";
     return kUsage;
   }
+}
+
+int main(int argc, char** argv, const Catalogue& catalogue) {
+  return main(std::vector<std::string>(argv, argv + argc), catalogue, std::cout, std::cerr);
 }
 
 }  // namespace wspipe::cli

@@ -1,8 +1,5 @@
-#include <iostream>
+// The built-in `wspipe` program: the CLI over examples' catalogue.
+#include "examples/scenarios.hpp"
+#include "tools/cli.hpp"
 
-#include "cli.hpp"
-
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv, argv + argc);
-  return wspipe::cli::main(args, std::cout, std::cerr);
-}
+int main(int argc, char** argv) { return wspipe::cli::main(argc, argv, wspipe::examples::catalogue()); }

@@ -4,6 +4,7 @@
 #include "core/smem.hpp"
 #include "emu_backend.hpp"
 #include "emulator.hpp"
+#include "explore.hpp"
 #include "schedule.hpp"
 #include "strategy.hpp"
 #include "trace.hpp"

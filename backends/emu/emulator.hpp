@@ -33,6 +33,9 @@ struct RunOptions {
   // The happens-before race checker (vector clocks and shadow state of TMEM
   // cells and shared-memory chunks). Off: no race reports, faster runs.
   bool race_check = true;
+  // Reports name source files relative to this directory: the kernel's
+  // project root. Empty: wspipe's own source tree.
+  std::string source_root;
 };
 
 enum class Status { ok, violation, deadlock, livelock };
@@ -65,9 +68,17 @@ struct RunResult {
   Status status = Status::ok;
   std::vector<Violation> violations;  // the first one stopped the run
   std::vector<BlockedWarp> blocked;   // deadlock and livelock: every unfinished warp
-  Schedule schedule;                  // replays this run
+  Schedule schedule;                  // replays this run: its deviations from the default policy
   Trace trace;                        // empty unless RunOptions::trace
   std::uint64_t steps = 0;
+  std::uint64_t choices = 0;          // steps at which more than one actor could move
+  // Preemptions: choices that switched away from an actor that could go on
+  // (or let a spinning try_wait time out); their choice indices, ascending.
+  std::vector<std::uint64_t> preemption_at;
+  std::uint64_t preemptions() const { return preemption_at.size(); }
+  // The strategy abandoned the run as equivalent to one already explored
+  // (exhaustive search): its status means nothing.
+  bool pruned = false;
 
   // The report a person reads: the status, then the violation or what each
   // blocked warp waits on and the last events on that object.

@@ -1,18 +1,19 @@
 #include "schedule.hpp"
 
 #include <charconv>
+#include <cstdio>
 
 namespace wspipe::emu {
 namespace {
 
 constexpr std::string_view kLetters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
-void put_choice(std::string& out, std::uint32_t c) {
-  if (c < kLetters.size()) {
-    out += kLetters[c];
+void put_actor(std::string& out, std::uint32_t a) {
+  if (a < kLetters.size()) {
+    out += kLetters[a];
   } else {
     out += '{';
-    out += std::to_string(c);
+    out += std::to_string(a);
     out += '}';
   }
 }
@@ -23,63 +24,81 @@ int letter_value(char ch) {
   return -1;
 }
 
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
 }  // namespace
 
 std::string Schedule::encode() const {
   std::string out = std::to_string(kVersion) + ":";
-  for (std::size_t i = 0; i < choices_.size();) {
-    std::size_t j = i + 1;
-    while (j < choices_.size() && choices_[j] == choices_[i]) ++j;
-    put_choice(out, choices_[i]);
-    if (j - i > 1) out += std::to_string(j - i);
-    i = j;
+  if (check_ != 0) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%08x:", check_);
+    out += buf;
+  }
+  std::uint64_t next = 0;  // the first choice index not yet covered
+  for (const Deviation& d : deviations_) {
+    if (d.at > next) out += std::to_string(d.at - next);
+    put_actor(out, d.actor);
+    next = d.at + 1;
   }
   return out;
 }
 
 std::optional<Schedule> Schedule::decode(std::string_view text, std::string* error) {
   auto fail = [&](std::size_t pos, const std::string& why) -> std::optional<Schedule> {
-    if (error) *error = "schedule: " + why + " at character " + std::to_string(pos);
+    if (error) *error = "schedule '" + std::string(text.substr(0, 80)) + "': " + why + " at character " + std::to_string(pos);
     return std::nullopt;
   };
   const std::string prefix = std::to_string(kVersion) + ":";
   if (text.substr(0, prefix.size()) != prefix) {
-    auto colon = text.find(':');
+    const auto colon = text.find(':');
     if (colon == std::string_view::npos) return fail(0, "missing version prefix \"" + prefix + "\"");
+    if (text.substr(0, colon) == "1")
+      return fail(0, "version 1 schedules (every choice listed) are no longer read; re-run the exploration that "
+                     "printed it to get a version 2 schedule");
     return fail(0, "unsupported version \"" + std::string(text.substr(0, colon)) + "\" (this build reads version " +
                        std::to_string(kVersion) + ")");
   }
   Schedule s;
-  // The encoding is compact, but a count can ask for any number of choices;
-  // refuse more than any run could use (16 Mi, above the CLI's default step
-  // budget of 5 M steps) instead of exhausting memory.
-  constexpr std::uint64_t kMaxChoices = std::uint64_t{1} << 24;
   std::size_t pos = prefix.size();
+  if (const auto colon = text.find(':', pos); colon != std::string_view::npos) {
+    if (colon - pos != 8) return fail(pos, "the check must be 8 hex digits");
+    for (std::size_t i = pos; i < colon; ++i)
+      if (!is_hex(text[i])) return fail(i, "the check must be 8 hex digits");
+    std::from_chars(text.data() + pos, text.data() + colon, s.check_, 16);
+    if (s.check_ == 0) return fail(pos, "a check of 0 is never written");
+    pos = colon + 1;
+  }
+  // A choice index beyond any run's reach is an error, not a huge vector.
+  constexpr std::uint64_t kMaxIndex = std::uint64_t{1} << 40;
+  std::uint64_t next = 0;
   while (pos < text.size()) {
-    std::uint32_t choice = 0;
+    std::uint64_t gap = 0;
+    if (text[pos] >= '0' && text[pos] <= '9') {
+      const char* begin = text.data() + pos;
+      auto [p, ec] = std::from_chars(begin, text.data() + text.size(), gap);
+      if (ec != std::errc() || gap == 0 || *begin == '0') return fail(pos, "bad gap (a positive number, no leading 0)");
+      pos += static_cast<std::size_t>(p - begin);
+      if (pos == text.size()) return fail(pos, "a gap must be followed by an actor");
+    }
+    if (gap > kMaxIndex - next) return fail(pos, "choice index too large");
+    std::uint32_t actor = 0;
     const char ch = text[pos];
     if (int v = letter_value(ch); v >= 0) {
-      choice = static_cast<std::uint32_t>(v);
+      actor = static_cast<std::uint32_t>(v);
       ++pos;
     } else if (ch == '{') {
-      auto close = text.find('}', pos);
+      const auto close = text.find('}', pos);
       if (close == std::string_view::npos) return fail(pos, "unclosed '{'");
-      auto [p, ec] = std::from_chars(text.data() + pos + 1, text.data() + close, choice);
-      if (ec != std::errc() || p != text.data() + close || close == pos + 1)
-        return fail(pos + 1, "bad number in braces");
+      auto [p, ec] = std::from_chars(text.data() + pos + 1, text.data() + close, actor);
+      if (ec != std::errc() || p != text.data() + close || close == pos + 1) return fail(pos + 1, "bad number in braces");
+      if (actor < kLetters.size()) return fail(pos + 1, "an actor below 52 is written as a letter");
       pos = close + 1;
     } else {
       return fail(pos, std::string("unexpected character '") + ch + "'");
     }
-    std::uint64_t count = 1;
-    if (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-      const char* begin = text.data() + pos;
-      auto [p, ec] = std::from_chars(begin, text.data() + text.size(), count);
-      if (ec != std::errc() || count < 2 || *begin == '0') return fail(pos, "bad repeat count");
-      pos += static_cast<std::size_t>(p - begin);
-    }
-    if (count > kMaxChoices - s.choices_.size()) return fail(pos, "too many choices");
-    s.choices_.insert(s.choices_.end(), count, choice);
+    s.deviations_.push_back({next + gap, actor});
+    next += gap + 1;
   }
   return s;
 }

@@ -9,25 +9,48 @@
 
 namespace wspipe::emu {
 
-// The scheduler records a choice only at steps where more than one actor
-// could move; forced steps need no record. Replaying the choices with the
-// same kernel and options reproduces the run step for step.
+// A run is a sequence of steps; at a step where more than one actor (warp
+// or async engine) could move, the scheduler makes a choice. The default
+// policy is fixed and non-preemptive: the actor that took the last step
+// goes on while it can make progress; when it cannot, the next actor in
+// cyclic id order that can. A schedule records only the choices that
+// deviate from that policy, each as (choice index, actor): replaying them
+// with the same kernel and options reproduces the run step for step. A
+// schedule with few deviations prints short; shrinking removes them.
 //
-// Text encoding, version 1:  "1:" followed by one token per run of equal
-// choices. A choice below 52 is one letter (a-z = 0..25, A-Z = 26..51),
-// a larger one is written in braces ("{60}"); a decimal count after the
-// token repeats it ("a3b" = 0,0,0,1). The empty schedule is "1:".
+// Text encoding, version 2:  "2:" CHECK ":" DEVIATIONS, or "2:" DEVIATIONS
+// without the check. CHECK is 8 hex digits, the fingerprint of the run the
+// schedule was recorded from (the sequence of choice points it met); a
+// replay that meets other choice points is refused as a schedule of another
+// kernel or configuration. DEVIATIONS is one token per deviation, in
+// order: the number of default choices since the previous deviation
+// (omitted when 0), then the actor: a letter for 0..51 (a-z, A-Z) or a
+// decimal number in braces ("{60}"). "2:3b12a" = take the default at choice
+// points 0-2, actor 1 at 3, the default at 4-15, actor 0 at 16, then the
+// default to the end.
 class Schedule {
  public:
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;
+
+  struct Deviation {
+    std::uint64_t at = 0;     // choice point index, counted from 0
+    std::uint32_t actor = 0;  // the actor picked there
+    friend bool operator==(const Deviation&, const Deviation&) = default;
+  };
 
   Schedule() = default;
-  explicit Schedule(std::vector<std::uint32_t> choices) : choices_(std::move(choices)) {}
+  // `deviations` in strictly increasing `at`; `check` 0 means unchecked.
+  explicit Schedule(std::vector<Deviation> deviations, std::uint32_t check = 0)
+      : deviations_(std::move(deviations)), check_(check) {}
 
-  void push(std::uint32_t choice) { choices_.push_back(choice); }
-  const std::vector<std::uint32_t>& choices() const { return choices_; }
-  std::size_t size() const { return choices_.size(); }
-  bool empty() const { return choices_.empty(); }
+  void push(Deviation d) { deviations_.push_back(d); }
+  const std::vector<Deviation>& deviations() const { return deviations_; }
+  std::size_t size() const { return deviations_.size(); }
+  bool empty() const { return deviations_.empty(); }
+  std::uint32_t check() const { return check_; }
+  void set_check(std::uint32_t c) { check_ = c; }
+  // The same deviations without the fingerprint: what shrinking edits.
+  Schedule unchecked() const { return Schedule(deviations_); }
 
   std::string encode() const;
   // Parses an encoded schedule; on error returns nullopt and says why
@@ -37,7 +60,8 @@ class Schedule {
   friend bool operator==(const Schedule&, const Schedule&) = default;
 
  private:
-  std::vector<std::uint32_t> choices_;
+  std::vector<Deviation> deviations_;
+  std::uint32_t check_ = 0;
 };
 
 }  // namespace wspipe::emu

@@ -10,6 +10,8 @@ std::string_view to_string(StrategyKind k) {
     case StrategyKind::random: return "random";
     case StrategyKind::pct: return "pct";
     case StrategyKind::replay: return "replay";
+    case StrategyKind::exhaustive: return "exhaustive";
+    case StrategyKind::custom: return "custom";
   }
   return "?";
 }
@@ -19,7 +21,31 @@ std::optional<StrategyKind> parse_strategy(std::string_view name) {
   if (name == "random") return StrategyKind::random;
   if (name == "pct") return StrategyKind::pct;
   if (name == "replay") return StrategyKind::replay;
+  if (name == "exhaustive") return StrategyKind::exhaustive;
   return std::nullopt;
+}
+
+bool is_preemption(const Choice& c, std::uint32_t actor) {
+  if (actor == c.preferred) return false;
+  if (c.can_continue) return true;
+  const std::uint32_t* it = std::lower_bound(c.enabled, c.enabled + c.n, actor);
+  return it != c.enabled + c.n && *it == actor && c.spin[it - c.enabled] != 0;
+}
+
+bool independent(const Footprint& a, const Footprint& b) {
+  // Sorted: kGlobalResource, the largest id, is last when present.
+  if ((!a.empty() && a.back() == kGlobalResource) || (!b.empty() && b.back() == kGlobalResource)) return false;
+  auto i = a.begin();
+  auto j = b.begin();
+  while (i != a.end() && j != b.end()) {
+    if (*i == *j) return false;
+    if (*i < *j) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return true;
 }
 
 namespace {
@@ -27,9 +53,9 @@ namespace {
 // The next enabled actor after the last one picked, cyclically.
 class RoundRobin final : public Strategy {
  public:
-  std::optional<std::uint32_t> pick(const std::uint32_t* enabled, std::size_t n, std::uint64_t) override {
-    const std::uint32_t* it = std::upper_bound(enabled, enabled + n, last_);
-    last_ = (it == enabled + n) ? enabled[0] : *it;
+  std::optional<std::uint32_t> pick(const Choice& c) override {
+    const std::uint32_t* it = std::upper_bound(c.enabled, c.enabled + c.n, last_);
+    last_ = (it == c.enabled + c.n) ? c.enabled[0] : *it;
     return last_;
   }
 
@@ -40,8 +66,8 @@ class RoundRobin final : public Strategy {
 class Random final : public Strategy {
  public:
   explicit Random(std::uint64_t seed) : rng_(seed) {}
-  std::optional<std::uint32_t> pick(const std::uint32_t* enabled, std::size_t n, std::uint64_t) override {
-    return enabled[rng_.below(static_cast<std::uint32_t>(n))];
+  std::optional<std::uint32_t> pick(const Choice& c) override {
+    return c.enabled[rng_.below(static_cast<std::uint32_t>(c.n))];
   }
 
  private:
@@ -63,53 +89,58 @@ class Pct final : public Strategy {
     const std::uint64_t k = std::max<std::uint64_t>(steps, 1);
     for (std::uint32_t i = 1; i < depth; ++i) change_.push_back(1 + rng_.next() % k);
   }
-  std::optional<std::uint32_t> pick(const std::uint32_t* enabled, std::size_t n, std::uint64_t step) override {
-    std::uint32_t best = enabled[0];
-    for (std::size_t i = 1; i < n; ++i)
-      if (priority_[enabled[i]] > priority_[best]) best = enabled[i];
+  std::optional<std::uint32_t> pick(const Choice& c) override {
+    std::uint32_t best = highest(c);
     for (std::size_t i = 0; i < change_.size(); ++i) {
-      if (change_[i] == step) {
+      if (change_[i] == c.step) {
         priority_[best] = static_cast<std::uint32_t>(i + 1);
-        best = enabled[0];
-        for (std::size_t j = 1; j < n; ++j)
-          if (priority_[enabled[j]] > priority_[best]) best = enabled[j];
+        best = highest(c);
       }
     }
     return best;
   }
 
  private:
+  std::uint32_t highest(const Choice& c) const {
+    std::uint32_t best = c.enabled[0];
+    for (std::size_t i = 1; i < c.n; ++i)
+      if (priority_[c.enabled[i]] > priority_[best]) best = c.enabled[i];
+    return best;
+  }
   Rng rng_;
   std::vector<std::uint32_t> priority_;
   std::vector<std::uint64_t> change_;
 };
 
+// Follows a schedule's deviations and the default policy everywhere else.
+// Strict: a deviation that does not fit is a mismatch. Lenient (shrinking):
+// it is skipped, and the run goes on with the default.
 class Replay final : public Strategy {
  public:
-  explicit Replay(Schedule s) : schedule_(std::move(s)) {}
-  std::optional<std::uint32_t> pick(const std::uint32_t* enabled, std::size_t n, std::uint64_t step) override {
-    const auto& c = schedule_.choices();
-    if (next_ >= c.size()) {
-      why_ = "the schedule ended (after " + std::to_string(c.size()) + " choices) at step " + std::to_string(step) +
-             " while the run had not";
-      return std::nullopt;
-    }
-    const std::uint32_t want = c[next_++];
-    if (!std::binary_search(enabled, enabled + n, want)) {
-      why_ = "choice " + std::to_string(next_ - 1) + " names actor " + std::to_string(want) +
-             ", which cannot move at step " + std::to_string(step);
+  Replay(Schedule s, bool strict) : schedule_(std::move(s)), strict_(strict) {}
+  std::optional<std::uint32_t> pick(const Choice& c) override {
+    const auto& d = schedule_.deviations();
+    // Lenient: deviations at indices already passed were skipped.
+    while (!strict_ && next_ < d.size() && d[next_].at < c.index) ++next_;
+    if (next_ >= d.size() || d[next_].at != c.index) return c.preferred;
+    const std::uint32_t want = d[next_++].actor;
+    if (!std::binary_search(c.enabled, c.enabled + c.n, want)) {
+      if (!strict_) return c.preferred;
+      why_ = "deviation " + std::to_string(next_ - 1) + " names actor " + std::to_string(want) +
+             ", which cannot move at choice point " + std::to_string(c.index) + " (step " + std::to_string(c.step) + ")";
       return std::nullopt;
     }
     return want;
   }
   std::string mismatch() const override {
-    if (!why_.empty() || next_ == schedule_.size()) return why_;
+    if (!why_.empty() || !strict_ || next_ == schedule_.size()) return why_;
     return "the run ended with " + std::to_string(schedule_.size() - next_) + " of its " +
-           std::to_string(schedule_.size()) + " choices unused";
+           std::to_string(schedule_.size()) + " deviations unused";
   }
 
  private:
   Schedule schedule_;
+  bool strict_;
   std::size_t next_ = 0;
   std::string why_;
 };
@@ -120,8 +151,13 @@ std::unique_ptr<Strategy> make_strategy(const StrategyParams& p, std::uint32_t n
   switch (p.kind) {
     case StrategyKind::round_robin: return std::make_unique<RoundRobin>();
     case StrategyKind::random: return std::make_unique<Random>(p.seed);
-    case StrategyKind::pct: return std::make_unique<Pct>(p.seed, std::max<std::uint32_t>(p.pct_depth, 1), p.pct_steps, num_actors);
-    case StrategyKind::replay: return std::make_unique<Replay>(p.replay);
+    case StrategyKind::pct:
+      return std::make_unique<Pct>(p.seed, std::max<std::uint32_t>(p.pct_depth, 1), p.pct_steps, num_actors);
+    case StrategyKind::replay: return std::make_unique<Replay>(p.replay, p.strict);
+    case StrategyKind::exhaustive:
+    case StrategyKind::custom:
+      if (p.make) return p.make(num_actors);
+      break;
   }
   return nullptr;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,7 +13,7 @@
 
 namespace wspipe::emu {
 
-enum class StrategyKind { round_robin, random, pct, replay };
+enum class StrategyKind { round_robin, random, pct, replay, exhaustive, custom };
 
 std::string_view to_string(StrategyKind k);
 std::optional<StrategyKind> parse_strategy(std::string_view name);
@@ -38,16 +39,46 @@ class Rng {
   std::uint64_t state_;
 };
 
+// A step at which the scheduler asks the strategy.
+struct Choice {
+  const std::uint32_t* enabled = nullptr;  // the actors that can move, ascending
+  const std::uint8_t* spin = nullptr;      // per enabled actor: 1 if it can only time out (spurious try_wait)
+  std::size_t n = 0;                       // >= 2, or >= 1 for strategies that want every step
+  std::uint64_t step = 0;                  // the step about to be taken, from 1
+  std::uint64_t index = 0;                 // choice point index (steps with n >= 2), from 0
+  std::uint32_t preferred = 0;             // the default policy's pick
+  // The actor of the last step is enabled and can make progress: picking
+  // any other preempts it.
+  bool can_continue = false;
+};
+
+// Whether picking `actor` at `c` is a preemption: switching away from an
+// actor that could go on, or letting a spinning try_wait time out (which
+// the default policy never does).
+bool is_preemption(const Choice& c, std::uint32_t actor);
+
+// The resources a step touched, as sorted, unique ids (kGlobal: everything).
+// Two steps of different actors whose footprints are disjoint commute.
+using Footprint = std::vector<std::uint64_t>;
+inline constexpr std::uint64_t kGlobalResource = ~std::uint64_t{0};
+bool independent(const Footprint& a, const Footprint& b);
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
-  // `enabled` holds the ids of the actors that can move, ascending, n >= 2.
-  // Returns one of them, or nullopt when a replayed schedule has run out
-  // or names an actor that cannot move.
-  virtual std::optional<std::uint32_t> pick(const std::uint32_t* enabled, std::size_t n, std::uint64_t step) = 0;
+  // Returns one of c.enabled, or nullopt to stop the run: a replayed
+  // schedule that does not fit (mismatch() says why), or a run the strategy
+  // abandons (pruned() is then true).
+  virtual std::optional<std::uint32_t> pick(const Choice& c) = 0;
   // Replay only: why the last pick failed, or, once the run is over, the
   // choices it left unused; empty when the schedule fit.
   virtual std::string mismatch() const { return {}; }
+  // The run was cut short as redundant (exhaustive search).
+  virtual bool pruned() const { return false; }
+  // Strategies that reason about commuting steps: asked at every step (n
+  // may be 1), and told each step's footprint once it is over.
+  virtual bool wants_footprints() const { return false; }
+  virtual void stepped(std::uint32_t /*actor*/, const Footprint& /*fp*/) {}
 };
 
 struct StrategyParams {
@@ -55,7 +86,13 @@ struct StrategyParams {
   std::uint64_t seed = 1;
   std::uint32_t pct_depth = 3;       // PCT bug depth d: d-1 priority change points
   std::uint64_t pct_steps = 10'000;  // PCT: steps over which change points are spread
-  Schedule replay;                   // replay: the choices to follow
+  Schedule replay;                   // replay: the deviations to follow
+  // replay: a deviation that does not fit (its actor cannot move there, or
+  // the run ends before it) is an error; lenient replay skips it (shrinking).
+  bool strict = true;
+  // custom (and exhaustive, which explore() drives through it): makes the
+  // strategy of one run.
+  std::function<std::unique_ptr<Strategy>(std::uint32_t num_actors)> make;
 };
 
 // `num_actors` bounds the actor ids the strategy will be asked about.

@@ -38,6 +38,12 @@ std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std:
 
 std::string cta_label(std::uint32_t cta) { return "cta" + std::to_string(cta); }
 
+std::string hex8(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
 }  // namespace
 
 // A Boost.Fiber scheduling algorithm that runs exactly the fiber the World
@@ -165,14 +171,19 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
   }
   enabled_.reserve(actors);
   strategy_ = make_strategy(options.strategy, actors);
+  if (strategy_ == nullptr) throw std::invalid_argument("RunOptions: a custom strategy needs StrategyParams::make");
+  track_fp_ = strategy_->wants_footprints();
 
+  source_root_ = options.source_root;
+#ifdef WSPIPE_SOURCE_DIR
+  if (source_root_.empty()) source_root_ = WSPIPE_SOURCE_DIR;
+#endif
+  if (!source_root_.empty() && source_root_.back() != '/') source_root_ += '/';
   if (options_.trace) {
     result_.trace.num_ctas = num_ctas;
     for (const Warp& w : warps_) result_.trace.warps.push_back({w.name, w.cta});
     for (const Engine& e : engines_) result_.trace.warps.push_back({e.name, e.cta});
-#ifdef WSPIPE_SOURCE_DIR
-    result_.trace.strip_prefix = WSPIPE_SOURCE_DIR "/";
-#endif
+    result_.trace.strip_prefix = source_root_;
   }
 }
 
@@ -202,14 +213,30 @@ World::Move World::movable(const Warp& w) const {
   return Move::no;
 }
 
+std::string World::rel(const char* file) const {
+  std::string f = file != nullptr ? file : "";
+  if (!source_root_.empty() && f.rfind(source_root_, 0) == 0) f.erase(0, source_root_.size());
+  return f;
+}
+
 std::string World::actor_name(std::int32_t actor) const {
   if (actor < 0) return "";
   const auto a = static_cast<std::uint32_t>(actor);
   return a < warps_.size() ? warps_[a].name : engines_[a - warps_.size()].name;
 }
 
+void World::close_step() {
+  if (!fp_open_) return;
+  fp_open_ = false;
+  std::sort(fp_.begin(), fp_.end());
+  fp_.erase(std::unique(fp_.begin(), fp_.end()), fp_.end());
+  strategy_->stepped(last_actor_, fp_);
+  fp_.clear();
+}
+
 bool World::dispatch(Warp* self) {
   for (;;) {
+    if (track_fp_) close_step();
     if (step_ >= options_.max_steps) {
       end(Status::livelock, self);
       return false;
@@ -218,6 +245,7 @@ bool World::dispatch(Warp* self) {
     // progress: if nothing else can move, the kernel is deadlocked. An
     // engine with operations queued can always move.
     enabled_.clear();
+    spin_.clear();
     bool progress = false;
     bool unfinished = false;
     for (const Warp& w : warps_) {
@@ -226,27 +254,56 @@ bool World::dispatch(Warp* self) {
       if (m == Move::no) continue;
       progress |= m == Move::progress;
       enabled_.push_back(w.id);
+      spin_.push_back(m == Move::spin);
     }
     for (std::uint32_t e = 0; e < engines_.size(); ++e) {
       if (engines_[e].queue.empty()) continue;
       progress = true;
       enabled_.push_back(num_warps() + e);
+      spin_.push_back(0);
     }
     if (!progress) {
       end(unfinished ? Status::deadlock : Status::ok, self);
       return false;
     }
-    std::uint32_t pick = enabled_[0];
-    if (enabled_.size() > 1) {
-      auto p = strategy_->pick(enabled_.data(), enabled_.size(), step_ + 1);
+    // The default policy (schedule.hpp): the last actor goes on while it
+    // can make progress, else the next one in cyclic order that can.
+    const std::size_t n = enabled_.size();
+    std::size_t at = std::lower_bound(enabled_.begin(), enabled_.end(), last_actor_) - enabled_.begin();
+    const bool can_continue = at < n && enabled_[at] == last_actor_ && spin_[at] == 0;
+    if (!can_continue) {
+      std::size_t k = (at < n && enabled_[at] == last_actor_) ? at + 1 : at;
+      for (std::size_t tries = 0; tries < n; ++tries, ++k) {
+        if (k >= n) k = 0;
+        if (spin_[k] == 0) break;
+      }
+      at = k;
+    }
+    std::uint32_t pick = enabled_[at];
+    if (n > 1 || track_fp_) {
+      const Choice c{.enabled = enabled_.data(), .spin = spin_.data(), .n = n, .step = step_ + 1,
+                     .index = choices_, .preferred = pick, .can_continue = can_continue};
+      const auto p = strategy_->pick(c);
       if (!p) {
-        mismatch_ = strategy_->mismatch();
+        if (strategy_->pruned()) {
+          result_.pruned = true;
+        } else {
+          mismatch_ = strategy_->mismatch();
+        }
         end(Status::ok, self);
         return false;
       }
+      if (n > 1) {
+        if (*p != pick) result_.schedule.push({choices_, *p});
+        if (is_preemption(c, *p)) result_.preemption_at.push_back(choices_);
+        for (std::size_t i = 0; i < n; ++i) fingerprint_ = (fingerprint_ ^ (enabled_[i] * 2 + spin_[i])) * 16777619u;
+        fingerprint_ = (fingerprint_ ^ 0xffu) * 16777619u;  // end of this choice point
+        ++choices_;
+      }
       pick = *p;
-      result_.schedule.push(pick);
     }
+    last_actor_ = pick;
+    fp_open_ = track_fp_;
     ++step_;
     if (pick >= num_warps()) {
       // An engine completes its oldest operation on the running fiber, and
@@ -321,6 +378,7 @@ void World::warp_main(Warp& w) {
 
 void World::finish(Warp& w) {
   w.block = Block::finished;
+  touch_global();  // an exit changes the cluster barrier's count and may end the CTA
   Cta& cta = ctas_[w.cta];
   Cluster& cl = clusters_[cta.cluster];
   --cta.live_warps;
@@ -343,8 +401,19 @@ RunResult World::run() {
   tl_world = this;
   main_ctx_ = boost::fibers::context::active();
   dispatch(nullptr);  // returns when the run has ended
-  if (mismatch_.empty()) mismatch_ = strategy_->mismatch();
+  if (track_fp_) close_step();
+  if (mismatch_.empty() && !result_.pruned) mismatch_ = strategy_->mismatch();
+  const std::uint32_t check = options_.strategy.kind == StrategyKind::replay && options_.strategy.strict
+                                  ? options_.strategy.replay.check()
+                                  : 0;
+  if (check != 0 && check != fingerprint()) {
+    mismatch_ = (mismatch_.empty() ? std::string() : mismatch_ + "; ") +
+                "it was recorded from a run with other choice points (check " + hex8(check) + ", this run " +
+                hex8(fingerprint()) + "): another kernel, configuration or wspipe version";
+  }
   result_.steps = step_;
+  result_.choices = choices_;
+  result_.schedule.set_check(fingerprint());
   if (result_.status == Status::deadlock || result_.status == Status::livelock) {
     for (const Warp& w : warps_)
       if (w.block != Block::finished) result_.blocked.push_back(describe_blocked(w));
@@ -437,8 +506,10 @@ Mbar* World::resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc) {
   }
   const std::uint64_t raw = bar.raw;
   const std::uint64_t idx = (raw & 0xffffffffull) - 1;
-  if ((raw & ~0xffffffffull) == kTag && idx < mbars_.size() && mbars_[idx].addr == &bar && mbars_[idx].live)
+  if ((raw & ~0xffffffffull) == kTag && idx < mbars_.size() && mbars_[idx].addr == &bar && mbars_[idx].live) {
+    touch_mbar(mbars_[idx]);
     return &mbars_[idx];
+  }
   fail(w, "mbarrier.uninitialized", anon_name(&bar, c) + " (" + cta_label(w.cta) + ")",
        "operation on an mbarrier that is not initialised (never init-ed, inval-ed, or its bytes overwritten)", loc);
   return nullptr;
@@ -479,6 +550,7 @@ Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, 
     return nullptr;
   }
   Mbar& m = mbars_[idx];
+  touch_mbar(m);
   const Cluster& cl = clusters_[own.cluster];
   if (!m.fenced || cl.gen <= m.fenced_gen) {
     fail(w, "mbarrier.remote-init-not-visible", object_label(static_cast<std::uint32_t>(idx)),
@@ -508,6 +580,8 @@ void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* ba
   } else {
     name = anon_name(&bar, c);
   }
+  touch(Res::mbar, (std::uint64_t{w.cta} << 32) |
+                       static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(&bar) - c.smem));
   const std::uint64_t raw = bar.raw;
   const std::uint64_t old = (raw & 0xffffffffull) - 1;
   if ((raw & ~0xffffffffull) == kTag && old < mbars_.size() && mbars_[old].addr == &bar && mbars_[old].live) {
@@ -558,8 +632,10 @@ void World::fence_init(const SourceLoc& loc) {
   // mbarrier.init operations for the cluster (PTX "membar/fence").
   std::int64_t n = 0;
   const std::uint64_t gen = clusters_[ctas_[w.cta].cluster].gen;
+  touch(Res::cluster, ctas_[w.cta].cluster);
   for (Mbar& m : mbars_) {
     if (m.live && !m.fenced && m.init_warp == static_cast<std::int32_t>(w.id)) {
+      touch_mbar(m);
       m.fenced = true;
       m.fenced_gen = gen;
       ++n;
@@ -581,6 +657,7 @@ bool World::check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc) {
 
 void World::maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc& loc) {
   Mbar& m = mbars_[id];
+  touch_mbar(m);
   if (m.pending != 0 || m.tx != 0) return;
   // PTX "Phase Completion": pending arrivals and tx-count both reached 0.
   ++m.phase;
@@ -610,6 +687,7 @@ void World::maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc
 bool World::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote, std::uint32_t comp,
                       std::int32_t actor, const SourceLoc& loc, const Warp* culprit) {
   Mbar* m = &mbars_[id];
+  touch_mbar(*m);
   Warp& running = *current_;
   // arrive.expect_tx is expect-tx(n) then arrive-on(1), per lane.
   m->tx += static_cast<std::int64_t>(tx_bytes) * count;
@@ -654,8 +732,7 @@ void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint3
   if (w.ld_waited < w.ld_issued) {
     fail(w, "tmem.release-before-wait-ld", object_label(id),
          "arrive while " + std::to_string(w.ld_issued - w.ld_waited) +
-             " tcgen05.ld of this warp are still in flight (the latest at " + std::string(w.ld_loc.file_name()) +
-             ":" + std::to_string(w.ld_loc.line()) + "): tcgen05.wait::ld must come first",
+             " tcgen05.ld of this warp are still in flight (the latest at " + where(w.ld_loc) + "): tcgen05.wait::ld must come first",
          loc);
     return;
   }
@@ -713,6 +790,7 @@ bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, 
   // Other warps ran meanwhile and may have grown the barrier table: look the
   // barrier up again by id rather than through the pointer.
   Mbar& after = mbars_[id];
+  touch_mbar(after);
   const bool ok = phase_done(after, parity);
   if (ok) {
     after.observed = true;
@@ -753,6 +831,7 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
          loc);
     return;
   }
+  touch(Res::named, (std::uint64_t{w.cta} << 8) | id);
   NamedBarrier& nb = ctas_[w.cta].named[id];
   if (nb.arrived == 0) {
     nb.expected = threads;
@@ -781,6 +860,7 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
   }
   if (!sync) return;
   if (!point(w, Block::named, static_cast<std::int32_t>(id), 0, gen, loc)) return;
+  touch(Res::named, (std::uint64_t{w.cta} << 8) | id);
   // bar.sync has acquire semantics over the barrier's participants. (If the
   // barrier has completed again meanwhile, this acquires the later instance:
   // more than it should, which can only hide a race.)
@@ -804,6 +884,7 @@ void World::cluster_sync(const SourceLoc& loc) {
   Warp& w = warp();
   if (!point(w, loc)) return;
   Cluster& c = clusters_[ctas_[w.cta].cluster];
+  touch(Res::cluster, ctas_[w.cta].cluster);
   // barrier.cluster.arrive + wait: every non-exited thread of the cluster.
   c.arrived += lanes(w.active);
   if (options_.race_check) {
@@ -815,6 +896,7 @@ void World::cluster_sync(const SourceLoc& loc) {
           .a = c.arrived, .b = c.live_threads, .file = loc.file_name(), .line = loc.line()});
   release_cluster_if_complete(c);
   if (!point(w, Block::cluster, -1, 0, gen, loc)) return;
+  touch(Res::cluster, ctas_[w.cta].cluster);
   ++w.cluster_syncs;
   if (options_.race_check) acquire(w.id, clusters_[ctas_[w.cta].cluster].done);
   record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
@@ -853,8 +935,7 @@ void World::cta_exited(Warp& w) {
     fail(w, "tmem.leak", "TMEM columns [" + std::to_string(b.col) + ", " + std::to_string(b.col + b.cols) + ") (" +
                              cta_label(w.cta) + ")",
          "the CTA exited with " + std::to_string(cta.tmem_live.size()) + " Tensor Memory allocation(s) live; " +
-             std::to_string(b.cols) + " columns allocated by " + warps_[b.warp].name + " at " + b.loc.file_name() +
-             ":" + std::to_string(b.loc.line()) + " (step " + std::to_string(b.step) + ") were never deallocated",
+             std::to_string(b.cols) + " columns allocated by " + warps_[b.warp].name + " at " + where(b.loc) + " (step " + std::to_string(b.step) + ") were never deallocated",
          b.loc, &warps_[b.warp]);
   }
 }
@@ -875,9 +956,7 @@ void World::fail(Warp& w, std::string rule, std::string object, std::string mess
   v.warp = who.name;
   v.object = std::move(object);
   v.step = step_;
-  v.file = loc.file_name();
-  if (options_.trace && !result_.trace.strip_prefix.empty() && v.file.rfind(result_.trace.strip_prefix, 0) == 0)
-    v.file = v.file.substr(result_.trace.strip_prefix.size());
+  v.file = rel(loc.file_name());
   v.line = loc.line();
   v.other = std::move(other);
   record({.step = step_, .warp = static_cast<std::int32_t>(who.id), .kind = EventKind::violation,
@@ -891,9 +970,7 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
   BlockedWarp b;
   b.warp = w.name;
   b.since = w.since;
-  b.file = w.loc.file_name() ? w.loc.file_name() : "";
-  if (!result_.trace.strip_prefix.empty() && b.file.rfind(result_.trace.strip_prefix, 0) == 0)
-    b.file = b.file.substr(result_.trace.strip_prefix.size());
+  b.file = rel(w.loc.file_name());
   b.line = w.loc.line();
   std::int32_t object = -1;
   switch (w.block) {
@@ -959,9 +1036,7 @@ std::uint32_t World::access_info(std::int32_t actor, std::int32_t issuer, const 
 
 std::string World::describe_access(const Access& a) const {
   const AccessInfo& i = access_infos_[a.info];
-  std::string file = i.loc.file_name() ? i.loc.file_name() : "";
-  if (!result_.trace.strip_prefix.empty() && file.rfind(result_.trace.strip_prefix, 0) == 0)
-    file = file.substr(result_.trace.strip_prefix.size());
+  const std::string file = rel(i.loc.file_name());
   std::string who = actor_name(i.actor);
   if (i.issuer >= 0 && i.issuer != i.actor) who += " (issued by " + actor_name(i.issuer) + ")";
   return who + ": " + i.what + " at step " + std::to_string(i.step) + ", " + file + ":" + std::to_string(i.loc.line());

@@ -259,6 +259,29 @@ class World {
   Move movable(const Warp& w) const;
   std::uint32_t num_warps() const { return static_cast<std::uint32_t>(warps_.size()); }
   std::string actor_name(std::int32_t actor) const;
+  // A kernel source file relative to the source root, and "file:line".
+  std::string rel(const char* file) const;
+  std::string where(const SourceLoc& loc) const { return rel(loc.file_name()) + ":" + std::to_string(loc.line()); }
+  // Footprints: the step in progress touched a resource. Ids: kind in the
+  // top byte; mbarriers by CTA and shared-memory offset (not by id, which
+  // depends on the order of inits), named barriers by CTA and id, cluster
+  // barriers by cluster, engine queues by engine. kGlobalResource for steps
+  // whose effects are not itemised (exits, TMEM allocation).
+  enum class Res : std::uint64_t { mbar = 1, named = 2, cluster = 3, engine = 4 };
+  void touch(Res kind, std::uint64_t id) {
+    if (track_fp_) fp_.push_back((static_cast<std::uint64_t>(kind) << 56) | id);
+  }
+  void touch_global() {
+    if (track_fp_) fp_.push_back(kGlobalResource);
+  }
+  void touch_mbar(const Mbar& m) {
+    touch(Res::mbar, (std::uint64_t{m.cta} << 32) |
+                         static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(m.addr) - ctas_[m.cta].smem));
+  }
+  void touch_mbar(std::uint32_t id) { touch_mbar(mbars_[id]); }
+  // Hands the finished step's footprint to the strategy.
+  void close_step();
+  std::uint32_t fingerprint() const { return fingerprint_ == 0 ? 1 : fingerprint_; }
 
   // Happens-before (hb.hpp). Components: warp w -> w, its ld agent -> W+w,
   // its st agent -> 2W+w, engine e -> 3W+e; engines are actors W+e, e =
@@ -357,6 +380,15 @@ class World {
   int cta_group_ = 0;                    // of the kernel's tcgen05 instructions, once one ran
   SourceLoc cta_group_loc_{};
   std::vector<std::uint32_t> enabled_;  // scratch for dispatch
+  std::vector<std::uint8_t> spin_;      // per enabled_ entry: it can only time out
+  std::uint32_t last_actor_ = ~0u;      // the actor of the last step (the default policy's current)
+  std::uint64_t choices_ = 0;           // choice points so far
+  std::uint32_t fingerprint_ = 2166136261u;  // FNV-1a over the choice points met (Schedule's check)
+  // Footprints, for strategies that reduce commuting steps: what the step in
+  // progress touched (resource ids, see touch()).
+  bool track_fp_ = false;
+  bool fp_open_ = false;  // a step is in progress whose footprint is not handed over yet
+  Footprint fp_;
   Warp* current_ = nullptr;
   boost::fibers::context* main_ctx_ = nullptr;
   DirectedAlgorithm* algo_ = nullptr;
@@ -364,6 +396,7 @@ class World {
   bool stopping_ = false;  // the run has ended; nothing more is scheduled
   bool killing_ = false;   // tearing down: unfinished warps run with no-op operations
   std::string mismatch_;   // a replayed schedule that did not fit
+  std::string source_root_;  // with a trailing '/'
   RunResult result_;
 };
 

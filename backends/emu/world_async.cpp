@@ -15,7 +15,6 @@ namespace {
 
 std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std::popcount(mask)); }
 std::string cta_label(std::uint32_t cta) { return "cta" + std::to_string(cta); }
-std::string where(const SourceLoc& loc) { return std::string(loc.file_name()) + ":" + std::to_string(loc.line()); }
 
 constexpr std::uint64_t kTag = 0x57535042ull << 32;  // as in world.cpp: "WSPB" | barrier id + 1
 
@@ -39,6 +38,7 @@ std::int64_t World::barrier_at(std::uint32_t cta, std::uint32_t offset) const {
 }
 
 void World::enqueue(std::uint32_t cta, bool tensor, AsyncOp op) {
+  touch(Res::engine, 2 * cta + (tensor ? 1 : 0));
   engines_[2 * cta + (tensor ? 1 : 0)].queue.push_back(std::move(op));
 }
 
@@ -241,6 +241,7 @@ void World::smem_access(const void* p, std::uint32_t bytes, bool write, const So
 // ------------------------------------------------------------ completion
 
 bool World::engine_step(std::uint32_t e) {
+  touch(Res::engine, e);
   Engine& eng = engines_[e];
   AsyncOp op = std::move(eng.queue.front());
   eng.queue.pop_front();

@@ -16,7 +16,6 @@ std::string cta_label(std::uint32_t cta) { return "cta" + std::to_string(cta); }
 std::string cols_label(std::uint32_t col, std::uint32_t cols, std::uint32_t cta) {
   return "TMEM columns [" + std::to_string(col) + ", " + std::to_string(col + cols) + ") (" + cta_label(cta) + ")";
 }
-std::string where(const SourceLoc& loc) { return std::string(loc.file_name()) + ":" + std::to_string(loc.line()); }
 constexpr std::size_t cell(std::uint32_t lane, std::uint32_t col) { return std::size_t{lane} * kTmemColumns + col; }
 
 }  // namespace
@@ -86,6 +85,7 @@ bool World::check_cta_group(Warp& w, int cta_group, const char* op, const Source
 
 void World::tmem_do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols,
                           std::uint32_t dst_offset, const SourceLoc& loc) {
+  touch_global();
   Cta& c = ctas_[cta];
   tmem_ensure(c);
   c.tmem_live.push_back({.col = col, .cols = cols, .warp = w.id, .step = step_, .loc = loc});
@@ -106,6 +106,7 @@ void World::tmem_do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::ui
 void World::tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc) {
   Warp& w = warp();
   if (!point(w, loc)) return;
+  touch_global();  // TMEM allocation state: not itemised
   if (!check_whole_warp(w, "tcgen05.alloc", loc) || !check_cta_group(w, cta_group, "tcgen05.alloc", loc)) return;
   Cta& c = ctas_[w.cta];
   const std::string obj = "Tensor Memory (" + cta_label(w.cta) + ")";
@@ -183,6 +184,7 @@ void World::tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, co
 void World::tmem_relinquish(int cta_group, const SourceLoc& loc) {
   Warp& w = warp();
   if (!point(w, loc)) return;
+  touch_global();  // TMEM allocation state: not itemised
   if (!check_whole_warp(w, "tcgen05.relinquish_alloc_permit", loc) ||
       !check_cta_group(w, cta_group, "tcgen05.relinquish_alloc_permit", loc))
     return;
@@ -267,6 +269,7 @@ bool World::tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, 
 void World::tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc) {
   Warp& w = warp();
   if (!point(w, loc)) return;
+  touch_global();  // TMEM allocation state: not itemised
   if (!check_whole_warp(w, "tcgen05.dealloc", loc) || !check_cta_group(w, cta_group, "tcgen05.dealloc", loc)) return;
   const std::uint32_t col = tmem_col(taddr);
   auto free_block = [&](std::uint32_t cta) {

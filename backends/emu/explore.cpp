@@ -1,0 +1,493 @@
+#include "explore.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "exhaustive.hpp"
+
+namespace wspipe::emu {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double since(SteadyClock::time_point t0) {
+  return std::chrono::duration<double>(SteadyClock::now() - t0).count();
+}
+
+// The shrinker's order: fewest preemptions, then fewest deviations.
+bool smaller(const RunResult& a, const RunResult& b) {
+  if (a.preemptions() != b.preemptions()) return a.preemptions() < b.preemptions();
+  return a.schedule.size() < b.schedule.size();
+}
+
+bool failed(const RunResult& r) { return !r.pruned && r.status != Status::ok; }
+
+void validate(const ExploreOptions& o) {
+  auto bad = [](const std::string& why) { throw std::invalid_argument("explore: " + why); };
+  if (o.seconds < 0) bad("seconds must not be negative, got " + std::to_string(o.seconds));
+  if (o.portfolio.empty()) bad("the strategy portfolio is empty");
+  if (o.shard_count == 0) bad("shard count must be at least 1");
+  if (o.shard_index >= o.shard_count)
+    bad("shard " + std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count) +
+        " does not exist: the index must be below the count");
+  if (o.jobs > 1024) bad("jobs must be at most 1024, got " + std::to_string(o.jobs));
+  if (o.max_steps == 0) bad("max_steps must be positive");
+  if (o.shrink_seconds < 0) bad("shrink_seconds must not be negative");
+  const bool exhaustive = std::any_of(o.portfolio.begin(), o.portfolio.end(),
+                                      [](const StrategySpec& s) { return s.kind == StrategyKind::exhaustive; });
+  for (const StrategySpec& s : o.portfolio) {
+    if (s.kind == StrategyKind::replay || s.kind == StrategyKind::custom)
+      bad("strategy '" + std::string(to_string(s.kind)) + "' cannot be explored (use replay())");
+    if (s.kind == StrategyKind::pct && (s.pct_depth < 1 || s.pct_depth > 16))
+      bad("PCT depth must be in [1, 16], got " + std::to_string(s.pct_depth));
+  }
+  // The exhaustive strategy ends by itself when the bounded space is covered.
+  if (!exhaustive && o.runs == 0 && o.seconds == 0) bad("no budget: set runs or seconds (or both)");
+  if (exhaustive && o.portfolio.size() > 1) bad("the exhaustive strategy cannot share a portfolio");
+  if (o.preemptions && !exhaustive) bad("a preemption bound needs the exhaustive strategy");
+  if (exhaustive && o.shard_count > 1) bad("the exhaustive strategy runs unsharded (one process, one thread)");
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ basics
+
+RunResult run(const Kernel& kernel, const RunOptions& options) {
+  if (!kernel.body) throw std::invalid_argument("emu::run: the kernel has no body");
+  RunResult r = run(kernel.launch, kernel.body, options);
+  if (r.status != Status::ok || r.pruned || !kernel.verify) return r;
+  if (std::string wrong = kernel.verify(); !wrong.empty()) {
+    Violation v;
+    v.rule = "result.mismatch";
+    v.message = "the kernel's result differs from the reference: " + wrong;
+    v.step = r.steps;
+    r.violations.push_back(std::move(v));
+    r.status = Status::violation;
+  }
+  return r;
+}
+
+std::string outcome(const RunResult& r) {
+  if (r.status == Status::violation && !r.violations.empty()) return r.violations.front().rule;
+  return to_string(r.status);
+}
+
+std::optional<StrategySpec> parse_strategy_spec(std::string_view text, std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<StrategySpec> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  StrategySpec s;
+  std::string_view name = text;
+  std::string_view arg;
+  if (const auto colon = text.find(':'); colon != std::string_view::npos) {
+    name = text.substr(0, colon);
+    arg = text.substr(colon + 1);
+  }
+  const auto kind = parse_strategy(name);
+  if (!kind || *kind == StrategyKind::replay)
+    return fail("unknown strategy '" + std::string(text) + "' (rr, random, pct, pct:D, exhaustive)");
+  s.kind = *kind;
+  if (!arg.empty() || text.find(':') != std::string_view::npos) {
+    if (s.kind != StrategyKind::pct) return fail("only pct takes a depth (pct:D), got '" + std::string(text) + "'");
+    std::uint32_t d = 0;
+    for (char ch : arg) {
+      if (ch < '0' || ch > '9' || d > 1000) return fail("PCT depth must be a number in [1, 16], got '" + std::string(arg) + "'");
+      d = d * 10 + static_cast<std::uint32_t>(ch - '0');
+    }
+    if (arg.empty() || d < 1 || d > 16) return fail("PCT depth must be a number in [1, 16], got '" + std::string(arg) + "'");
+    s.pct_depth = d;
+  }
+  return s;
+}
+
+std::optional<std::vector<StrategySpec>> parse_portfolio(std::string_view text, std::string* error) {
+  std::vector<StrategySpec> out;
+  std::size_t pos = 0;
+  for (;;) {
+    const auto comma = text.find(',', pos);
+    const auto item = text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    auto s = parse_strategy_spec(item, error);
+    if (!s) return std::nullopt;
+    out.push_back(*s);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  if (out.size() > 1 && std::any_of(out.begin(), out.end(), [](const StrategySpec& s) {
+        return s.kind == StrategyKind::exhaustive;
+      })) {
+    if (error) *error = "the exhaustive strategy cannot share a portfolio";
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::string to_string(const StrategySpec& s) {
+  std::string out(to_string(s.kind));
+  if (s.kind == StrategyKind::pct) out += ":" + std::to_string(s.pct_depth);
+  return out;
+}
+
+std::string to_string(const std::vector<StrategySpec>& portfolio) {
+  std::string out;
+  for (const auto& s : portfolio) out += (out.empty() ? "" : ",") + to_string(s);
+  return out;
+}
+
+RunOptions ExploreOptions::run_options() const {
+  RunOptions o;
+  o.max_steps = max_steps;
+  o.trace = false;
+  o.spurious_try_wait = spurious_try_wait;
+  o.race_check = race_check;
+  o.source_root = source_root;
+  return o;
+}
+
+void write_trace(const std::string& file, const Trace& trace) {
+  std::ofstream f(file, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot write trace file '" + file + "'");
+  if (file.size() >= 4 && file.compare(file.size() - 4, 4, ".txt") == 0) {
+    trace.write_text(f);
+  } else {
+    trace.write_chrome_json(f);
+  }
+  if (!f) throw std::runtime_error("error writing trace file '" + file + "'");
+}
+
+RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions options) {
+  options.strategy.kind = StrategyKind::replay;
+  options.strategy.replay = schedule;
+  options.strategy.strict = true;
+  options.trace = true;
+  return run(kernel, options);
+}
+
+// ---------------------------------------------------------------- shrinking
+
+// Delta debugging (Zeller and Hildebrandt 2002) over the deviations, each
+// candidate replayed leniently: a deviation that no longer fits is skipped.
+// A candidate is kept when its run has the same outcome and is smaller
+// (fewer preemptions, then fewer deviations); the kept run's own schedule,
+// not the candidate, becomes the current one. Each remaining preemption is
+// also tried later, where the same switch may be a free choice. Then a
+// preemption-bounded exhaustive search (bounds 0, 1, ... below the count
+// left) looks for the same outcome with fewer preemptions, in at most a
+// quarter of the time; if it finds one, that is minimised in turn.
+RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunResult& failing, double seconds,
+                 ShrinkStats* stats) {
+  const auto t0 = SteadyClock::now();
+  const std::string target = outcome(failing);
+  RunResult best = failing;
+  ShrinkStats st;
+  st.choices_before = failing.schedule.size();
+  st.preemptions_before = failing.preemptions();
+  auto out_of_time = [&] {
+    if (since(t0) <= seconds) return false;
+    st.finished = false;
+    return true;
+  };
+  // Runs `o` (trace off); keeps its run if it is a smaller run of the target.
+  auto keep_if_smaller = [&](RunOptions o) {
+    o.trace = false;
+    RunResult r = run(make(), o);
+    ++st.replays;
+    if (r.pruned || outcome(r) != target || !smaller(r, best)) return false;
+    best = std::move(r);
+    return true;
+  };
+  using Devs = std::vector<Schedule::Deviation>;
+  auto attempt = [&](Devs devs) {
+    if (out_of_time()) return false;
+    RunOptions o = base;
+    o.strategy = {};
+    o.strategy.kind = StrategyKind::replay;
+    o.strategy.strict = false;
+    o.strategy.replay = Schedule(std::move(devs));
+    return keep_if_smaller(std::move(o));
+  };
+  auto minimise = [&] {
+    for (bool again = true; again && !best.schedule.empty() && !out_of_time();) {
+      again = false;
+      // ddmin: remove chunks, from halves down to single deviations.
+      for (std::size_t parts = 2;;) {
+        const Devs devs = best.schedule.deviations();
+        if (devs.empty() || !st.finished) break;
+        parts = std::min(parts, devs.size());
+        const std::size_t chunk = (devs.size() + parts - 1) / parts;
+        bool reduced = false;
+        for (std::size_t begin = 0; begin < devs.size() && !reduced; begin += chunk) {
+          Devs cand(devs.begin(), devs.begin() + static_cast<std::ptrdiff_t>(begin));
+          cand.insert(cand.end(), devs.begin() + static_cast<std::ptrdiff_t>(std::min(begin + chunk, devs.size())),
+                      devs.end());
+          reduced = attempt(std::move(cand));
+        }
+        if (reduced) {
+          parts = std::max<std::size_t>(parts - 1, 2);
+        } else if (chunk == 1) {
+          break;
+        } else {
+          parts *= 2;
+        }
+      }
+      // Delay each preemption: the same switch a little later may come when
+      // the running actor blocks, and then it is a free choice.
+      const std::vector<std::uint64_t> pre = best.preemption_at;
+      for (std::uint64_t at : pre) {
+        const Devs devs = best.schedule.deviations();
+        const auto it = std::find_if(devs.begin(), devs.end(), [&](const auto& d) { return d.at == at; });
+        if (it == devs.end()) continue;
+        const std::uint64_t limit = std::next(it) == devs.end() ? best.choices : std::next(it)->at;
+        for (std::uint64_t delay = 1; it->at + delay < limit && !again; delay *= 2) {
+          Devs cand = devs;
+          cand[static_cast<std::size_t>(it - devs.begin())].at += delay;
+          again = attempt(std::move(cand));
+        }
+        if (again || !st.finished) break;
+      }
+    }
+  };
+
+  if (!best.schedule.empty()) attempt({});  // the default policy's run: often all a deadlock needs
+  minimise();
+  const double deepen_until = since(t0) + std::max(0.0, seconds - since(t0)) / 4;
+  for (std::uint32_t bound = 0; bound < best.preemptions() && since(t0) < deepen_until; ++bound) {
+    detail::ExhaustiveSearch search(bound, true);
+    bool found = false;
+    do {
+      RunOptions o = base;
+      o.strategy = {};
+      o.strategy.kind = StrategyKind::custom;
+      o.strategy.make = [&](std::uint32_t) { return search.strategy(); };
+      found = keep_if_smaller(std::move(o));
+    } while (!found && since(t0) < deepen_until && search.advance());
+    if (found) {
+      minimise();
+      break;
+    }
+  }
+  st.choices_after = best.schedule.size();
+  st.preemptions_after = best.preemptions();
+  if (stats) *stats = st;
+  return best;
+}
+
+// -------------------------------------------------------------- exploration
+
+namespace {
+
+constexpr std::uint64_t kNoRun = std::numeric_limits<std::uint64_t>::max();
+
+struct Found {
+  std::uint64_t run = kNoRun;
+  StrategySpec spec;
+  std::uint64_t seed = 0;
+  RunResult result;
+};
+
+// Random, PCT and round-robin runs: run number i uses portfolio[i % size]
+// with seed first_seed + i, so a run's schedule depends on i alone, and the
+// failure kept is the lowest-numbered one whatever the number of jobs.
+void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const RunOptions& base,
+                     std::uint64_t pct_steps, ExploreResult& res, Found& found, SteadyClock::time_point t0) {
+  const unsigned jobs = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  // Round-robin alone makes the same choices in every run: one covers it.
+  const bool deterministic = std::all_of(o.portfolio.begin(), o.portfolio.end(),
+                                         [](const StrategySpec& s) { return s.kind == StrategyKind::round_robin; });
+  std::atomic<std::uint64_t> next{0}, runs{0}, steps{0}, best{kNoRun};
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  unsigned running = jobs;  // guarded by mu
+  std::exception_ptr error;
+
+  // This shard's next run number, or nullopt once the budget is spent.
+  // Numbers are handed out in increasing order, so every number below a
+  // failure found was taken before it and is finished before the end.
+  auto take = [&]() -> std::optional<std::uint64_t> {
+    if (stop.load() || (o.seconds > 0 && since(t0) > o.seconds)) return std::nullopt;
+    const std::uint64_t i = o.shard_index + next.fetch_add(1) * o.shard_count;
+    if ((o.runs != 0 && i >= o.runs) || i > best.load() || (deterministic && i >= o.shard_count)) return std::nullopt;
+    return i;
+  };
+  auto one = [&](std::uint64_t i) {
+    const StrategySpec& spec = o.portfolio[i % o.portfolio.size()];
+    RunOptions ro = base;
+    ro.strategy.kind = spec.kind;
+    ro.strategy.seed = o.first_seed + i;
+    ro.strategy.pct_depth = spec.pct_depth;
+    ro.strategy.pct_steps = pct_steps;
+    RunResult r = run(make(), ro);
+    runs.fetch_add(1);
+    steps.fetch_add(r.steps);
+    if (o.on_run) o.on_run(i, r);
+    if (!failed(r)) return;
+    std::lock_guard<std::mutex> lock(mu);
+    if (i < found.run) {
+      found = {i, spec, ro.strategy.seed, std::move(r)};
+      best.store(i);
+    }
+  };
+  auto progress = [&] {
+    if (o.on_progress)
+      o.on_progress({.runs = runs.load(), .steps = steps.load(), .seconds = since(t0), .failed = best.load() != kNoRun});
+  };
+
+  if (jobs == 1) {
+    auto last = SteadyClock::now();
+    while (auto i = take()) {
+      one(*i);
+      if (SteadyClock::now() - last > std::chrono::milliseconds(500)) {
+        last = SteadyClock::now();
+        progress();
+      }
+    }
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < jobs; ++t) {
+      pool.emplace_back([&] {
+        try {
+          while (auto i = take()) one(*i);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!error) error = std::current_exception();
+          stop = true;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        --running;
+        cv.notify_all();
+      });
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    while (!cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return running == 0; })) {
+      lock.unlock();
+      progress();
+      lock.lock();
+    }
+    lock.unlock();
+    for (auto& th : pool) th.join();
+    if (error) std::rethrow_exception(error);
+  }
+  res.runs = runs.load();
+  res.steps = steps.load();
+  progress();
+}
+
+}  // namespace
+
+ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
+  validate(o);
+  const auto t0 = SteadyClock::now();
+  ExploreResult res;
+  const RunOptions base = o.run_options();
+  Found found;
+
+  if (o.portfolio.front().kind == StrategyKind::exhaustive) {
+    detail::ExhaustiveSearch search(o.preemptions.value_or(2), o.reduce);
+    auto last = SteadyClock::now();
+    for (std::uint64_t i = 0;; ++i) {
+      if ((o.runs != 0 && res.runs + res.pruned >= o.runs) || (o.seconds > 0 && since(t0) > o.seconds)) break;
+      RunOptions ro = base;
+      ro.strategy.kind = StrategyKind::custom;
+      ro.strategy.make = [&](std::uint32_t) { return search.strategy(); };
+      RunResult r = run(make(), ro);
+      if (r.pruned) {
+        ++res.pruned;
+      } else {
+        ++res.runs;
+        res.steps += r.steps;
+        if (o.on_run) o.on_run(i, r);
+      }
+      if (failed(r)) {
+        found = {i, o.portfolio.front(), 0, std::move(r)};
+        break;
+      }
+      if (!search.advance()) {
+        res.complete = true;
+        break;
+      }
+      if (o.on_progress && SteadyClock::now() - last > std::chrono::milliseconds(500)) {
+        last = SteadyClock::now();
+        o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0)});
+      }
+    }
+    if (o.on_progress)
+      o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0), .failed = found.run != kNoRun});
+  } else {
+    std::uint64_t pct_steps = StrategyParams{}.pct_steps;
+    if (std::any_of(o.portfolio.begin(), o.portfolio.end(),
+                    [](const StrategySpec& s) { return s.kind == StrategyKind::pct; })) {
+      // PCT spreads its change points over the expected length of a run:
+      // measure it once with the round-robin strategy.
+      RunOptions rr = base;
+      rr.strategy.kind = StrategyKind::round_robin;
+      pct_steps = std::max<std::uint64_t>(run(make(), rr).steps, 1);
+    }
+    explore_sampled(make, o, base, pct_steps, res, found, t0);
+  }
+
+  if (found.run != kNoRun) {
+    Failure f;
+    f.run = found.run;
+    f.strategy = found.spec;
+    f.seed = found.seed;
+    f.outcome = outcome(found.result);
+    f.original = found.result.schedule;
+    RunResult small = found.result;
+    f.shrink.choices_before = f.shrink.choices_after = small.schedule.size();
+    f.shrink.preemptions_before = f.shrink.preemptions_after = small.preemptions();
+    if (o.shrink) {
+      if (o.on_progress) o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0), .failed = true,
+                                        .shrinking = true});
+      small = shrink(make, base, found.result, o.shrink_seconds, &f.shrink);
+    }
+    f.result = replay(make(), small.schedule, base);
+    if (!o.trace_dir.empty()) {
+      std::filesystem::create_directories(o.trace_dir);
+      for (const char* name : {"trace.json", "trace.txt"}) {
+        const std::string file = (std::filesystem::path(o.trace_dir) / name).string();
+        write_trace(file, f.result.trace);
+        f.trace_files.push_back(file);
+      }
+    }
+    res.failure = std::move(f);
+  }
+  res.seconds = since(t0);
+  return res;
+}
+
+ExploreResult explore(const Kernel& kernel, const ExploreOptions& options) {
+  return explore([&kernel] { return kernel; }, options);
+}
+
+std::string ExploreResult::report() const {
+  std::string r;
+  if (!failure) {
+    r += "explored " + std::to_string(runs) + " runs (" + std::to_string(steps) + " steps)";
+    if (complete) r += ", every schedule within the bound (" + std::to_string(pruned) + " pruned as equivalent)";
+    r += ": nothing found\n";
+    return r;
+  }
+  const Failure& f = *failure;
+  r += "failure in run " + std::to_string(f.run + 1) + " (" + to_string(f.strategy);
+  if (f.strategy.kind != StrategyKind::exhaustive) r += ", seed " + std::to_string(f.seed);
+  r += "): " + f.outcome + "\n";
+  r += f.result.report();
+  r += "schedule: " + f.replay_token() + "\n";
+  r += "shrunk:   " + std::to_string(f.shrink.choices_before) + " -> " + std::to_string(f.shrink.choices_after) +
+       " deviations, " + std::to_string(f.shrink.preemptions_before) + " -> " +
+       std::to_string(f.shrink.preemptions_after) + " preemptions" +
+       (f.shrink.finished ? "" : " (time ran out)") + "\n";
+  return r;
+}
+
+}  // namespace wspipe::emu

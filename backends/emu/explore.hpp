@@ -1,0 +1,164 @@
+// The exploration API: run a kernel under many schedules (random, PCT,
+// bounded exhaustive), on several threads or in shards, and shrink the
+// first failure to a short schedule that replays it. The CLI, the testing
+// helpers (backends/emu/testing/) and users' own test suites all go
+// through explore(); there is one exploration loop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emulator.hpp"
+
+namespace wspipe::emu {
+
+// One instance of a kernel under test: how to launch it, the per-warp body,
+// and an optional check of its result after a run that ended ok.
+struct Kernel {
+  LaunchConfig launch;
+  std::function<void()> body;
+  // "" when the kernel's result is right, else what is wrong; reported as
+  // the violation "result.mismatch".
+  std::function<std::string()> verify;
+};
+
+// Makes a fresh instance for one run. explore() calls it once per run, on
+// the thread that runs it (several at once with jobs > 1): share immutable
+// inputs between instances, give each its own outputs.
+using KernelFactory = std::function<Kernel()>;
+
+// One run of one instance: emu::run, then, if it ended ok, `verify`.
+RunResult run(const Kernel& kernel, const RunOptions& options);
+
+// The word a run's outcome is classified by: "ok", "deadlock", "livelock",
+// or the rule of the first violation. Shrinking keeps it unchanged.
+std::string outcome(const RunResult& r);
+
+// One strategy of a portfolio. Run number i of an exploration uses
+// portfolio[i % size] with seed first_seed + i.
+struct StrategySpec {
+  StrategyKind kind = StrategyKind::random;
+  std::uint32_t pct_depth = 3;  // PCT only
+  friend bool operator==(const StrategySpec&, const StrategySpec&) = default;
+};
+// "random", "rr", "pct" (depth 3), "pct:D", "exhaustive"; a portfolio is a
+// comma-separated list of them. nullopt, with the reason in *error, on bad
+// text.
+std::optional<StrategySpec> parse_strategy_spec(std::string_view text, std::string* error);
+std::optional<std::vector<StrategySpec>> parse_portfolio(std::string_view text, std::string* error);
+std::string to_string(const StrategySpec& s);
+std::string to_string(const std::vector<StrategySpec>& portfolio);
+
+struct ExploreProgress {
+  std::uint64_t runs = 0;   // runs finished so far
+  std::uint64_t steps = 0;  // their steps
+  double seconds = 0;       // since the exploration started
+  bool failed = false;      // a failure has been found (the rest finishes or is cut short)
+  bool shrinking = false;   // the failure is being shrunk
+};
+
+struct ExploreOptions {
+  // Budget: stop after `runs` run numbers (0: no limit) or `seconds` of wall
+  // time (0: no limit), whichever comes first; at least one must be set.
+  std::uint64_t runs = 0;
+  double seconds = 10;
+  std::vector<StrategySpec> portfolio = {{StrategyKind::random}, {StrategyKind::pct, 3}};
+  std::uint64_t first_seed = 1;
+  // Threads, each with its own emulator world; 0: the machine's cores.
+  // The reported failure does not depend on it.
+  unsigned jobs = 0;
+  // This process runs the run numbers i with i % shard_count == shard_index.
+  std::uint32_t shard_index = 0;
+  std::uint32_t shard_count = 1;
+  // Exhaustive only: the bound on preemptions per schedule (default 2), and
+  // the partial-order reduction (sleep sets); without it every schedule
+  // within the bound runs, which only comparisons need.
+  std::optional<std::uint32_t> preemptions;
+  bool reduce = true;
+  // Shrink a failure (bounded by shrink_seconds of wall time).
+  bool shrink = true;
+  double shrink_seconds = 20;
+  // Per run, as RunOptions.
+  std::uint64_t max_steps = RunOptions{}.max_steps;
+  bool spurious_try_wait = false;
+  bool race_check = true;
+  std::string source_root;  // as RunOptions::source_root
+  // When set, the failing run (shrunk) is written there as trace.json
+  // (Chrome/Perfetto) and trace.txt; the directory is created if needed.
+  std::string trace_dir;
+  // Called about twice a second from the thread that called explore(), and
+  // once at the end. Empty: quiet.
+  std::function<void(const ExploreProgress&)> on_progress;
+  // Called after every run with its number and result, from the thread
+  // that ran it (several at once with jobs > 1). Empty: nothing.
+  std::function<void(std::uint64_t run, const RunResult&)> on_run;
+
+  // The RunOptions of one run (strategy aside).
+  RunOptions run_options() const;
+};
+
+struct ShrinkStats {
+  std::uint64_t choices_before = 0, choices_after = 0;          // deviations from the default policy
+  std::uint64_t preemptions_before = 0, preemptions_after = 0;  // switches away from an actor that could go on
+  std::uint64_t replays = 0;                                    // runs the shrinker made
+  bool finished = true;                                         // false: its time ran out first
+};
+
+struct Failure {
+  std::uint64_t run = 0;  // the run number (0-based): the lowest that failed
+  StrategySpec strategy;
+  std::uint64_t seed = 0;
+  std::string outcome;       // as outcome(); the shrunk run has the same
+  Schedule original;         // the schedule as found
+  RunResult result;          // the shrunk run, replayed with the trace on
+  ShrinkStats shrink;        // choices/preemptions before == after when not shrunk
+  std::vector<std::string> trace_files;  // written by ExploreOptions::trace_dir
+
+  // The shrunk schedule's text: the replay token.
+  std::string replay_token() const { return result.schedule.encode(); }
+};
+
+struct ExploreResult {
+  std::uint64_t runs = 0;    // runs done by this process (pruned exhaustive branches not counted)
+  std::uint64_t steps = 0;
+  std::uint64_t pruned = 0;  // exhaustive: runs cut short as equivalent to one already explored
+  double seconds = 0;
+  // Exhaustive: every schedule within the preemption bound was covered
+  // (up to the reduction). Other strategies: always false.
+  bool complete = false;
+  std::optional<Failure> failure;
+
+  bool ok() const { return !failure.has_value(); }
+  // For a person: what was explored, and the failure's report, schedule and
+  // shrink figures.
+  std::string report() const;
+};
+
+// Explores `make`'s kernel. Throws std::invalid_argument, naming the value,
+// on options that make no sense (jobs or shards out of range, preemptions
+// without the exhaustive strategy, no budget at all, ...).
+ExploreResult explore(const KernelFactory& make, const ExploreOptions& options);
+
+// The same for a kernel whose body and verify may run on several threads at
+// once (or with jobs = 1): every run uses this one instance.
+ExploreResult explore(const Kernel& kernel, const ExploreOptions& options);
+
+// Re-runs `schedule` strictly (throws ScheduleMismatch when it does not fit
+// this kernel and options), with the trace on.
+RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions options);
+
+// Shrinks `failing` (a run of `make`'s kernel with options `base`) to a
+// schedule with the fewest preemptions, then the fewest deviations, whose
+// run has the same outcome(). Returns the smallest run found (no trace);
+// `stats` gets the figures.
+RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunResult& failing, double seconds,
+                 ShrinkStats* stats);
+
+// Writes a trace as Chrome/Perfetto JSON, or as text when `file` ends in
+// ".txt". Throws std::runtime_error when the file cannot be written.
+void write_trace(const std::string& file, const Trace& trace);
+
+}  // namespace wspipe::emu

@@ -1,0 +1,433 @@
+// The exploration API: budgets, portfolios, jobs and shards, shrinking, the
+// bounded exhaustive search and its reduction, and bad options.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "emu_test_util.hpp"
+#include "examples/ring.hpp"
+#include "examples/scenarios.hpp"
+
+namespace {
+
+using namespace wspipe;
+using test::B;
+using test::contains;
+using examples::RingBug;
+
+emu::Kernel ring_kernel(std::uint32_t stages, std::uint32_t items, RingBug bug) {
+  emu::Kernel k;
+  k.launch.warps_per_cta = examples::kRingWarps;
+  k.launch.warp_roles = {"producer", "consumer"};
+  switch (stages) {
+    case 2:
+      k.launch.smem_bytes = sizeof(examples::RingStorage<2>);
+      k.body = [=] { examples::ring_kernel<B, 2>(items, bug); };
+      break;
+    default:
+      k.launch.smem_bytes = sizeof(examples::RingStorage<4>);
+      k.body = [=] { examples::ring_kernel<B, 4>(items, bug); };
+      break;
+  }
+  return k;
+}
+
+emu::KernelFactory ring(std::uint32_t stages, std::uint32_t items, RingBug bug) {
+  return [=] { return ring_kernel(stages, items, bug); };
+}
+
+emu::ExploreOptions runs(std::uint64_t n, unsigned jobs = 1) {
+  emu::ExploreOptions o;
+  o.runs = n;
+  o.seconds = 0;
+  o.jobs = jobs;
+  return o;
+}
+
+TEST(explore_Budget, RunsStopsAtTheCountAndFindsNothingInACorrectKernel) {
+  const auto r = emu::explore(ring(4, 16, RingBug::none), runs(300));
+  EXPECT_TRUE(r.ok()) << r.report();
+  EXPECT_EQ(r.runs, 300u);
+  EXPECT_GT(r.steps, 300u * 16);
+  EXPECT_FALSE(r.complete);
+  EXPECT_TRUE(contains(r.report(), "nothing found"));
+}
+
+TEST(explore_Budget, TimeAloneEndsAnExploration) {
+  emu::ExploreOptions o;
+  o.seconds = 0.3;
+  o.jobs = 1;
+  const auto r = emu::explore(ring(4, 16, RingBug::none), o);
+  EXPECT_TRUE(r.ok());
+  EXPECT_GT(r.runs, 10u);
+  EXPECT_LT(r.seconds, 5.0);
+}
+
+TEST(explore_Portfolio, RunIUsesStrategyIModSizeAndSeedFirstPlusI) {
+  auto o = runs(6);
+  o.portfolio = {{emu::StrategyKind::random}, {emu::StrategyKind::pct, 2}};
+  o.first_seed = 40;
+  std::vector<std::string> seen(6);
+  o.on_run = [&](std::uint64_t i, const emu::RunResult& r) { seen[i] = r.schedule.encode(); };
+  emu::explore(ring(4, 16, RingBug::none), o);
+  for (std::uint64_t i = 0; i < 6; ++i) {
+    emu::RunOptions ro;
+    ro.trace = false;
+    ro.strategy.kind = i % 2 == 0 ? emu::StrategyKind::random : emu::StrategyKind::pct;
+    ro.strategy.pct_depth = 2;
+    ro.strategy.seed = 40 + i;
+    if (i % 2 == 1) {
+      emu::RunOptions rr = ro;
+      rr.strategy.kind = emu::StrategyKind::round_robin;
+      ro.strategy.pct_steps = emu::run(ring_kernel(4, 16, RingBug::none), rr).steps;
+    }
+    EXPECT_EQ(emu::run(ring_kernel(4, 16, RingBug::none), ro).schedule.encode(), seen[i]) << "run " << i;
+  }
+}
+
+// ---- jobs and shards
+
+TEST(explore_Parallel, ShardsTogetherRunExactlyTheUnshardedRunNumbers) {
+  auto collect = [](emu::ExploreOptions o) {
+    std::mutex mu;
+    std::multiset<std::uint64_t> seen;
+    o.on_run = [&](std::uint64_t i, const emu::RunResult&) {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.insert(i);
+    };
+    emu::explore(ring(2, 8, RingBug::none), o);
+    return seen;
+  };
+  const auto all = collect(runs(97, 2));
+  ASSERT_EQ(all.size(), 97u);
+  EXPECT_EQ(*all.rbegin(), 96u);
+  std::multiset<std::uint64_t> joined;
+  for (std::uint32_t s = 0; s < 3; ++s) {
+    auto o = runs(97, 2);
+    o.shard_index = s;
+    o.shard_count = 3;
+    const auto part = collect(o);
+    for (std::uint64_t i : part) EXPECT_EQ(i % 3, s);
+    joined.insert(part.begin(), part.end());
+  }
+  EXPECT_EQ(joined, all);  // disjoint (a multiset would show repeats) and complete
+}
+
+TEST(explore_Parallel, TheSameFailureWhateverTheJobs) {
+  // ring/over-arrive fails on many but not all runs of pct:5 with 1 item
+  // per phase; the reported run is the lowest that fails.
+  for (RingBug bug : {RingBug::over_arrive, RingBug::no_release}) {
+    auto o = runs(200, 1);
+    o.portfolio = {{emu::StrategyKind::random}, {emu::StrategyKind::pct, 5}};
+    o.first_seed = 7;
+    const auto one = emu::explore(ring(2, 8, bug), o);
+    o.jobs = 2;
+    const auto two = emu::explore(ring(2, 8, bug), o);
+    ASSERT_FALSE(one.ok());
+    ASSERT_FALSE(two.ok());
+    EXPECT_EQ(one.failure->run, two.failure->run);
+    EXPECT_EQ(one.failure->original, two.failure->original);
+    EXPECT_EQ(one.failure->replay_token(), two.failure->replay_token());
+    EXPECT_EQ(one.failure->outcome, two.failure->outcome);
+  }
+}
+
+// A failure that needs a particular interleaving, not found on every run:
+// a racy kernel whose second arrive is legal only after warp 1's wait.
+emu::Kernel racy() {
+  emu::Kernel k;
+  k.launch.warps_per_cta = 2;
+  k.launch.smem_bytes = 64;
+  k.body = [] {
+    struct Bars {
+      SharedMemBarrier b[1];
+    };
+    auto& s = B::shared_storage<Bars>();
+    if (B::warp_idx() == 0) test::init_bar(s.b[0], 1);
+    B::cluster_sync();
+    if (B::warp_idx() == 0) {
+      B::syncwarp();
+      test::elected_arrive(s.b[0]);
+      B::syncwarp();
+      test::elected_arrive(s.b[0]);
+    } else {
+      B::syncwarp();
+      B::wait(s.b[0], 0);
+    }
+  };
+  return k;
+}
+
+TEST(explore_Parallel, LowestFailingRunIsReportedWithJobs) {
+  // Which of runs 0..63 fail, each on its own: shard i of i+1 with a budget
+  // of i+1 runs is run number i alone.
+  std::set<std::uint64_t> failing;
+  for (std::uint64_t i = 0; i < 64; ++i) {
+    auto one = runs(i + 1, 1);
+    one.shard_index = static_cast<std::uint32_t>(i);
+    one.shard_count = static_cast<std::uint32_t>(i + 1);
+    one.shrink = false;
+    const auto r = emu::explore([] { return racy(); }, one);
+    if (!r.ok()) failing.insert(i);
+  }
+  ASSERT_FALSE(failing.empty());
+  ASSERT_NE(*failing.begin(), 0u) << "the test wants a kernel whose first run passes";
+  for (unsigned jobs : {1u, 2u, 3u}) {
+    auto p = runs(64, jobs);
+    p.shrink = false;
+    const auto r = emu::explore([] { return racy(); }, p);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.failure->run, *failing.begin()) << jobs << " jobs";
+  }
+}
+
+// ---- shrinking
+
+TEST(explore_Shrink, ShrunkScheduleReplaysToTheSameOutcomeWithNoMorePreemptions) {
+  auto o = runs(64, 1);
+  const auto r = emu::explore([] { return racy(); }, o);
+  ASSERT_FALSE(r.ok());
+  const emu::Failure& f = *r.failure;
+  EXPECT_EQ(f.outcome, "mbarrier.arrive-before-wait");
+  EXPECT_LE(f.shrink.preemptions_after, f.shrink.preemptions_before);
+  EXPECT_LE(f.shrink.choices_after, f.shrink.choices_before);
+  EXPECT_EQ(f.result.schedule.size(), f.shrink.choices_after);
+  EXPECT_EQ(f.result.preemptions(), f.shrink.preemptions_after);
+  // The bug needs warp 0 to arrive twice before warp 1 waits: with the
+  // default policy running warp 0 on, one deviation at most is needed.
+  EXPECT_LE(f.shrink.choices_after, 1u);
+  std::string why;
+  const auto s = emu::Schedule::decode(f.replay_token(), &why);
+  ASSERT_TRUE(s) << why;
+  const auto again = emu::replay(racy(), *s, o.run_options());
+  EXPECT_EQ(emu::outcome(again), f.outcome);
+  EXPECT_EQ(again.steps, f.result.steps);
+  EXPECT_FALSE(again.trace.events.empty());
+}
+
+TEST(explore_Shrink, NoShrinkReportsTheScheduleAsFound) {
+  auto o = runs(64, 1);
+  o.shrink = false;
+  const auto r = emu::explore([] { return racy(); }, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure->result.schedule.unchecked(), r.failure->original.unchecked());
+  EXPECT_EQ(r.failure->shrink.choices_before, r.failure->shrink.choices_after);
+}
+
+TEST(explore_Shrink, TraceDirGetsTheShrunkRunsTrace) {
+  auto o = runs(10, 1);
+  o.trace_dir = ::testing::TempDir() + "wspipe-explore-trace";
+  const auto r = emu::explore(ring(2, 8, RingBug::no_release), o);
+  ASSERT_FALSE(r.ok());
+  ASSERT_EQ(r.failure->trace_files.size(), 2u);
+  for (const auto& f : r.failure->trace_files) {
+    std::FILE* fp = std::fopen(f.c_str(), "rb");
+    ASSERT_NE(fp, nullptr) << f;
+    std::fseek(fp, 0, SEEK_END);
+    EXPECT_GT(std::ftell(fp), 100) << f;
+    std::fclose(fp);
+  }
+}
+
+// Every catalogued broken variant: the exploration finds it, the shrunk
+// schedule replays (strictly) to the same outcome, and is no larger.
+TEST(explore_Shrink, EveryCatalogueVariantShrinksToAReplayableSchedule) {
+  for (const auto& sc : examples::catalogue()) {
+    for (const auto& v : sc.variants) {
+      if (v.name.empty()) continue;
+      SCOPED_TRACE(sc.name + "/" + v.name);
+      cli::OptionValues values;
+      for (const auto& o : sc.options) values[o.name] = o.def;
+      for (const auto& [k, x] : v.pinned) values[k] = x;
+      if (sc.resolve) sc.resolve(values);
+      const emu::KernelFactory make = [&] { return sc.prepare(v.name, values); };
+      auto o = runs(500, 2);
+      o.shrink_seconds = 10;
+      const auto r = emu::explore(make, o);
+      ASSERT_FALSE(r.ok());
+      const emu::Failure& f = *r.failure;
+      EXPECT_EQ(f.outcome, v.expect);
+      EXPECT_LE(f.shrink.preemptions_after, f.shrink.preemptions_before);
+      std::string why;
+      const auto s = emu::Schedule::decode(f.replay_token(), &why);
+      ASSERT_TRUE(s) << why;
+      EXPECT_EQ(emu::outcome(emu::replay(make(), *s, o.run_options())), v.expect);
+    }
+  }
+}
+
+// ---- bounded exhaustive search
+
+emu::ExploreOptions exhaustive(std::uint32_t k, bool reduce = true) {
+  emu::ExploreOptions o;
+  o.portfolio = {{emu::StrategyKind::exhaustive}};
+  o.preemptions = k;
+  o.reduce = reduce;
+  o.seconds = 0;
+  return o;
+}
+
+TEST(explore_Exhaustive, CoversRingTwoStagesFourItemsWithTwoPreemptions) {
+  const auto r = emu::explore(ring(2, 4, RingBug::none), exhaustive(2));
+  EXPECT_TRUE(r.ok()) << r.report();
+  EXPECT_TRUE(r.complete);
+  EXPECT_GT(r.runs, 1u);
+}
+
+TEST(explore_Exhaustive, FindsEveryBrokenRingVariant) {
+  for (auto [bug, want] : {std::pair{RingBug::no_release, "deadlock"}, {RingBug::over_arrive, "mbarrier.over-arrival"},
+                           {RingBug::producer_phase_0, "deadlock"}}) {
+    const auto r = emu::explore(ring(2, 4, bug), exhaustive(2));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.failure->outcome, want);
+    EXPECT_FALSE(r.complete);
+  }
+  // The racy kernel fails only under some interleavings: exhaustive search
+  // finds one with no preemption at all (warp 0 runs on and arrives twice).
+  const auto r = emu::explore([] { return racy(); }, exhaustive(0));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure->outcome, "mbarrier.arrive-before-wait");
+}
+
+TEST(explore_Exhaustive, ARunBudgetLeavesItIncomplete) {
+  auto o = exhaustive(3);
+  o.runs = 5;
+  const auto r = emu::explore(ring(2, 4, RingBug::none), o);
+  EXPECT_TRUE(r.ok());
+  EXPECT_FALSE(r.complete);
+  EXPECT_LE(r.runs + r.pruned, 5u);
+}
+
+// Three warps, two barriers; what each try_wait returned (spurious try_wait:
+// it may time out) depends on the order of the arrives and the waits. The
+// final states reached are the interleavings that matter; the other steps
+// (syncwarp, the fibers' starts) commute with everything.
+struct Observed {
+  std::mutex mu;
+  std::set<std::string> states;
+};
+
+emu::KernelFactory observer(std::shared_ptr<Observed> seen) {
+  return [seen] {
+    auto r = std::make_shared<std::array<int, 3>>();
+    emu::Kernel k;
+    k.launch.warps_per_cta = 3;
+    k.launch.smem_bytes = 64;
+    k.body = [r] {
+      struct Bars {
+        SharedMemBarrier b[2];
+      };
+      auto& s = B::shared_storage<Bars>();
+      if (B::warp_idx() == 0) {
+        test::init_bar(s.b[0], 1);
+        test::init_bar(s.b[1], 1);
+        B::fence_init();
+      }
+      B::cluster_sync();
+      switch (B::warp_idx()) {
+        case 0:
+          B::syncwarp();
+          test::elected_arrive(s.b[0]);
+          B::syncwarp();
+          test::elected_arrive(s.b[1]);
+          break;
+        case 1:
+          B::syncwarp();
+          (*r)[0] = B::try_wait(s.b[0], 0);
+          B::syncwarp();
+          break;
+        default:
+          (*r)[1] = B::try_wait(s.b[1], 0);
+          B::syncwarp();
+          (*r)[2] = B::try_wait(s.b[0], 0);
+          break;
+      }
+    };
+    k.verify = [r, seen] {
+      std::lock_guard<std::mutex> lock(seen->mu);
+      seen->states.insert(std::to_string((*r)[0]) + std::to_string((*r)[1]) + std::to_string((*r)[2]));
+      return std::string();
+    };
+    return k;
+  };
+}
+
+TEST(explore_Exhaustive, ReductionReachesTheSameFinalStatesWithFewerSchedules) {
+  for (std::uint32_t k : {1u, 2u, 3u}) {
+    auto full = std::make_shared<Observed>();
+    auto reduced = std::make_shared<Observed>();
+    auto o = exhaustive(k, false);
+    o.spurious_try_wait = true;
+    const auto a = emu::explore(observer(full), o);
+    o.reduce = true;
+    const auto b = emu::explore(observer(reduced), o);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(a.complete && b.complete);
+    EXPECT_EQ(full->states, reduced->states) << "bound " << k;
+    EXPECT_GT(full->states.size(), 1u);
+    EXPECT_LT(b.runs, a.runs) << "bound " << k;
+    std::printf("[ reduction ] bound %u: %zu final states; %llu schedules unreduced, %llu reduced (+%llu pruned)\n", k,
+                full->states.size(), static_cast<unsigned long long>(a.runs),
+                static_cast<unsigned long long>(b.runs), static_cast<unsigned long long>(b.pruned));
+  }
+}
+
+// ---- bad options
+
+TEST(explore_Options, NonsenseIsRejectedNamingTheValue) {
+  auto expect_bad = [](emu::ExploreOptions o, const std::string& part) {
+    try {
+      emu::explore(ring(2, 4, RingBug::none), o);
+      ADD_FAILURE() << "accepted; wanted an error naming " << part;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_TRUE(contains(e.what(), part)) << e.what();
+    }
+  };
+  auto o = runs(10);
+  o.shard_index = 3;
+  o.shard_count = 2;
+  expect_bad(o, "shard 3/2");
+  o = runs(10);
+  o.preemptions = 2;
+  expect_bad(o, "preemption bound needs the exhaustive");
+  o = runs(10);
+  o.portfolio.clear();
+  expect_bad(o, "portfolio is empty");
+  o = runs(10);
+  o.jobs = 5000;
+  expect_bad(o, "5000");
+  o = runs(0);
+  expect_bad(o, "no budget");
+  o = exhaustive(2);
+  o.portfolio.push_back({emu::StrategyKind::random});
+  expect_bad(o, "cannot share a portfolio");
+  std::string why;
+  EXPECT_FALSE(emu::parse_portfolio("random,pct:0", &why));
+  EXPECT_TRUE(contains(why, "depth")) << why;
+  EXPECT_FALSE(emu::parse_portfolio("random,fifo", &why));
+  EXPECT_TRUE(contains(why, "fifo")) << why;
+  const auto p = emu::parse_portfolio("random,pct:5,rr", &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(emu::to_string(*p), "random,pct:5,rr");
+}
+
+TEST(explore_Replay, AScheduleOfAnotherConfigurationIsRefused) {
+  const auto r = emu::explore(ring(2, 8, RingBug::no_release), runs(5));
+  ASSERT_FALSE(r.ok());
+  const auto& s = r.failure->result.schedule;
+  ASSERT_NE(s.check(), 0u);
+  try {
+    emu::replay(ring_kernel(4, 8, RingBug::no_release), s, {});
+    ADD_FAILURE() << "replayed a schedule of another configuration";
+  } catch (const emu::ScheduleMismatch& e) {
+    EXPECT_TRUE(contains(e.what(), "another kernel, configuration")) << e.what();
+  }
+  // Without the check, the same deviations replay wherever they fit.
+  EXPECT_NO_THROW(emu::replay(ring_kernel(2, 8, RingBug::no_release), s.unchecked(), {}));
+}
+
+}  // namespace
