@@ -1,0 +1,118 @@
+// GoogleTest helpers: explore a kernel from a test, and fail with a report
+// and a command that replays the failure. Part of wspipe::testing, which a
+// project links from its own test suite:
+//
+//   TEST(MyPipeline, Clean) { WSPIPE_EXPECT_CLEAN(make_my_kernel); }
+//   TEST(MyPipeline, PlantedBugIsFound) { WSPIPE_EXPECT_FINDS("deadlock", make_broken_kernel); }
+//
+// Environment, read by options() (the helpers' default options) when the
+// test runs:
+//   WSPIPE_RUNS=N        explore run numbers 0..N-1 (N >= 1); alone, no time limit
+//   WSPIPE_SECONDS=T     explore for T seconds (T > 0); alone, no run limit
+//   WSPIPE_JOBS=N        threads, 1..1024
+//   WSPIPE_SEED=N        first seed (run i uses seed N + i)
+//   WSPIPE_STRATEGY=P    portfolio: "random,pct:3", "pct:5", "exhaustive", ...
+//   WSPIPE_SHARD=I/N     only the run numbers i with i mod N = I
+// A bad value is a test failure naming the variable and the value; the rest
+// still applies. Options passed explicitly skip the environment unless they
+// go through options(base).
+//
+// Read by every helper, whatever its options:
+//   WSPIPE_REPLAY=S      do not explore: replay schedule S strictly (the
+//                        token a failure prints) and judge that one run
+//   WSPIPE_TRACE=FILE    with WSPIPE_REPLAY: write the replayed run's trace,
+//                        Chrome/Perfetto JSON (https://ui.perfetto.dev), or
+//                        a text log when FILE ends in ".txt"
+// A schedule replays only the kernel and configuration it was recorded
+// from: in a test that explores several kernels, the others report that it
+// does not fit them.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "backends/emu/explore.hpp"
+
+namespace wspipe::testing {
+
+// The helpers' default options: `base`, with a budget of 2 seconds when
+// `base` keeps ExploreOptions' default budget, progress on stderr once an
+// exploration has run a few seconds (unless `base` has on_progress), then
+// the environment above. A bad variable is reported with ADD_FAILURE.
+emu::ExploreOptions options(emu::ExploreOptions base = {});
+
+// The environment part of options(), without GoogleTest: applies each
+// WSPIPE_* variable that parses; false, with every bad one named in
+// *error, when some do not.
+bool apply_environment(emu::ExploreOptions& options, std::string* error);
+
+// Success when exploring finds nothing (or, under WSPIPE_REPLAY, when the
+// replayed run ends ok). On failure the message holds the exploration's
+// report (the failure, the shrunk schedule, the shrink figures) and a
+// command line that replays just that schedule with a trace.
+::testing::AssertionResult explores_clean(const emu::KernelFactory& make, emu::ExploreOptions opts = options());
+// The same for one instance used by every run (see emu::explore(const Kernel&, ...)).
+::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts = options());
+
+// Success when exploring finds a failure whose outcome (emu::outcome():
+// "deadlock", "livelock" or a violation rule such as
+// "mbarrier.over-arrival") is `expected`. On failure the message says what
+// was found instead: nothing in N runs, or another outcome with its report.
+::testing::AssertionResult finds(std::string_view expected, const emu::KernelFactory& make,
+                                 emu::ExploreOptions opts = options());
+::testing::AssertionResult finds(std::string_view expected, const emu::Kernel& kernel,
+                                 emu::ExploreOptions opts = options());
+
+// Sharding one exploration across GoogleTest shards.
+//
+// GoogleTest shards tests, not work inside them (GTEST_TOTAL_SHARDS=N,
+// GTEST_SHARD_INDEX=K): the K-th runnable test, counted in registration
+// order, runs in shard K mod N. One exploration test would therefore run in
+// a single shard. register_exploration() instead registers, before
+// RUN_ALL_TESTS, N = max(1, GTEST_TOTAL_SHARDS) consecutive tests
+// "suite.name/shard_K_of_N", K = 0..N-1; test K explores the run numbers i
+// with i mod N = K (shard_slice). N consecutive tests fall into N different
+// shards, so the shards together explore exactly the run numbers of the
+// unsharded exploration, each once, and each shard finds the lowest failing
+// run of its slice. Under a --gtest_filter that selects only some of these
+// tests the count no longer lines up; run the suite whole.
+//
+// Each test explores with shard_slice(options(base), K, N): the
+// environment applies when the test runs (so `base` should not itself come
+// from options()), and WSPIPE_SHARD composes with the GoogleTest shards.
+// Returns N. Must be called before RUN_ALL_TESTS (at namespace scope through
+// WSPIPE_EXPLORATION_TEST, or from main).
+std::uint32_t register_exploration(const char* suite, const char* name, emu::KernelFactory make,
+                                   emu::ExploreOptions base, const char* file, int line);
+
+// Slice k of n of `opts`: the run numbers of opts' own shard (shard_index of
+// shard_count) with (i / shard_count) mod n = k. n slices partition it.
+emu::ExploreOptions shard_slice(emu::ExploreOptions opts, std::uint32_t k, std::uint32_t n);
+
+namespace detail {
+inline emu::ExploreOptions options_arg() { return {}; }
+inline emu::ExploreOptions options_arg(emu::ExploreOptions o) { return o; }
+}  // namespace detail
+
+}  // namespace wspipe::testing
+
+// WSPIPE_EXPECT_CLEAN(factory_or_kernel [, options]) and the other three:
+// EXPECT_TRUE / ASSERT_TRUE over the helpers above.
+#define WSPIPE_EXPECT_CLEAN(...) EXPECT_TRUE(::wspipe::testing::explores_clean(__VA_ARGS__))
+#define WSPIPE_ASSERT_CLEAN(...) ASSERT_TRUE(::wspipe::testing::explores_clean(__VA_ARGS__))
+#define WSPIPE_EXPECT_FINDS(outcome, ...) EXPECT_TRUE(::wspipe::testing::finds(outcome, __VA_ARGS__))
+#define WSPIPE_ASSERT_FINDS(outcome, ...) ASSERT_TRUE(::wspipe::testing::finds(outcome, __VA_ARGS__))
+
+// At namespace scope: registers the tests "suite.name/shard_K_of_N" that
+// explore `factory` (a KernelFactory) split over GoogleTest's shards. The
+// optional last argument is the base ExploreOptions (an expression, or a
+// braced initializer), e.g.
+//   WSPIPE_EXPLORATION_TEST(Ring, Clean, make_ring, two_thousand_runs());
+#define WSPIPE_EXPLORATION_TEST(suite, name, factory, ...)                                        \
+  [[maybe_unused]] static const std::uint32_t wspipe_exploration_##suite##_##name##_ =            \
+      ::wspipe::testing::register_exploration(#suite, #name, factory,                            \
+                                              ::wspipe::testing::detail::options_arg(__VA_ARGS__), \
+                                              __FILE__, __LINE__)

@@ -1,0 +1,352 @@
+#include "gtest.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace wspipe::testing {
+namespace {
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<std::uint64_t> parse_u64(std::string_view s) {
+  std::uint64_t v = 0;
+  if (s.empty()) return std::nullopt;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_seconds(std::string_view s) {
+  double v = 0;
+  if (s.empty()) return std::nullopt;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v) || v <= 0) return std::nullopt;
+  return v;
+}
+
+// For a shell command line: as is when it has no special characters, else
+// in single quotes.
+std::string shell_quote(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                       "0123456789_./:=@%+,-") == std::string::npos;
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string this_binary() {
+  const std::vector<std::string> argv = ::testing::internal::GetArgvs();
+  if (!argv.empty() && !argv.front().empty()) return argv.front();
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n > 0) return std::string(buf, static_cast<std::size_t>(n));
+  return "./your_test";
+}
+
+std::string this_test() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (info == nullptr) return {};
+  return std::string(info->test_suite_name()) + "." + info->name();
+}
+
+// The line that replays `token` in this test, and how to read its trace.
+std::string replay_command(const std::string& token) {
+  std::string cmd = "replay: WSPIPE_REPLAY=" + shell_quote(token) + " WSPIPE_TRACE=wspipe-trace.json " +
+                    shell_quote(this_binary());
+  if (const std::string test = this_test(); !test.empty()) cmd += " --gtest_filter=" + shell_quote(test);
+  cmd += "\n        (wspipe-trace.json opens in https://ui.perfetto.dev; a name ending in .txt gives a text log)\n";
+  return cmd;
+}
+
+// The progress line on stderr, for explorations that run long enough for a
+// person to wonder.
+std::function<void(const emu::ExploreProgress&)> quiet_then_progress() {
+  struct State {
+    double last = -1;
+    bool shrinking = false;
+  };
+  return [st = std::make_shared<State>()](const emu::ExploreProgress& p) {
+    constexpr double kQuietFor = 3, kEvery = 2;
+    if (p.seconds < kQuietFor) return;
+    const bool news = p.shrinking && !st->shrinking;
+    if (!news && st->last >= 0 && p.seconds - st->last < kEvery) return;
+    st->last = p.seconds;
+    st->shrinking = p.shrinking;
+    const std::string test = this_test();
+    std::fprintf(stderr, "[wspipe] %s%s%.0f s: %llu runs, %llu steps%s\n", test.c_str(), test.empty() ? "" : ": ",
+                 p.seconds,
+                 static_cast<unsigned long long>(p.runs), static_cast<unsigned long long>(p.steps),
+                 p.shrinking ? ", shrinking the failure" : p.failed ? ", failure found" : "");
+  };
+}
+
+// What WSPIPE_REPLAY asks for, if anything: the run, or why there is none.
+struct Replayed {
+  std::string token;
+  std::optional<emu::RunResult> run;
+  std::string error;        // when run is empty
+  std::string trace_note;   // where WSPIPE_TRACE went
+  std::string trace_error;  // it could not be written: a failure whatever the run did
+};
+
+std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const emu::ExploreOptions& opts) {
+  const auto token = env("WSPIPE_REPLAY");
+  if (!token) return std::nullopt;
+  Replayed out;
+  out.token = *token;
+  const std::string named = "WSPIPE_REPLAY=" + shell_quote(*token);
+  std::string why;
+  const auto schedule = emu::Schedule::decode(*token, &why);
+  if (!schedule) {
+    out.error = named + " is not a schedule: " + why;
+    return out;
+  }
+  try {
+    out.run = emu::replay(make(), *schedule, opts.run_options());
+  } catch (const emu::ScheduleMismatch& e) {
+    out.error = named + " does not fit this kernel: " + e.what() +
+                "\nA schedule replays only the kernel and configuration it was recorded from (in a test that "
+                "explores several kernels, only the exploration that printed it).";
+    return out;
+  } catch (const std::exception& e) {
+    out.error = "replaying " + named + " failed: " + e.what();
+    return out;
+  }
+  if (const auto file = env("WSPIPE_TRACE"); file && !file->empty()) {
+    try {
+      emu::write_trace(*file, out.run->trace);
+      out.trace_note = "trace written to " + *file + "\n";
+    } catch (const std::exception& e) {
+      out.trace_error = "WSPIPE_TRACE=" + shell_quote(*file) + ": " + e.what() + "\n";
+    }
+  }
+  return out;
+}
+
+std::optional<emu::ExploreResult> explore_or(const emu::KernelFactory& make, const emu::ExploreOptions& opts,
+                                             std::string* error) {
+  try {
+    return emu::explore(make, opts);
+  } catch (const std::exception& e) {
+    *error = std::string("exploration did not run: ") + e.what();
+    return std::nullopt;
+  }
+}
+
+std::string nothing_found(const emu::ExploreResult& res, const emu::ExploreOptions& opts) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(1);
+  os << "nothing found in " << res.runs << " runs (" << res.steps << " steps, " << res.seconds << " s; strategy "
+     << emu::to_string(opts.portfolio);
+  if (opts.portfolio.front().kind != emu::StrategyKind::exhaustive) os << ", first seed " << opts.first_seed;
+  if (opts.shard_count > 1) os << ", shard " << opts.shard_index << "/" << opts.shard_count;
+  os << ")";
+  if (res.complete)
+    os << ": every schedule within the preemption bound was explored";
+  else
+    os << "; explore longer with WSPIPE_SECONDS or WSPIPE_RUNS, or try WSPIPE_STRATEGY";
+  return os.str();
+}
+
+emu::KernelFactory factory_of(const emu::Kernel& kernel) {
+  return [&kernel] { return kernel; };
+}
+
+}  // namespace
+
+bool apply_environment(emu::ExploreOptions& o, std::string* error) {
+  std::string errors;
+  auto bad = [&](const char* var, const std::string& value, const std::string& why) {
+    errors += std::string(errors.empty() ? "" : "\n") + var + "=" + shell_quote(value) + ": " + why;
+  };
+  // One of WSPIPE_RUNS and WSPIPE_SECONDS alone is the whole budget; both:
+  // whichever ends first.
+  bool budget = false;
+  std::uint64_t runs = 0;
+  double seconds = 0;
+  if (const auto v = env("WSPIPE_RUNS")) {
+    const auto r = parse_u64(*v);
+    if (r && *r >= 1) {
+      runs = *r;
+      budget = true;
+    } else {
+      bad("WSPIPE_RUNS", *v, "expected a whole number of runs >= 1");
+    }
+  }
+  if (const auto v = env("WSPIPE_SECONDS")) {
+    if (const auto t = parse_seconds(*v)) {
+      seconds = *t;
+      budget = true;
+    } else {
+      bad("WSPIPE_SECONDS", *v, "expected a number of seconds > 0");
+    }
+  }
+  if (budget) {
+    o.runs = runs;
+    o.seconds = seconds;
+  }
+  if (const auto v = env("WSPIPE_JOBS")) {
+    const auto j = parse_u64(*v);
+    if (!j || *j < 1 || *j > 1024)
+      bad("WSPIPE_JOBS", *v, "expected a number of threads in [1, 1024]");
+    else
+      o.jobs = static_cast<unsigned>(*j);
+  }
+  if (const auto v = env("WSPIPE_SEED")) {
+    if (const auto seed = parse_u64(*v))
+      o.first_seed = *seed;
+    else
+      bad("WSPIPE_SEED", *v, "expected a whole number");
+  }
+  if (const auto v = env("WSPIPE_STRATEGY")) {
+    std::string why;
+    if (auto p = emu::parse_portfolio(*v, &why)) {
+      o.portfolio = std::move(*p);
+      if (o.portfolio.front().kind != emu::StrategyKind::exhaustive) o.preemptions.reset();
+    } else {
+      bad("WSPIPE_STRATEGY", *v, why);
+    }
+  }
+  if (const auto v = env("WSPIPE_SHARD")) {
+    const auto slash = v->find('/');
+    const auto i = slash == std::string::npos ? std::nullopt : parse_u64(std::string_view(*v).substr(0, slash));
+    const auto n = slash == std::string::npos ? std::nullopt : parse_u64(std::string_view(*v).substr(slash + 1));
+    if (!i || !n || *n < 1 || *i >= *n || *n > 0xffffffffu) {
+      bad("WSPIPE_SHARD", *v, "expected I/N with 0 <= I < N");
+    } else {
+      o.shard_index = static_cast<std::uint32_t>(*i);
+      o.shard_count = static_cast<std::uint32_t>(*n);
+    }
+  }
+  if (error) *error = errors;
+  return errors.empty();
+}
+
+emu::ExploreOptions options(emu::ExploreOptions base) {
+  const emu::ExploreOptions defaults;
+  if (base.runs == 0 && base.seconds == defaults.seconds) base.seconds = 2;
+  if (!base.on_progress) base.on_progress = quiet_then_progress();
+  std::string error;
+  if (!apply_environment(base, &error)) ADD_FAILURE() << "wspipe::testing::options: bad environment:\n" << error;
+  return base;
+}
+
+::testing::AssertionResult explores_clean(const emu::KernelFactory& make, emu::ExploreOptions opts) {
+  if (auto rep = replay_from_env(make, opts)) {
+    if (!rep->run) return ::testing::AssertionFailure() << "\n" << rep->error;
+    if (rep->run->status == emu::Status::ok && rep->trace_error.empty())
+      return ::testing::AssertionSuccess() << "replayed WSPIPE_REPLAY: ok\n" << rep->trace_note;
+    return ::testing::AssertionFailure() << "\nreplayed WSPIPE_REPLAY=" << shell_quote(rep->token) << ": "
+                                         << emu::outcome(*rep->run) << "\n"
+                                         << rep->run->report() << rep->trace_note << rep->trace_error;
+  }
+  std::string error;
+  const auto res = explore_or(make, opts, &error);
+  if (!res) return ::testing::AssertionFailure() << "\n" << error;
+  if (res->ok()) return ::testing::AssertionSuccess() << res->report();
+  return ::testing::AssertionFailure() << "\n" << res->report() << replay_command(res->failure->replay_token());
+}
+
+::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts) {
+  return explores_clean(factory_of(kernel), std::move(opts));
+}
+
+::testing::AssertionResult finds(std::string_view expected, const emu::KernelFactory& make,
+                                 emu::ExploreOptions opts) {
+  if (expected == "ok" || expected.empty())
+    return ::testing::AssertionFailure() << "finds() wants the outcome of a failure (\"deadlock\", \"livelock\" or "
+                                            "a violation rule), got \""
+                                         << expected << "\": use explores_clean for a clean kernel";
+  if (auto rep = replay_from_env(make, opts)) {
+    if (!rep->run) return ::testing::AssertionFailure() << "\n" << rep->error;
+    const std::string got = emu::outcome(*rep->run);
+    if (got == expected && rep->trace_error.empty())
+      return ::testing::AssertionSuccess() << "replayed WSPIPE_REPLAY: " << got << "\n" << rep->trace_note;
+    if (got == expected) return ::testing::AssertionFailure() << "\n" << rep->trace_error;
+    return ::testing::AssertionFailure() << "\nexpected " << expected << ", but the replay of WSPIPE_REPLAY="
+                                         << shell_quote(rep->token) << " ended " << got << "\n"
+                                         << rep->run->report() << rep->trace_note << rep->trace_error;
+  }
+  std::string error;
+  const auto res = explore_or(make, opts, &error);
+  if (!res) return ::testing::AssertionFailure() << "\n" << error;
+  if (res->ok())
+    return ::testing::AssertionFailure() << "expected " << expected << ", but " << nothing_found(*res, opts);
+  if (res->failure->outcome == expected) return ::testing::AssertionSuccess() << res->report();
+  return ::testing::AssertionFailure() << "\nexpected " << expected << ", found " << res->failure->outcome << ":\n"
+                                       << res->report() << replay_command(res->failure->replay_token());
+}
+
+::testing::AssertionResult finds(std::string_view expected, const emu::Kernel& kernel, emu::ExploreOptions opts) {
+  return finds(expected, factory_of(kernel), std::move(opts));
+}
+
+// ------------------------------------------------------------------ shards
+
+emu::ExploreOptions shard_slice(emu::ExploreOptions opts, std::uint32_t k, std::uint32_t n) {
+  if (n == 0 || k >= n) throw std::invalid_argument("shard_slice: slice " + std::to_string(k) + " of " +
+                                                    std::to_string(n) + " does not exist");
+  const std::uint64_t count = std::uint64_t{opts.shard_count} * n;
+  if (count > 0xffffffffu) throw std::invalid_argument("shard_slice: too many shards");
+  // i mod (c n) = b + c k  <=>  i mod c = b and (i / c) mod n = k
+  opts.shard_index = opts.shard_index + opts.shard_count * k;
+  opts.shard_count = static_cast<std::uint32_t>(count);
+  return opts;
+}
+
+namespace {
+
+class ExplorationTest : public ::testing::Test {
+ public:
+  ExplorationTest(emu::KernelFactory make, emu::ExploreOptions base, std::uint32_t k, std::uint32_t n)
+      : make_(std::move(make)), base_(std::move(base)), k_(k), n_(n) {}
+  void TestBody() override { EXPECT_TRUE(explores_clean(make_, shard_slice(options(base_), k_, n_))); }
+
+ private:
+  emu::KernelFactory make_;
+  emu::ExploreOptions base_;
+  std::uint32_t k_, n_;
+};
+
+std::uint32_t gtest_total_shards() {
+  const auto v = env("GTEST_TOTAL_SHARDS");
+  if (!v) return 1;
+  const auto n = parse_u64(*v);
+  // GoogleTest itself rejects a bad value when it runs.
+  return n && *n >= 1 && *n <= 0xffffffffu ? static_cast<std::uint32_t>(*n) : 1;
+}
+
+}  // namespace
+
+std::uint32_t register_exploration(const char* suite, const char* name, emu::KernelFactory make,
+                                   emu::ExploreOptions base, const char* file, int line) {
+  const std::uint32_t n = gtest_total_shards();
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::string test = std::string(name) + "/shard_" + std::to_string(k) + "_of_" + std::to_string(n);
+    // The factory's declared type is Test*, so that these tests may share a
+    // suite with TEST()s (GoogleTest wants one fixture type per suite).
+    ::testing::RegisterTest(suite, test.c_str(), nullptr, nullptr, file, line,
+                            [make, base, k, n]() -> ::testing::Test* { return new ExplorationTest(make, base, k, n); });
+  }
+  return n;
+}
+
+}  // namespace wspipe::testing

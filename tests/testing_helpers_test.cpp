@@ -1,0 +1,503 @@
+// wspipe::testing: the GoogleTest helpers (explores_clean, finds, options,
+// WSPIPE_REPLAY, the shard registration) and the rapidcheck helper, on the
+// ring example and on a small hand-off whose bug needs a preemption.
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/emu/emu.hpp"
+#include "backends/emu/testing/gtest.hpp"
+#include "backends/emu/testing/rapidcheck.hpp"
+#include "examples/ring.hpp"
+
+namespace wspipe::helpers_test {
+namespace {
+
+using emu::EmuBackend;
+using examples::RingBug;
+
+// ---------------------------------------------------------------- kernels
+
+template <int S>
+emu::Kernel ring_with(std::uint32_t items, RingBug bug) {
+  emu::Kernel k;
+  k.launch.warps_per_cta = examples::kRingWarps;
+  k.launch.warp_roles = {"producer", "consumer"};
+  k.launch.smem_bytes = sizeof(examples::RingStorage<S>);
+  k.body = [items, bug] { examples::ring_kernel<EmuBackend, S>(items, bug); };
+  return k;
+}
+
+emu::Kernel ring(int stages, std::uint32_t items, RingBug bug = RingBug::none) {
+  switch (stages) {
+    case 1: return ring_with<1>(items, bug);
+    case 2: return ring_with<2>(items, bug);
+    case 3: return ring_with<3>(items, bug);
+    case 4: return ring_with<4>(items, bug);
+    default: throw std::invalid_argument("ring: stages must be in [1, 4]");
+  }
+}
+
+emu::KernelFactory ring_factory(int stages, std::uint32_t items, RingBug bug = RingBug::none) {
+  return [=] { return ring(stages, items, bug); };
+}
+
+// One slot between two warps. With `early_release` the consumer frees the
+// slot and then reads it, with a scheduling point in between: only a
+// schedule that preempts the consumer there lets the producer overwrite the
+// item first, so the default schedule is clean and a failure's schedule has
+// deviations to replay.
+struct HandoffStorage {
+  SharedMemBarrier barriers[2];
+  std::uint32_t slot;
+};
+
+template <Backend B>
+void handoff(std::uint32_t items, bool early_release) {
+  using Pipe = ProducerConsumerPipeline<B, 1>;
+  auto& smem = B::template shared_storage<HandoffStorage>();
+  if (B::warp_idx() == 0) {
+    Pipe(smem.barriers).init_mbars(1, 32);
+    B::fence_init();
+  }
+  B::cluster_sync();
+  Pipe pipe(smem.barriers);
+  if (B::warp_idx() == 0) {
+    for (std::uint32_t i = 0; i < items; ++i) {
+      auto slot = pipe.acquire_producer();
+      smem.slot = i;
+      B::elect_one([&] { slot.arrive(); });
+      slot.release();
+    }
+  } else {
+    for (std::uint32_t i = 0; i < items; ++i) {
+      auto slot = pipe.acquire_consumer();
+      std::uint32_t v = 0;
+      if (early_release) {
+        slot.release();
+        B::syncwarp();
+        v = smem.slot;
+      } else {
+        v = smem.slot;
+        slot.release();
+      }
+      B::check(v == i, "handoff: item out of sequence");
+    }
+  }
+}
+
+emu::KernelFactory handoff_factory(std::uint32_t items, bool early_release) {
+  return [=] {
+    emu::Kernel k;
+    k.launch.warps_per_cta = 2;
+    k.launch.smem_bytes = sizeof(HandoffStorage);
+    k.body = [=] { handoff<EmuBackend>(items, early_release); };
+    return k;
+  };
+}
+
+// ---------------------------------------------------------------- helpers
+
+// Sets (or unsets, with nullopt) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      ::setenv(name, value->c_str(), 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// The environment that options() and the helpers read, cleared for tests
+// that need exact budgets whatever the person running them has set.
+struct CleanEnv {
+  ScopedEnv runs{"WSPIPE_RUNS", std::nullopt}, seconds{"WSPIPE_SECONDS", std::nullopt},
+      jobs{"WSPIPE_JOBS", std::nullopt}, seed{"WSPIPE_SEED", std::nullopt},
+      strategy{"WSPIPE_STRATEGY", std::nullopt}, shard{"WSPIPE_SHARD", std::nullopt},
+      replay{"WSPIPE_REPLAY", std::nullopt}, trace{"WSPIPE_TRACE", std::nullopt};
+};
+
+// A fixed number of runs, no time limit: the same runs on every machine.
+emu::ExploreOptions runs(std::uint64_t n, unsigned jobs = 2) {
+  emu::ExploreOptions o;
+  o.runs = n;
+  o.seconds = 0;
+  o.jobs = jobs;
+  return o;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The schedule token of a failure message's replay line.
+std::string replay_token(const std::string& message) {
+  static const std::regex re("WSPIPE_REPLAY='?(2:[0-9a-fA-F]{8}:[A-Za-z0-9{}]*)'?");
+  std::smatch m;
+  if (!std::regex_search(message, m, re)) return {};
+  return m[1];
+}
+
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("wspipe-helpers-" + std::to_string(::getpid()) + "-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// The run numbers an exploration with `o` runs.
+std::set<std::uint64_t> run_numbers(const emu::KernelFactory& make, emu::ExploreOptions o) {
+  std::mutex mu;
+  std::set<std::uint64_t> seen;
+  o.on_run = [&](std::uint64_t i, const emu::RunResult&) {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_TRUE(seen.insert(i).second) << "run " << i << " ran twice";
+  };
+  const emu::ExploreResult r = emu::explore(make, o);
+  EXPECT_TRUE(r.ok()) << r.report();
+  return seen;
+}
+
+// ------------------------------------------------------- clean and finds
+
+TEST(TestingHelpers, CorrectRingIsClean) {
+  CleanEnv env;
+  WSPIPE_EXPECT_CLEAN(ring_factory(4, 32));  // options(): the test default, 2 seconds
+  WSPIPE_EXPECT_CLEAN(ring(1, 9), runs(100));
+  WSPIPE_ASSERT_CLEAN(ring_factory(2, 16), runs(50, 1));
+  const auto r = testing::explores_clean(ring_factory(3, 8), runs(20));
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(contains(r.message(), "explored 20 runs")) << r.message();
+}
+
+TEST(TestingHelpers, EachBrokenRingIsFoundWithItsOutcome) {
+  CleanEnv env;
+  WSPIPE_EXPECT_FINDS("deadlock", ring_factory(4, 32, RingBug::no_release));
+  WSPIPE_EXPECT_FINDS("mbarrier.over-arrival", ring_factory(4, 32, RingBug::over_arrive), runs(20));
+  WSPIPE_EXPECT_FINDS("deadlock", ring(4, 32, RingBug::producer_phase_0), runs(20));
+  WSPIPE_ASSERT_FINDS("kernel.check", handoff_factory(4, true), runs(200));
+}
+
+TEST(TestingHelpers, FindsSaysWhatItFoundInstead) {
+  CleanEnv env;
+  const auto nothing = testing::finds("deadlock", ring_factory(2, 8), runs(10));
+  ASSERT_FALSE(nothing);
+  EXPECT_TRUE(contains(nothing.message(), "expected deadlock, but nothing found in 10 runs")) << nothing.message();
+
+  const auto other = testing::finds("livelock", ring_factory(2, 8, RingBug::over_arrive), runs(10));
+  ASSERT_FALSE(other);
+  EXPECT_TRUE(contains(other.message(), "expected livelock, found mbarrier.over-arrival")) << other.message();
+  EXPECT_TRUE(contains(other.message(), "WSPIPE_REPLAY=")) << other.message();
+
+  EXPECT_FALSE(testing::finds("ok", ring_factory(2, 8), runs(1)));
+}
+
+TEST(TestingHelpers, ExploresCleanOnBrokenRingReportsAReplayThatReproduces) {
+  CleanEnv env;
+  const auto found = testing::explores_clean(ring_factory(4, 32, RingBug::no_release), runs(20));
+  ASSERT_FALSE(found);
+  const std::string msg = found.message();
+  EXPECT_TRUE(contains(msg, "deadlock")) << msg;
+  EXPECT_TRUE(contains(msg, "shrunk:")) << msg;
+  EXPECT_TRUE(contains(msg, "WSPIPE_TRACE=wspipe-trace.json")) << msg;
+  EXPECT_TRUE(
+      contains(msg, "--gtest_filter=TestingHelpers.ExploresCleanOnBrokenRingReportsAReplayThatReproduces"))
+      << msg;
+  EXPECT_TRUE(contains(msg, "https://ui.perfetto.dev")) << msg;
+  const std::string token = replay_token(msg);
+  ASSERT_EQ(token.rfind("2:", 0), 0u) << msg;
+
+  const auto dir = temp_dir("ring-replay");
+  ScopedEnv replay("WSPIPE_REPLAY", token);
+  ScopedEnv trace("WSPIPE_TRACE", (dir / "t.txt").string());
+  const auto again = testing::explores_clean(ring_factory(4, 32, RingBug::no_release), runs(20));
+  ASSERT_FALSE(again);
+  EXPECT_TRUE(contains(again.message(), "replayed WSPIPE_REPLAY=" + token + ": deadlock")) << again.message();
+  EXPECT_TRUE(contains(slurp(dir / "t.txt"), "wait")) << "the text trace of the replayed run";
+  // finds() replays too, and accepts the same outcome.
+  EXPECT_TRUE(testing::finds("deadlock", ring_factory(4, 32, RingBug::no_release)));
+  std::filesystem::remove_all(dir);
+}
+
+// The hand-off's failure needs a preemption: the token carries deviations,
+// and replaying it reproduces the failure where the default schedule is
+// clean.
+TEST(TestingHelpers, ReplayFollowsTheScheduleItIsGiven) {
+  CleanEnv env;
+  const auto make = handoff_factory(4, true);
+  const auto found = testing::explores_clean(make, runs(200));
+  ASSERT_FALSE(found);
+  const std::string token = replay_token(found.message());
+  ASSERT_EQ(token.rfind("2:", 0), 0u) << found.message();
+  ASSERT_GT(token.size(), std::string("2:12345678:").size()) << "a schedule with deviations: " << token;
+
+  const auto dir = temp_dir("handoff-replay");
+  {
+    ScopedEnv replay("WSPIPE_REPLAY", token);
+    ScopedEnv trace("WSPIPE_TRACE", (dir / "t.json").string());
+    const auto again = testing::explores_clean(make);
+    ASSERT_FALSE(again);
+    EXPECT_TRUE(contains(again.message(), "kernel.check")) << again.message();
+    EXPECT_TRUE(contains(slurp(dir / "t.json"), "traceEvents"));
+    EXPECT_TRUE(testing::finds("kernel.check", make));
+  }
+  {
+    // The same kernel under the default schedule (no deviations, no check) is clean.
+    ScopedEnv replay("WSPIPE_REPLAY", "2:");
+    EXPECT_TRUE(testing::explores_clean(make));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TestingHelpers, BadReplayValuesFailNamingTheValue) {
+  CleanEnv env;
+  {
+    ScopedEnv replay("WSPIPE_REPLAY", "2:zz!");
+    const auto r = testing::explores_clean(ring_factory(2, 4));
+    ASSERT_FALSE(r);
+    EXPECT_TRUE(contains(r.message(), "WSPIPE_REPLAY='2:zz!' is not a schedule")) << r.message();
+    EXPECT_FALSE(testing::finds("deadlock", ring_factory(2, 4, RingBug::no_release)));
+  }
+  {
+    ScopedEnv replay("WSPIPE_REPLAY", "banana");
+    const auto r = testing::finds("deadlock", ring_factory(2, 4, RingBug::no_release));
+    ASSERT_FALSE(r);
+    EXPECT_TRUE(contains(r.message(), "WSPIPE_REPLAY=banana is not a schedule")) << r.message();
+  }
+  {
+    // A trace that cannot be written fails the test, and the replay is still reported.
+    ScopedEnv replay("WSPIPE_REPLAY", "2:");
+    ScopedEnv trace("WSPIPE_TRACE", "/nonexistent-dir/t.json");
+    const auto r = testing::explores_clean(ring_factory(2, 4));
+    ASSERT_FALSE(r);
+    EXPECT_TRUE(contains(r.message(), "WSPIPE_TRACE=/nonexistent-dir/t.json: cannot write")) << r.message();
+    EXPECT_TRUE(contains(r.message(), "replayed WSPIPE_REPLAY=2:: ok")) << r.message();
+  }
+  // A schedule recorded for another kernel does not fit. (Another
+  // configuration of the same kernel may: a run that meets the same choice
+  // points up to its failure fits, and fails the same way.)
+  const auto found = testing::explores_clean(handoff_factory(4, true), runs(200));
+  ASSERT_FALSE(found);
+  const std::string token = replay_token(found.message());
+  ASSERT_FALSE(token.empty()) << found.message();
+  ScopedEnv replay("WSPIPE_REPLAY", token);
+  for (const auto& make : {ring_factory(1, 2), ring_factory(4, 32, RingBug::no_release)}) {
+    const auto r = testing::explores_clean(make);
+    ASSERT_FALSE(r);
+    EXPECT_TRUE(contains(r.message(), "WSPIPE_REPLAY=" + token + " does not fit this kernel")) << r.message();
+    EXPECT_TRUE(contains(r.message(), "recorded from")) << r.message();
+  }
+}
+
+// --------------------------------------------------------------- options
+
+TEST(TestingHelpers, OptionsTakeTheEnvironment) {
+  CleanEnv env;
+  {
+    const emu::ExploreOptions o = testing::options();
+    EXPECT_EQ(o.runs, 0u);
+    EXPECT_EQ(o.seconds, 2.0);
+    EXPECT_TRUE(static_cast<bool>(o.on_progress));
+    emu::ExploreOptions base;
+    base.runs = 50;
+    EXPECT_EQ(testing::options(base).seconds, emu::ExploreOptions{}.seconds) << "the base's budget stays";
+  }
+  ScopedEnv runs_("WSPIPE_RUNS", "7"), jobs("WSPIPE_JOBS", "3"), seed("WSPIPE_SEED", "99"),
+      strategy("WSPIPE_STRATEGY", "pct:5,rr"), shard("WSPIPE_SHARD", "1/3");
+  const emu::ExploreOptions o = testing::options();
+  EXPECT_EQ(o.runs, 7u);
+  EXPECT_EQ(o.seconds, 0.0) << "WSPIPE_RUNS alone is the whole budget";
+  EXPECT_EQ(o.jobs, 3u);
+  EXPECT_EQ(o.first_seed, 99u);
+  EXPECT_EQ(emu::to_string(o.portfolio), "pct:5,rr");
+  EXPECT_EQ(o.shard_index, 1u);
+  EXPECT_EQ(o.shard_count, 3u);
+  ScopedEnv seconds("WSPIPE_SECONDS", "1.5");
+  EXPECT_EQ(testing::options().seconds, 1.5);
+  EXPECT_EQ(testing::options().runs, 7u);
+}
+
+TEST(TestingHelpers, BadEnvironmentFailsNamingTheVariableAndValue) {
+  CleanEnv env;
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"WSPIPE_JOBS", "0"},       {"WSPIPE_JOBS", "x"},         {"WSPIPE_RUNS", "0"},
+      {"WSPIPE_RUNS", "-3"},      {"WSPIPE_SECONDS", "soon"},   {"WSPIPE_SECONDS", "0"},
+      {"WSPIPE_SEED", "1e3"},     {"WSPIPE_STRATEGY", "fast"},  {"WSPIPE_STRATEGY", "pct:99"},
+      {"WSPIPE_SHARD", "3/2"},    {"WSPIPE_SHARD", "1"},
+  };
+  for (const auto& [name, value] : bad) {
+    ScopedEnv set(name, value);
+    const std::string expected = std::string(name) + "=" + value;
+    EXPECT_NONFATAL_FAILURE(testing::options(), expected);
+    std::string error;
+    emu::ExploreOptions o;
+    EXPECT_FALSE(testing::apply_environment(o, &error));
+    EXPECT_TRUE(contains(error, expected)) << error;
+  }
+  // Through the helpers' default options: the test fails, and says why.
+  ScopedEnv jobs("WSPIPE_JOBS", "x"), runs_("WSPIPE_RUNS", "3");
+  EXPECT_NONFATAL_FAILURE(WSPIPE_EXPECT_CLEAN(ring_factory(2, 4)), "WSPIPE_JOBS=x");
+}
+
+TEST(TestingHelpers, OptionsTheEngineRejectsAreAFailureNotACrash) {
+  CleanEnv env;
+  emu::ExploreOptions o = runs(5);
+  o.preemptions = 1;  // without the exhaustive strategy
+  const auto r = testing::explores_clean(ring_factory(2, 4), o);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(contains(r.message(), "exploration did not run")) << r.message();
+}
+
+// ---------------------------------------------------------------- shards
+
+TEST(TestingHelpers, ShardSlicesPartitionTheRuns) {
+  CleanEnv env;
+  const auto make = ring_factory(2, 4);
+  for (const std::uint32_t base_count : {1u, 2u}) {
+    emu::ExploreOptions base = runs(30);
+    base.shard_count = base_count;
+    base.shard_index = base_count - 1;
+    const auto all = run_numbers(make, base);
+    ASSERT_EQ(all.size(), 30u / base_count);
+    for (std::uint32_t n = 1; n <= 4; ++n) {
+      std::set<std::uint64_t> joined;
+      std::size_t total = 0;
+      for (std::uint32_t k = 0; k < n; ++k) {
+        const auto part = run_numbers(make, testing::shard_slice(base, k, n));
+        total += part.size();
+        joined.insert(part.begin(), part.end());
+      }
+      EXPECT_EQ(total, joined.size()) << "slices overlap, n = " << n;
+      EXPECT_EQ(joined, all) << "n = " << n;
+    }
+  }
+  EXPECT_THROW(testing::shard_slice(runs(1), 2, 2), std::invalid_argument);
+}
+
+// Registered exploration, split by GoogleTest's own sharding: run this
+// binary as GoogleTest shards and compare the run numbers each explored.
+void log_run(std::uint64_t i, const emu::RunResult&) {
+  static std::mutex mu;
+  if (const char* file = std::getenv("WSPIPE_HELPERS_RUN_LOG")) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::ofstream(file, std::ios::app) << i << "\n";
+  }
+}
+
+emu::ExploreOptions sharded_options() {
+  emu::ExploreOptions o = runs(40, 1);
+  o.on_run = log_run;
+  return o;
+}
+
+WSPIPE_EXPLORATION_TEST(ShardedExploration, Ring, ring_factory(3, 8), sharded_options());
+
+TEST(TestingHelpers, RegisteredExplorationSplitsAcrossGoogleTestShards) {
+  CleanEnv env;
+  if (std::getenv("GTEST_TOTAL_SHARDS") == nullptr) {
+    // Unsharded, there is one test.
+    const ::testing::UnitTest& ut = *::testing::UnitTest::GetInstance();
+    std::vector<std::string> names;
+    for (int s = 0; s < ut.total_test_suite_count(); ++s) {
+      const ::testing::TestSuite& suite = *ut.GetTestSuite(s);
+      if (std::string(suite.name()) != "ShardedExploration") continue;
+      for (int t = 0; t < suite.total_test_count(); ++t) names.push_back(suite.GetTestInfo(t)->name());
+    }
+    EXPECT_EQ(names, std::vector<std::string>{"Ring/shard_0_of_1"});
+  }
+
+  const std::string exe = self_exe();
+  ASSERT_FALSE(exe.empty());
+  const auto dir = temp_dir("shards");
+  constexpr int kShards = 3;
+  std::set<std::uint64_t> joined;
+  std::size_t total = 0;
+  for (int k = 0; k < kShards; ++k) {
+    const auto log = dir / ("runs" + std::to_string(k));
+    const auto out = dir / ("out" + std::to_string(k));
+    const std::string cmd =
+        "env -u GTEST_OUTPUT -u GTEST_FILTER -u WSPIPE_RUNS -u WSPIPE_SECONDS -u WSPIPE_JOBS -u WSPIPE_SEED "
+        "-u WSPIPE_STRATEGY -u WSPIPE_SHARD -u WSPIPE_REPLAY -u WSPIPE_TRACE GTEST_TOTAL_SHARDS=" +
+        std::to_string(kShards) + " GTEST_SHARD_INDEX=" + std::to_string(k) + " WSPIPE_HELPERS_RUN_LOG='" +
+        log.string() + "' '" + exe + "' --gtest_filter='ShardedExploration.*' > '" + out.string() + "' 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << slurp(out);
+    const std::string printed = slurp(out);
+    EXPECT_TRUE(contains(printed, "ShardedExploration.Ring/shard_" + std::to_string(k) + "_of_3")) << printed;
+    EXPECT_TRUE(contains(printed, "[  PASSED  ] 1 test.")) << printed;
+    std::istringstream in(slurp(log));
+    for (std::uint64_t i; in >> i;) {
+      joined.insert(i);
+      ++total;
+    }
+  }
+  std::set<std::uint64_t> unsharded;
+  for (std::uint64_t i = 0; i < 40; ++i) unsharded.insert(i);
+  EXPECT_EQ(total, joined.size()) << "shards overlap";
+  EXPECT_EQ(joined, unsharded);
+  EXPECT_EQ(run_numbers(ring_factory(3, 8), runs(40, 1)), unsharded);
+  std::filesystem::remove_all(dir);
+}
+
+// ------------------------------------------------------------ rapidcheck
+
+TEST(TestingHelpers, RapidcheckPropertyOverACorrectRingPasses) {
+  EXPECT_TRUE(rc::check("the ring is clean for any stages and items", [] {
+    const int stages = *rc::gen::inRange(1, 5);
+    const auto items = *rc::gen::inRange<std::uint32_t>(0, 17);
+    testing::rc_explore_clean(ring_factory(stages, items));
+  }));
+}
+
+TEST(TestingHelpers, RapidcheckPropertyOverABrokenKernelFails) {
+  // Deterministic: every run over-arrives once there is an item.
+  EXPECT_FALSE(rc::check("an over-arriving ring (expected to fail)", [] {
+    const int stages = *rc::gen::inRange(1, 5);
+    const auto items = *rc::gen::inRange<std::uint32_t>(0, 17);
+    testing::rc_explore_clean(ring_factory(stages, items, RingBug::over_arrive));
+  }));
+  // Schedule-dependent: the strategy and seed that rapidcheck draws find it.
+  EXPECT_FALSE(rc::check("an early-releasing hand-off (expected to fail)", [] {
+    const auto items = *rc::gen::inRange<std::uint32_t>(1, 9);
+    testing::rc_explore_clean(handoff_factory(items, true));
+  }));
+}
+
+}  // namespace
+}  // namespace wspipe::helpers_test
