@@ -178,7 +178,7 @@ TEST(core_TmemStage, ConstructsFromAnAllocation) {
 }
 
 TEST(core_TmemStage, TensorViewAddressesRowsByLaneAndColumnsByColumn) {
-  const wspipe::TmemStage<2, 256, 1> stage(tmem_addr(0, 0), 1);
+  constexpr wspipe::TmemStage<2, 256, 1> stage(tmem_addr(0, 0), 1);
   constexpr auto t = stage.tensor<float, 128, 64>();
   static_assert(decltype(t)::kRows == 128 && decltype(t)::kCols == 64);
   EXPECT_EQ(t.base(), wspipe::TmemAddress(tmem_addr(0, 256)));

@@ -198,14 +198,21 @@ bool World::tmem_check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, st
   const Cta& c = ctas_[cta];
   for (const TmemBlock& b : c.tmem_live)
     if (b.col == col && b.cols == cols) return true;
+  // Built with append: g++ 12 -O2 reports a false -Wrestrict in the
+  // operator+ chains this replaced.
   std::string live;
-  for (const TmemBlock& b : c.tmem_live)
-    live += (live.empty() ? "" : ", ") + ("[" + std::to_string(b.col) + ", " + std::to_string(b.col + b.cols) + ")");
-  fail(w, "tmem.dealloc-unallocated", cols_label(col, cols, cta),
-       "tcgen05.dealloc of " + std::to_string(cols) + " columns at column " + std::to_string(col) +
-           " names no live allocation (live: " + (live.empty() ? "none" : live) +
-           "); PTX: taddr and nCols must be those of a previous tcgen05.alloc (ptxas traps)",
-       loc);
+  for (const TmemBlock& b : c.tmem_live) {
+    if (!live.empty()) live.append(", ");
+    live.append("[").append(std::to_string(b.col)).append(", ").append(std::to_string(b.col + b.cols)).append(")");
+  }
+  std::string msg = "tcgen05.dealloc of ";
+  msg.append(std::to_string(cols))
+      .append(" columns at column ")
+      .append(std::to_string(col))
+      .append(" names no live allocation (live: ")
+      .append(live.empty() ? "none" : live)
+      .append("); PTX: taddr and nCols must be those of a previous tcgen05.alloc (ptxas traps)");
+  fail(w, "tmem.dealloc-unallocated", cols_label(col, cols, cta), std::move(msg), loc);
   return false;
 }
 
