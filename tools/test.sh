@@ -2,6 +2,8 @@
 # The whole test suite: installs what is missing, builds, runs every test.
 #  - the default preset: emulator, unit and property tests, the CLI end to
 #    end, fuzz corpora replayed, and a short benchmark run;
+#  - the CMake package: installed to a temporary prefix, and the standalone
+#    project examples/consumer built and tested against it;
 #  - the sanitize preset (UBSan) over the same tests;
 #  - the cuda preset when nvcc is present: sm_100a build of the CUDA
 #    backend and the examples, and its SASS check.
@@ -17,6 +19,20 @@ run_preset() {
 }
 
 run_preset default
+
+# The package as a user consumes it: install the default build to a
+# temporary prefix, then build and run examples/consumer (a project of its
+# own: find_package(wspipe CONFIG REQUIRED) and nothing else) against it,
+# with the consumer's own strict flags.
+prefix=$(mktemp -d /tmp/wspipe-prefix.XXXXXX)
+trap 'rm -rf "$prefix"' EXIT
+echo "[test] cmake --install build/default --prefix $prefix; examples/consumer against it" >&2
+cmake --install build/default --prefix "$prefix/install" >/dev/null
+cmake -S examples/consumer -B "$prefix/consumer" -DCMAKE_PREFIX_PATH="$prefix/install" \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null
+cmake --build "$prefix/consumer" -j "$jobs" >&2
+ctest --test-dir "$prefix/consumer" -j "$jobs" --output-on-failure
+
 run_preset sanitize
 if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   # cuobjdump (and the nvdisasm it calls) for the SASS check come from PyPI
