@@ -41,7 +41,8 @@ options:
   --seed N             first seed                            (default 1)
   --pct-depth D        the depth of a plain `pct`            (default 3)
   --runs N             explore: stop after N runs (run numbers 0..N-1)
-  --seconds T          explore: stop after T seconds         (default 10 without --runs)
+  --seconds T          explore: stop after T seconds         (default 10 without --runs;
+                       0 with exhaustive: until the bounded space is covered)
   --jobs N             explore: threads                      (default: the machine's cores)
   --shard I/N          explore: only the run numbers i with i mod N = I
   --preemptions K      explore --strategy exhaustive: at most K preemptions (default 2)
@@ -199,7 +200,8 @@ Plan plan(const Args& a, const Catalogue& cat) {
   if (p.variant == nullptr) throw UsageError("scenario '" + a.scenario + "' has no variant '" + a.variant + "'");
   p.display = a.scenario + (a.variant.empty() ? "" : "/" + a.variant);
 
-  for (const auto& [name, value] : a.opts) {
+  for (const auto& opt : a.opts) {
+    const std::string& name = opt.first;  // not a structured binding: clang 14 cannot capture one
     const auto g = global_options().find(name);
     if (g != global_options().end()) {
       if (!g->second.empty() && g->second != a.command)
@@ -492,7 +494,6 @@ int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ost
     if (o.runs == 0) throw UsageError("--runs must be positive");
     o.seconds = 0;
   }
-  if (exhaustive && a.opts.count("runs") == 0) o.seconds = 0;  // until the bounded space is covered
   if (auto it = a.opts.find("seconds"); it != a.opts.end()) {
     o.seconds = parse_seconds("seconds", it->second);
     if (o.seconds == 0 && o.runs == 0 && !exhaustive)

@@ -450,7 +450,13 @@ ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
                                         .shrinking = true});
       small = shrink(make, base, found.result, o.shrink_seconds, &f.shrink);
     }
-    f.result = replay(make(), small.schedule, base);
+    try {
+      f.result = replay(make(), small.schedule, base);
+    } catch (const ScheduleMismatch& e) {
+      throw std::runtime_error("explore: run " + std::to_string(found.run + 1) +
+                               " failed, but its schedule did not replay the same way: the kernel is not "
+                               "deterministic (global state, time, addresses, uninitialised data?): " + e.what());
+    }
     if (!o.trace_dir.empty()) {
       std::filesystem::create_directories(o.trace_dir);
       for (const char* name : {"trace.json", "trace.txt"}) {
@@ -466,7 +472,9 @@ ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
 }
 
 ExploreResult explore(const Kernel& kernel, const ExploreOptions& options) {
-  return explore([&kernel] { return kernel; }, options);
+  ExploreOptions o = options;
+  if (o.jobs == 0) o.jobs = 1;  // one instance: shared across threads only when asked for
+  return explore([&kernel] { return kernel; }, o);
 }
 
 std::string ExploreResult::report() const {

@@ -139,11 +139,14 @@ struct ExploreResult {
 
 // Explores `make`'s kernel. Throws std::invalid_argument, naming the value,
 // on options that make no sense (jobs or shards out of range, preemptions
-// without the exhaustive strategy, no budget at all, ...).
+// without the exhaustive strategy, no budget at all, ...), and
+// std::runtime_error when the kernel is not deterministic (a failing run
+// does not replay). Exceptions from `make` or the kernel propagate.
 ExploreResult explore(const KernelFactory& make, const ExploreOptions& options);
 
-// The same for a kernel whose body and verify may run on several threads at
-// once (or with jobs = 1): every run uses this one instance.
+// The same with one instance for every run. Runs share it, so jobs = 0
+// means 1 here: set jobs above 1 only if its body and verify may run on
+// several threads at once.
 ExploreResult explore(const Kernel& kernel, const ExploreOptions& options);
 
 // Re-runs `schedule` strictly (throws ScheduleMismatch when it does not fit

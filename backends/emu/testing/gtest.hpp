@@ -54,7 +54,8 @@ bool apply_environment(emu::ExploreOptions& options, std::string* error);
 // report (the failure, the shrunk schedule, the shrink figures) and a
 // command line that replays just that schedule with a trace.
 ::testing::AssertionResult explores_clean(const emu::KernelFactory& make, emu::ExploreOptions opts = options());
-// The same for one instance used by every run (see emu::explore(const Kernel&, ...)).
+// The same for one instance used by every run: on one thread unless the
+// options ask for jobs (see emu::explore(const Kernel&, ...)).
 ::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts = options());
 
 // Success when exploring finds a failure whose outcome (emu::outcome():

@@ -266,6 +266,7 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
 }
 
 ::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts) {
+  if (opts.jobs == 0) opts.jobs = 1;  // one instance for every run, as emu::explore(const Kernel&, ...)
   return explores_clean(factory_of(kernel), std::move(opts));
 }
 
@@ -296,6 +297,7 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
 }
 
 ::testing::AssertionResult finds(std::string_view expected, const emu::Kernel& kernel, emu::ExploreOptions opts) {
+  if (opts.jobs == 0) opts.jobs = 1;  // one instance for every run, as emu::explore(const Kernel&, ...)
   return finds(expected, factory_of(kernel), std::move(opts));
 }
 
