@@ -110,7 +110,10 @@ double parse_seconds(const std::string& name, const std::string& text) {
 
 std::string choice_list(const OptionSpec& spec) {
   std::string out;
-  for (const auto& c : spec.choices) out += (out.empty() ? "" : "|") + c;
+  for (const auto& c : spec.choices) {
+    if (!out.empty()) out += '|';
+    out += c;
+  }
   return out;
 }
 
@@ -251,7 +254,8 @@ Plan plan(const Args& a, const Catalogue& cat) {
   for (std::size_t pos = 0; pos <= strategy.size();) {
     const auto comma = std::min(strategy.find(',', pos), strategy.size());
     const std::string item = strategy.substr(pos, comma - pos);
-    spelled += (spelled.empty() ? "" : ",") + (item == "pct" ? "pct:" + std::to_string(pct_depth) : item);
+    if (!spelled.empty()) spelled += ',';
+    spelled += item == "pct" ? "pct:" + std::to_string(pct_depth) : item;
     pos = comma + 1;
   }
   std::string why;
