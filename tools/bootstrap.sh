@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs what wspipe needs that this Debian machine lacks, then configures
-# and builds one CMake preset (default: "default"). Safe to run repeatedly:
-# it installs nothing that is already there and rebuilds incrementally.
-#   tools/bootstrap.sh [PRESET]
+# and builds one CMake preset (default: "default"), all of it or the targets
+# named. Safe to run repeatedly: it installs nothing that is already there
+# and rebuilds incrementally.
+#   tools/bootstrap.sh [PRESET [TARGET...]]
 set -euo pipefail
 preset=${1:-default}
+shift || true
+targets=("$@")
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
@@ -32,5 +35,9 @@ if [[ ! -f "build/$preset/CMakeCache.txt" ]]; then
   log "configuring preset $preset"
   cmake --preset "$preset" >&2
 fi
-log "building preset $preset"
-cmake --build --preset "$preset" -j "$jobs" >&2
+log "building preset $preset${targets:+ (${targets[*]})}"
+if ((${#targets[@]})); then
+  cmake --build --preset "$preset" -j "$jobs" --target "${targets[@]}" >&2
+else
+  cmake --build --preset "$preset" -j "$jobs" >&2
+fi

@@ -4,7 +4,10 @@
 #    end, fuzz corpora replayed, and a short benchmark run;
 #  - the CMake package: installed to a temporary prefix, and the standalone
 #    project examples/consumer built and tested against it;
-#  - the sanitize preset (UBSan) over the same tests;
+#  - the sanitize preset (UBSan) over the same tests, then the asan preset
+#    (AddressSanitizer alone: the fibers' stack switches are annotated);
+#  - the tsan preset (ThreadSanitizer) over the tests of parallel
+#    exploration, where runs go on several threads;
 #  - the cuda preset when nvcc is present: sm_100a build of the CUDA
 #    backend and the examples, and its SASS check.
 set -euo pipefail
@@ -34,6 +37,10 @@ cmake --build "$prefix/consumer" -j "$jobs" >&2
 ctest --test-dir "$prefix/consumer" -j "$jobs" --output-on-failure
 
 run_preset sanitize
+run_preset asan
+"$root/tools/bootstrap.sh" tsan explore_test testing_helpers_test
+echo "[test] ctest --preset tsan -R 'explore_Parallel|ShardedExploration|TestingHelpers.CorrectRingIsClean' (parallel exploration)" >&2
+ctest --preset tsan -j "$jobs" -R 'explore_Parallel|ShardedExploration|TestingHelpers.CorrectRingIsClean'
 if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   # cuobjdump (and the nvdisasm it calls) for the SASS check come from PyPI
   # when the toolkit lacks them.

@@ -1,11 +1,33 @@
 #include "world.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+
+// Fiber switches announced to AddressSanitizer (g++ defines
+// __SANITIZE_ADDRESS__, clang has __has_feature). ThreadSanitizer is not
+// told: its fiber API needs the switch made right after the announcement,
+// but a fiber that ends returns through Boost's instrumented header code
+// before Boost switches, which corrupts TSan's shadow stack (it crashed).
+// Unannotated, TSan sees each exploration thread as one thread, which is
+// what the tsan preset checks: the threads of parallel exploration.
+#if defined(__SANITIZE_ADDRESS__)
+#define WSPIPE_ASAN 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WSPIPE_ASAN 1
+#endif
+#endif
+#ifdef WSPIPE_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 namespace wspipe::emu {
 
@@ -114,11 +136,29 @@ DirectedAlgorithm& algorithm() {
 class CachedStack {
  public:
   boost::context::stack_context allocate() {
-    std::vector<boost::context::stack_context>& free = cache().stacks;
-    if (free.empty()) return boost::context::protected_fixedsize_stack(kBytes).allocate();
-    const boost::context::stack_context s = free.back();
-    free.pop_back();
-    return s;
+    Cache& c = cache();
+    if (c.stacks.empty()) {
+      c.last = boost::context::protected_fixedsize_stack(kBytes).allocate();
+    } else {
+      c.last = c.stacks.back();
+      c.stacks.pop_back();
+    }
+#ifdef WSPIPE_ASAN
+    // AddressSanitizer's shadow outlives a stack: Boost.Context's entry
+    // frames never return (they switch away), so the redzones poisoned for
+    // them stay marked after the fiber ends, and a stack reused, or mapped
+    // again at the same address, inherited them. Those were the
+    // stack-buffer-underflow reports of the ASan build (in Boost's
+    // create_fiber and World::access_info): not defects, stale shadow.
+    const FiberStack s = last();
+    ASAN_UNPOISON_MEMORY_REGION(s.bottom, s.size);
+#endif
+    return c.last;
+  }
+  // The stack handed out last on this thread, for the sanitizers.
+  static FiberStack last() {
+    const boost::context::stack_context& s = cache().last;
+    return {.bottom = static_cast<const char*>(s.sp) - s.size, .size = s.size};
   }
   void deallocate(boost::context::stack_context& s) noexcept {
     Cache& c = cache();
@@ -134,6 +174,7 @@ class CachedStack {
   static constexpr std::size_t kKept = 256;  // the warps of a large grid; 64 MiB of address space
   struct Cache {
     std::vector<boost::context::stack_context> stacks;
+    boost::context::stack_context last{};
     ~Cache() {
       for (auto& s : stacks) boost::context::protected_fixedsize_stack(kBytes).deallocate(s);
     }
@@ -143,6 +184,21 @@ class CachedStack {
     return c;
   }
 };
+
+// The calling thread's own stack (where run() is called).
+FiberStack this_stack() {
+  FiberStack s;
+#ifdef WSPIPE_ASAN
+  pthread_attr_t attr;
+  void* addr = nullptr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    pthread_attr_getstack(&attr, &addr, &s.size);
+    pthread_attr_destroy(&attr);
+  }
+  s.bottom = addr;
+#endif
+  return s;
+}
 }  // namespace
 
 World& World::current() {
@@ -362,15 +418,46 @@ void World::transfer(Warp& to, Warp* from) {
   current_ = &to;
   if (to.ctx == nullptr) {
     Warp* target = &to;
-    to.fiber = boost::fibers::fiber(std::allocator_arg, CachedStack(),
-                                    [this, target] { warp_main(*target); });
+    to.fiber = boost::fibers::fiber(std::allocator_arg, CachedStack(), [this, target] {
+      arrived(nullptr);
+      warp_main(*target);
+    });
     to.ctx = algo.last_awakened;
+    to.stack = CachedStack::last();
   }
   algo.next = to.ctx;
   if (from == nullptr || from->block != Block::finished) {
-    boost::this_fiber::yield();
+    switch_to(to.stack);
     current_ = from;
   }
+}
+
+void World::switch_to(const FiberStack& to) {
+#ifdef WSPIPE_ASAN
+  void* fake_stack = nullptr;
+  __sanitizer_start_switch_fiber(&fake_stack, to.bottom, to.size);
+#endif
+  (void)to;
+  boost::this_fiber::yield();
+#ifdef WSPIPE_ASAN
+  arrived(fake_stack);
+#endif
+}
+
+void World::arrived([[maybe_unused]] void* fake_stack) {
+#ifdef WSPIPE_ASAN
+  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#endif
+}
+
+void World::leaving([[maybe_unused]] const Warp& w) {
+#ifdef WSPIPE_ASAN
+  const FiberStack* to = algo_->next == main_ctx_ ? &main_stack_ : nullptr;
+  for (const Warp& x : warps_)
+    if (to == nullptr && x.ctx == algo_->next && &x != &w) to = &x.stack;
+  if (to == nullptr) return;
+  __sanitizer_start_switch_fiber(nullptr, to->bottom, to->size);  // this stack is done with
+#endif
 }
 
 void World::end(Status s, Warp* from) {
@@ -381,7 +468,7 @@ void World::end(Status s, Warp* from) {
   algo_->next = main_ctx_;
   current_ = nullptr;
   if (from != nullptr && from->block != Block::finished) {
-    boost::this_fiber::yield();  // back to run(); resumed only for teardown
+    switch_to(main_stack_);  // back to run(); resumed only for teardown
     current_ = from;
   }
 }
@@ -412,6 +499,7 @@ void World::warp_main(Warp& w) {
   if (!killing_) record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::start});
   body_();
   finish(w);
+  leaving(w);
 }
 
 void World::finish(Warp& w) {
@@ -438,6 +526,7 @@ RunResult World::run() {
   World* const outer = tl_world;
   tl_world = this;
   main_ctx_ = boost::fibers::context::active();
+  main_stack_ = this_stack();
   dispatch(nullptr);  // returns when the run has ended
   if (track_fp_) close_step();
   if (mismatch_.empty() && !result_.pruned) mismatch_ = strategy_->mismatch();
@@ -466,7 +555,7 @@ RunResult World::run() {
     if (w.ctx != nullptr && w.block != Block::finished) {
       current_ = &w;
       algo_->next = w.ctx;
-      boost::this_fiber::yield();
+      switch_to(w.stack);
     }
     if (w.fiber.joinable()) w.fiber.join();
   }

@@ -58,6 +58,14 @@ struct Mbar {
   Clock acc, done;
 };
 
+// A fiber's stack as AddressSanitizer needs it: Boost.Context switches
+// stacks without telling it, so the World announces each switch (world.cpp,
+// World::switch_to). Unused in builds without ASan.
+struct FiberStack {
+  const void* bottom = nullptr;  // lowest address
+  std::size_t size = 0;
+};
+
 struct Warp {
   std::uint32_t id = 0;    // actor id: global warp index
   std::uint32_t cta = 0;   // global CTA index
@@ -73,6 +81,7 @@ struct Warp {
   SourceLoc loc{};
   boost::fibers::context* ctx = nullptr;
   boost::fibers::fiber fiber;
+  FiberStack stack;
   std::vector<std::int64_t> seen;  // per barrier: the last phase a wait of this warp observed
   std::uint64_t kill_ops = 0;
   std::uint64_t cluster_syncs = 0;  // cluster barriers this warp has passed
@@ -252,6 +261,14 @@ class World {
   // was picked and goes on.
   bool dispatch(Warp* self);
   void transfer(Warp& to, Warp* from);
+  // Switches to the fiber `to` (Boost picks algo_->next, which the caller
+  // set), announcing the switch to AddressSanitizer; returns when this fiber
+  // runs again. arrived() is the other half, where a fiber starts.
+  void switch_to(const FiberStack& to);
+  static void arrived(void* fake_stack);
+  // A finished warp's fiber is about to end: Boost switches to algo_->next
+  // when its function returns.
+  void leaving(const Warp& w);
   void end(Status s, Warp* from);
   void warp_main(Warp& w);
   void finish(Warp& w);
@@ -391,6 +408,7 @@ class World {
   Footprint fp_;
   Warp* current_ = nullptr;
   boost::fibers::context* main_ctx_ = nullptr;
+  FiberStack main_stack_;  // the stack run() was called on
   DirectedAlgorithm* algo_ = nullptr;
   std::uint64_t step_ = 0;
   bool stopping_ = false;  // the run has ended; nothing more is scheduled
