@@ -23,6 +23,16 @@ inline emu::RunResult run_kernel(std::uint32_t warps, const std::function<void()
   return emu::run(launch, body, opts);
 }
 
+// Exploration with a fixed number of runs and no time limit: the same runs
+// on every machine.
+inline emu::ExploreOptions fixed_runs(std::uint64_t n, unsigned jobs = 1) {
+  emu::ExploreOptions o;
+  o.runs = n;
+  o.seconds = 0;
+  o.jobs = jobs;
+  return o;
+}
+
 inline emu::RunOptions with_strategy(emu::StrategyKind k, std::uint64_t seed = 1) {
   emu::RunOptions o;
   o.strategy.kind = k;

@@ -40,16 +40,8 @@ emu::KernelFactory ring(std::uint32_t stages, std::uint32_t items, RingBug bug) 
   return [=] { return ring_kernel(stages, items, bug); };
 }
 
-emu::ExploreOptions runs(std::uint64_t n, unsigned jobs = 1) {
-  emu::ExploreOptions o;
-  o.runs = n;
-  o.seconds = 0;
-  o.jobs = jobs;
-  return o;
-}
-
 TEST(explore_Budget, RunsStopsAtTheCountAndFindsNothingInACorrectKernel) {
-  const auto r = emu::explore(ring(4, 16, RingBug::none), runs(300));
+  const auto r = emu::explore(ring(4, 16, RingBug::none), test::fixed_runs(300));
   EXPECT_TRUE(r.ok()) << r.report();
   EXPECT_EQ(r.runs, 300u);
   EXPECT_GT(r.steps, 300u * 16);
@@ -68,7 +60,7 @@ TEST(explore_Budget, TimeAloneEndsAnExploration) {
 }
 
 TEST(explore_Portfolio, RunIUsesStrategyIModSizeAndSeedFirstPlusI) {
-  auto o = runs(6);
+  auto o = test::fixed_runs(6);
   o.portfolio = {{emu::StrategyKind::random}, {emu::StrategyKind::pct, 2}};
   o.first_seed = 40;
   std::vector<std::string> seen(6);
@@ -102,12 +94,12 @@ TEST(explore_Parallel, ShardsTogetherRunExactlyTheUnshardedRunNumbers) {
     emu::explore(ring(2, 8, RingBug::none), o);
     return seen;
   };
-  const auto all = collect(runs(97, 2));
+  const auto all = collect(test::fixed_runs(97, 2));
   ASSERT_EQ(all.size(), 97u);
   EXPECT_EQ(*all.rbegin(), 96u);
   std::multiset<std::uint64_t> joined;
   for (std::uint32_t s = 0; s < 3; ++s) {
-    auto o = runs(97, 2);
+    auto o = test::fixed_runs(97, 2);
     o.shard_index = s;
     o.shard_count = 3;
     const auto part = collect(o);
@@ -121,7 +113,7 @@ TEST(explore_Parallel, TheSameFailureWhateverTheJobs) {
   // ring/over-arrive fails on many but not all runs of pct:5 with 1 item
   // per phase; the reported run is the lowest that fails.
   for (RingBug bug : {RingBug::over_arrive, RingBug::no_release}) {
-    auto o = runs(200, 1);
+    auto o = test::fixed_runs(200, 1);
     o.portfolio = {{emu::StrategyKind::random}, {emu::StrategyKind::pct, 5}};
     o.first_seed = 7;
     const auto one = emu::explore(ring(2, 8, bug), o);
@@ -167,7 +159,7 @@ TEST(explore_Parallel, LowestFailingRunIsReportedWithJobs) {
   // of i+1 runs is run number i alone.
   std::set<std::uint64_t> failing;
   for (std::uint64_t i = 0; i < 64; ++i) {
-    auto one = runs(i + 1, 1);
+    auto one = test::fixed_runs(i + 1, 1);
     one.shard_index = static_cast<std::uint32_t>(i);
     one.shard_count = static_cast<std::uint32_t>(i + 1);
     one.shrink = false;
@@ -177,7 +169,7 @@ TEST(explore_Parallel, LowestFailingRunIsReportedWithJobs) {
   ASSERT_FALSE(failing.empty());
   ASSERT_NE(*failing.begin(), 0u) << "the test wants a kernel whose first run passes";
   for (unsigned jobs : {1u, 2u, 3u}) {
-    auto p = runs(64, jobs);
+    auto p = test::fixed_runs(64, jobs);
     p.shrink = false;
     const auto r = emu::explore([] { return racy(); }, p);
     ASSERT_FALSE(r.ok());
@@ -188,7 +180,7 @@ TEST(explore_Parallel, LowestFailingRunIsReportedWithJobs) {
 // ---- shrinking
 
 TEST(explore_Shrink, ShrunkScheduleReplaysToTheSameOutcomeWithNoMorePreemptions) {
-  auto o = runs(64, 1);
+  auto o = test::fixed_runs(64, 1);
   const auto r = emu::explore([] { return racy(); }, o);
   ASSERT_FALSE(r.ok());
   const emu::Failure& f = *r.failure;
@@ -210,7 +202,7 @@ TEST(explore_Shrink, ShrunkScheduleReplaysToTheSameOutcomeWithNoMorePreemptions)
 }
 
 TEST(explore_Shrink, NoShrinkReportsTheScheduleAsFound) {
-  auto o = runs(64, 1);
+  auto o = test::fixed_runs(64, 1);
   o.shrink = false;
   const auto r = emu::explore([] { return racy(); }, o);
   ASSERT_FALSE(r.ok());
@@ -219,7 +211,7 @@ TEST(explore_Shrink, NoShrinkReportsTheScheduleAsFound) {
 }
 
 TEST(explore_Shrink, TraceDirGetsTheShrunkRunsTrace) {
-  auto o = runs(10, 1);
+  auto o = test::fixed_runs(10, 1);
   o.trace_dir = ::testing::TempDir() + "wspipe-explore-trace";
   const auto r = emu::explore(ring(2, 8, RingBug::no_release), o);
   ASSERT_FALSE(r.ok());
@@ -245,7 +237,7 @@ TEST(explore_Shrink, EveryCatalogueVariantShrinksToAReplayableSchedule) {
       for (const auto& [k, x] : v.pinned) values[k] = x;
       if (sc.resolve) sc.resolve(values);
       const emu::KernelFactory make = [&] { return sc.prepare(v.name, values); };
-      auto o = runs(500, 2);
+      auto o = test::fixed_runs(500, 2);
       o.shrink_seconds = 10;
       const auto r = emu::explore(make, o);
       ASSERT_FALSE(r.ok());
@@ -387,20 +379,20 @@ TEST(explore_Options, NonsenseIsRejectedNamingTheValue) {
       EXPECT_TRUE(contains(e.what(), part)) << e.what();
     }
   };
-  auto o = runs(10);
+  auto o = test::fixed_runs(10);
   o.shard_index = 3;
   o.shard_count = 2;
   expect_bad(o, "shard 3/2");
-  o = runs(10);
+  o = test::fixed_runs(10);
   o.preemptions = 2;
   expect_bad(o, "preemption bound needs the exhaustive");
-  o = runs(10);
+  o = test::fixed_runs(10);
   o.portfolio.clear();
   expect_bad(o, "portfolio is empty");
-  o = runs(10);
+  o = test::fixed_runs(10);
   o.jobs = 5000;
   expect_bad(o, "5000");
-  o = runs(0);
+  o = test::fixed_runs(0);
   expect_bad(o, "no budget");
   o = exhaustive(2);
   o.portfolio.push_back({emu::StrategyKind::random});
@@ -416,7 +408,7 @@ TEST(explore_Options, NonsenseIsRejectedNamingTheValue) {
 }
 
 TEST(explore_Replay, AScheduleOfAnotherConfigurationIsRefused) {
-  const auto r = emu::explore(ring(2, 8, RingBug::no_release), runs(5));
+  const auto r = emu::explore(ring(2, 8, RingBug::no_release), test::fixed_runs(5));
   ASSERT_FALSE(r.ok());
   const auto& s = r.failure->result.schedule;
   ASSERT_NE(s.check(), 0u);

@@ -22,6 +22,7 @@
 #include "backends/emu/emu.hpp"
 #include "backends/emu/testing/gtest.hpp"
 #include "backends/emu/testing/rapidcheck.hpp"
+#include "emu_test_util.hpp"
 #include "examples/ring.hpp"
 
 namespace wspipe::helpers_test {
@@ -145,16 +146,10 @@ struct CleanEnv {
       replay{"WSPIPE_REPLAY", std::nullopt}, trace{"WSPIPE_TRACE", std::nullopt};
 };
 
-// A fixed number of runs, no time limit: the same runs on every machine.
-emu::ExploreOptions runs(std::uint64_t n, unsigned jobs = 2) {
-  emu::ExploreOptions o;
-  o.runs = n;
-  o.seconds = 0;
-  o.jobs = jobs;
-  return o;
-}
+using test::contains;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+// A fixed number of runs, no time limit, on 2 threads unless told.
+emu::ExploreOptions runs(std::uint64_t n, unsigned jobs = 2) { return test::fixed_runs(n, jobs); }
 
 // The schedule token of a failure message's replay line.
 std::string replay_token(const std::string& message) {
