@@ -11,6 +11,13 @@
 // Groups: identity, mbarrier, named and cluster barriers, Tensor Memory,
 // the tensor core, TMA, shared-memory tile access and storage. Adding an
 // operation means changing this concept and both backends together.
+//
+// Capability: B::kTensorMemory says whether Tensor Memory, tcgen05 and
+// .cta_group::2 exist (sm_100a, the emulator) or not (HopperBackend,
+// sm_90a). A backend without them still declares those operations, so that
+// kernels stay one source, but calling one fails to compile with a message
+// naming the operation and the architecture. Code that needs them can say
+// so up front with TensorMemoryBackend.
 #pragma once
 
 #include <concepts>
@@ -122,6 +129,13 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64
   // a kernel's own assertion (a data check); the emulator reports it as a
   // violation, the CUDA backend traps
   { B::check(cond, "what", loc) } -> std::same_as<void>;
+
+  // capability: Tensor Memory, tcgen05 and .cta_group::2 (sm_100a)
+  { B::kTensorMemory } -> std::convertible_to<bool>;
 };
+
+// A backend whose Tensor Memory operations exist (sm_100a, the emulator).
+template <class B>
+concept TensorMemoryBackend = Backend<B> && B::kTensorMemory;
 
 }  // namespace wspipe

@@ -40,7 +40,9 @@ class TmemAddress {
 // step as a raw address delta, 16 << 16).
 inline constexpr std::uint32_t kTmemLowerRowLanes = 16;
 
-template <Backend B, int CtaGroup, std::uint32_t MaxCols = kTmemColumns>
+// TensorMemoryBackend: on a backend without Tensor Memory (HopperBackend,
+// sm_90a) naming this type is a constraint error, before any operation.
+template <TensorMemoryBackend B, int CtaGroup, std::uint32_t MaxCols = kTmemColumns>
 class TmemAllocation {
   static_assert(CtaGroup == 1 || CtaGroup == 2, "TmemAllocation<B, CtaGroup, MaxCols>: CtaGroup must be 1 or 2");
   static_assert(tmem_alloc_size_valid(MaxCols),
@@ -179,7 +181,7 @@ class TmemStage {
 // count 128 * CtaGroup. Every epilogue thread signals it (for cta_group 2
 // also on the peer CTA's, so that each CTA's dealloc waits for both CTAs'
 // epilogues, HARDWARE.md §6 bug 9); the MMA warp relinquishes, waits, deallocates.
-template <Backend B, int CtaGroup>
+template <TensorMemoryBackend B, int CtaGroup>
 class TmemDeallocBarrier {
   static_assert(CtaGroup == 1 || CtaGroup == 2, "TmemDeallocBarrier<B, CtaGroup>: CtaGroup must be 1 or 2");
 

@@ -1,4 +1,15 @@
-// CudaBackend: the Backend operations on sm_100a. Every operation is a
+// CudaBackendFor<Arch>: the Backend operations on an NVIDIA GPU.
+//  - CudaBackend = CudaBackendFor<CudaArch::sm_100a> (Blackwell): everything.
+//  - HopperBackend = CudaBackendFor<CudaArch::sm_90a> (Hopper): the
+//    arch-neutral half (mbarriers, named and cluster barriers, TMA loads and
+//    multicast, fences, elect). Tensor Memory, tcgen05 and .cta_group::2 do
+//    not exist there: kTensorMemory is false, and a kernel that calls one of
+//    those operations on it fails to compile with a static_assert naming the
+//    operation and sm_90a (never a ptxas error or a stub that runs).
+// The arch-neutral instructions are the same PTX on both, so a kernel
+// written for HopperBackend also runs on sm_100a.
+//
+// Every operation is a
 // force-inlined static __device__ function with the same parameter list as
 // EmuBackend's, the caller's SourceLoc included (unused here, except that
 // check() prints it: it folds away, std::source_location::current() is
@@ -38,6 +49,8 @@
 #define WSPIPE_CUDA_OP static __device__ __forceinline__
 
 namespace wspipe::cuda {
+
+enum class CudaArch { sm_90a, sm_100a };
 
 namespace detail {
 
@@ -210,7 +223,40 @@ __device__ __forceinline__ void cp_async_bulk_tensor_multicast_cta_group_2(std::
 
 }  // namespace detail
 
-struct CudaBackend {
+// WSPIPE_CUDA_WATCHDOG_SPINS (a compile definition; 0 or undefined: off)
+// bounds every wait(): after that many failed try_wait the thread prints the
+// barrier's shared-memory address and parity and traps, so that a hung
+// pipeline becomes a launch failure the host can report (the silicon tests'
+// watchdog, backends/cuda/silicon.cu). Production builds leave it off.
+#ifndef WSPIPE_CUDA_WATCHDOG_SPINS
+#define WSPIPE_CUDA_WATCHDOG_SPINS 0
+#endif
+
+// Tensor Memory, tcgen05 and .cta_group::2 exist on sm_100a only. Each such
+// operation starts with this: on HopperBackend it names itself and the
+// architecture; on CudaBackend compiled in a device pass for another
+// architecture (a -gencode other than compute_100a) it says so, where ptxas
+// would otherwise reject the instruction with no hint of the cause.
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM100_ALL) && !defined(__CUDA_ARCH_FEAT_SM101_ALL) && \
+    !defined(__CUDA_ARCH_FEAT_SM103_ALL)
+#define WSPIPE_CUDA_PASS_HAS_TCGEN05 false
+#else
+#define WSPIPE_CUDA_PASS_HAS_TCGEN05 true
+#endif
+#define WSPIPE_CUDA_SM100_ONLY(op)                                                                                 \
+  static_assert(kTensorMemory, "wspipe::cuda::HopperBackend (sm_90a) has no " op                                   \
+                               ": Tensor Memory and tcgen05 exist on sm_100a only (use CudaBackend, built with " \
+                               "-gencode arch=compute_100a,code=sm_100a)");                                        \
+  static_assert(!kTensorMemory || WSPIPE_CUDA_PASS_HAS_TCGEN05,                                                   \
+                "wspipe::cuda::CudaBackend: " op " is compiled in a device pass that is not sm_100a: build the "   \
+                "kernels that use it with -gencode arch=compute_100a,code=sm_100a only")
+
+template <CudaArch Arch>
+struct CudaBackendFor {
+  static constexpr CudaArch kArch = Arch;
+  // The capability the Backend concept asks every backend to state.
+  static constexpr bool kTensorMemory = Arch == CudaArch::sm_100a;
+
   // ---- identity
   // Warp index in the CTA (1-D blocks), broadcast from lane 0 so that the
   // compiler knows it is warp-uniform (CUTLASS canonical_warp_idx_sync) and
@@ -298,7 +344,18 @@ struct CudaBackend {
   // try_wait may fail spuriously (a system-dependent time limit): loop.
   WSPIPE_CUDA_OP void wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
-    while (!::cuda::ptx::mbarrier_try_wait_parity(&bar.raw, parity)) {
+    if constexpr (WSPIPE_CUDA_WATCHDOG_SPINS > 0) {
+      for (unsigned long long tries = 0; !::cuda::ptx::mbarrier_try_wait_parity(&bar.raw, parity);) {
+        if (++tries == static_cast<unsigned long long>(WSPIPE_CUDA_WATCHDOG_SPINS)) {
+          printf("wspipe watchdog: mbarrier wait (smem 0x%x, parity %u) still failing after %llu tries (block %u, "
+                 "thread %u)\n",
+                 detail::smem_addr(&bar), parity, tries, blockIdx.x, threadIdx.x);
+          __trap();
+        }
+      }
+    } else {
+      while (!::cuda::ptx::mbarrier_try_wait_parity(&bar.raw, parity)) {
+      }
     }
   }
 
@@ -330,6 +387,7 @@ struct CudaBackend {
   // same `dst_smem` offset.
   template <int CtaGroup>
   WSPIPE_CUDA_OP void tmem_alloc(std::uint32_t* dst_smem, std::uint32_t cols, SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("tmem_alloc (tcgen05.alloc)");
     (void)loc;
     ::cuda::ptx::tcgen05_alloc(detail::cta_group<CtaGroup>(), dst_smem, cols);
   }
@@ -337,12 +395,14 @@ struct CudaBackend {
   // allocate; an alloc after it is illegal (ptxas inserts a trap).
   template <int CtaGroup>
   WSPIPE_CUDA_OP void tmem_relinquish(SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("tmem_relinquish (tcgen05.relinquish_alloc_permit)");
     (void)loc;
     ::cuda::ptx::tcgen05_relinquish_alloc_permit(detail::cta_group<CtaGroup>());
   }
   // tcgen05.dealloc of an allocation's base address and size.
   template <int CtaGroup>
   WSPIPE_CUDA_OP void tmem_dealloc(std::uint32_t taddr, std::uint32_t cols, SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("tmem_dealloc (tcgen05.dealloc)");
     (void)loc;
     ::cuda::ptx::tcgen05_dealloc(detail::cta_group<CtaGroup>(), taddr, cols);
   }
@@ -372,6 +432,7 @@ struct CudaBackend {
   // .x<Num>.
   template <TmemShape S, std::uint32_t Num, std::uint32_t HalfSplit = 0>
   WSPIPE_CUDA_OP Frag<tmem_regs(S, Num)> tmem_load(std::uint32_t taddr, SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("tmem_load (tcgen05.ld)");
     (void)loc;
     static_assert(tmem_num_valid(S, Num),
                   "tmem_load<S, Num>: Num must be a power of 2 in [1, 128] and the shape S must fit in 128 "
@@ -397,6 +458,7 @@ struct CudaBackend {
   template <TmemShape S, std::uint32_t Num, std::uint32_t HalfSplit = 0>
   WSPIPE_CUDA_OP void tmem_store(std::uint32_t taddr, const Frag<tmem_regs(S, Num)>& frag,
                                  SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("tmem_store (tcgen05.st)");
     (void)loc;
     static_assert(tmem_num_valid(S, Num),
                   "tmem_store<S, Num>: Num must be a power of 2 in [1, 128] and the shape S must fit in 128 "
@@ -418,10 +480,12 @@ struct CudaBackend {
   // tcgen05.wait::ld / ::st (PTX 9.7.16.8.5): block until this thread's
   // earlier tcgen05.ld / tcgen05.st have completed.
   WSPIPE_CUDA_OP void tmem_wait_load(SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("tmem_wait_load (tcgen05.wait::ld)");
     (void)loc;
     ::cuda::ptx::tcgen05_wait_ld();
   }
   WSPIPE_CUDA_OP void tmem_wait_store(SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("tmem_wait_store (tcgen05.wait::st)");
     (void)loc;
     ::cuda::ptx::tcgen05_wait_st();
   }
@@ -429,10 +493,12 @@ struct CudaBackend {
   // order this thread's asynchronous tcgen05 operations before / after the
   // thread synchronisation (barrier, mbarrier) that they bracket.
   WSPIPE_CUDA_OP void tmem_fence_before(SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("tmem_fence_before (tcgen05.fence::before_thread_sync)");
     (void)loc;
     ::cuda::ptx::tcgen05_fence_before_thread_sync();
   }
   WSPIPE_CUDA_OP void tmem_fence_after(SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("tmem_fence_after (tcgen05.fence::after_thread_sync)");
     (void)loc;
     ::cuda::ptx::tcgen05_fence_after_thread_sync();
   }
@@ -446,6 +512,7 @@ struct CudaBackend {
   template <MmaKind Kind, int CtaGroup>
   WSPIPE_CUDA_OP void mma(std::uint32_t d_tmem, std::uint64_t a_desc, std::uint64_t b_desc, std::uint32_t idesc,
                           bool accumulate, SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("mma (tcgen05.mma)");
     (void)loc;
     ::cuda::ptx::tcgen05_mma(detail::mma_kind<Kind>(), detail::cta_group<CtaGroup>(), d_tmem, a_desc, b_desc, idesc,
                              accumulate);
@@ -455,6 +522,7 @@ struct CudaBackend {
   // same CtaGroup have completed. It implies tcgen05.fence::before_thread_sync.
   template <int CtaGroup>
   WSPIPE_CUDA_OP void mma_commit(SharedMemBarrier& bar, SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("mma_commit (tcgen05.commit)");
     (void)loc;
     ::cuda::ptx::tcgen05_commit(detail::cta_group<CtaGroup>(), &bar.raw);
   }
@@ -463,6 +531,7 @@ struct CudaBackend {
   template <int CtaGroup>
   WSPIPE_CUDA_OP void mma_commit_multicast(SharedMemBarrier& bar, std::uint16_t mask,
                                            SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_SM100_ONLY("mma_commit_multicast (tcgen05.commit.multicast::cluster)");
     (void)loc;
     ::cuda::ptx::tcgen05_commit_multicast(detail::cta_group<CtaGroup>(), &bar.raw, mask);
   }
@@ -485,6 +554,8 @@ struct CudaBackend {
   template <int CtaGroup = 1, std::uint32_t Rank = 2>
   WSPIPE_CUDA_OP void tma_load(const TmaMap& map, void* smem_dst, SharedMemBarrier& bar, TmaCoords coords,
                                SourceLoc loc = SourceLoc::current()) {
+    static_assert(CtaGroup == 1 || kTensorMemory,
+                  "wspipe::cuda::HopperBackend (sm_90a) has no .cta_group::2 TMA loads: CTA pairs exist on sm_100a only");
     (void)loc;
     const auto c = detail::tma_coords<Rank>(coords);
     if constexpr (detail::cta_group<CtaGroup>() == ::cuda::ptx::cta_group_1) {
@@ -501,6 +572,8 @@ struct CudaBackend {
   template <int CtaGroup = 1, std::uint32_t Rank = 2>
   WSPIPE_CUDA_OP void tma_load_multicast(const TmaMap& map, void* smem_dst, SharedMemBarrier& bar, TmaCoords coords,
                                          std::uint16_t mask, SourceLoc loc = SourceLoc::current()) {
+    static_assert(CtaGroup == 1 || kTensorMemory,
+                  "wspipe::cuda::HopperBackend (sm_90a) has no .cta_group::2 TMA loads: CTA pairs exist on sm_100a only");
     (void)loc;
     const auto c = detail::tma_coords<Rank>(coords);
     if constexpr (detail::cta_group<CtaGroup>() == ::cuda::ptx::cta_group_1) {
@@ -579,11 +652,18 @@ struct CudaBackend {
   }
 };
 
+using CudaBackend = CudaBackendFor<CudaArch::sm_100a>;
+using HopperBackend = CudaBackendFor<CudaArch::sm_90a>;
+
 }  // namespace wspipe::cuda
 
 #undef WSPIPE_CUDA_OP
+#undef WSPIPE_CUDA_SM100_ONLY
+#undef WSPIPE_CUDA_PASS_HAS_TCGEN05
 
 // The concept's requires-expression names the operations only in unevaluated
 // operands, which nvcc accepts for __device__ functions in the host pass too;
 // so the concept is checked in both passes, without a __CUDA_ARCH__ guard.
 static_assert(wspipe::Backend<wspipe::cuda::CudaBackend>, "CudaBackend must model wspipe::Backend");
+static_assert(wspipe::Backend<wspipe::cuda::HopperBackend>, "HopperBackend must model wspipe::Backend");
+static_assert(wspipe::cuda::CudaBackend::kTensorMemory && !wspipe::cuda::HopperBackend::kTensorMemory);

@@ -1,6 +1,9 @@
 // A build of the CUDA backend, core/ and the examples as sm_100a device code,
 // so that none of them stops compiling for the GPU unnoticed. It is part of
 // the default build when CUDA is enabled, and sass_check.sh reads its SASS.
+// Built a second time for sm_90a with WSPIPE_DEVICE_BUILD_HOPPER defined:
+// HopperBackend, the arch-neutral operations and the ring only (Tensor
+// Memory, tcgen05 and .cta_group::2 do not exist there).
 //
 // One extern "C" kernel per backend operation (unmangled names, so that the
 // SASS check can find each operation's instructions in its own function),
@@ -17,7 +20,11 @@
 
 namespace {
 
+#ifdef WSPIPE_DEVICE_BUILD_HOPPER
+using B = wspipe::cuda::HopperBackend;
+#else
 using B = wspipe::cuda::CudaBackend;
+#endif
 using wspipe::MmaKind;
 using wspipe::SharedMemBarrier;
 using wspipe::TmaCoords;
@@ -32,6 +39,7 @@ struct OpsStorage {
 __device__ __forceinline__ OpsStorage& ops() { return B::shared_storage<OpsStorage>(); }
 __device__ __forceinline__ SharedMemBarrier& ops_bar() { return ops().bar[0]; }
 
+#ifndef WSPIPE_DEVICE_BUILD_HOPPER
 // tcgen05.ld then wait::ld, every register to global memory so that the
 // load is live; tcgen05.st of registers read from global memory, then
 // wait::st. .16x32bx2 puts its second half right after the first.
@@ -52,6 +60,8 @@ __device__ __forceinline__ void tmem_store_op(std::uint32_t taddr, const std::ui
   B::tmem_store<S, Num, kSplit>(taddr, frag);
   B::tmem_wait_store();
 }
+
+#endif  // WSPIPE_DEVICE_BUILD_HOPPER
 
 }  // namespace
 
@@ -101,6 +111,7 @@ extern "C" __global__ void wspipe_op_named_arrive_runtime(std::uint32_t id, std:
 }
 extern "C" __global__ void wspipe_op_cluster_sync() { B::cluster_sync(); }
 
+#ifndef WSPIPE_DEVICE_BUILD_HOPPER
 // ---- Tensor Memory: allocation, both CtaGroups
 extern "C" __global__ void wspipe_op_tmem_alloc_cg1(std::uint32_t cols) { B::tmem_alloc<1>(&ops().word, cols); }
 extern "C" __global__ void wspipe_op_tmem_alloc_cg2(std::uint32_t cols) { B::tmem_alloc<2>(&ops().word, cols); }
@@ -163,8 +174,10 @@ extern "C" __global__ void wspipe_op_mma_commit_multicast_cg1(std::uint16_t mask
 extern "C" __global__ void wspipe_op_mma_commit_multicast_cg2(std::uint16_t mask) {
   B::mma_commit_multicast<2>(ops_bar(), mask);
 }
+#endif  // WSPIPE_DEVICE_BUILD_HOPPER
 
-// ---- TMA: every rank, both CtaGroups, unicast and multicast; the map is a
+// ---- TMA: every rank, both CtaGroups (cta_group 1 only on sm_90a), unicast
+// and multicast; the map is a
 // __grid_constant__ parameter, as in a real kernel
 #define WSPIPE_TMA_KERNELS(G, R)                                                                              \
   extern "C" __global__ void wspipe_op_tma_load_cg##G##_rank##R(const __grid_constant__ CUtensorMap map,      \
@@ -180,11 +193,13 @@ WSPIPE_TMA_KERNELS(1, 2)
 WSPIPE_TMA_KERNELS(1, 3)
 WSPIPE_TMA_KERNELS(1, 4)
 WSPIPE_TMA_KERNELS(1, 5)
+#ifndef WSPIPE_DEVICE_BUILD_HOPPER
 WSPIPE_TMA_KERNELS(2, 1)
 WSPIPE_TMA_KERNELS(2, 2)
 WSPIPE_TMA_KERNELS(2, 3)
 WSPIPE_TMA_KERNELS(2, 4)
 WSPIPE_TMA_KERNELS(2, 5)
+#endif
 #undef WSPIPE_TMA_KERNELS
 
 // ---- proxy fence and shared-memory tiles
@@ -227,6 +242,7 @@ WSPIPE_RING_KERNEL(8)
 
 namespace wspipe::cuda {
 
+#ifndef WSPIPE_DEVICE_BUILD_HOPPER
 cudaError_t launch_ring(int stages, std::uint32_t items, examples::RingBug bug, unsigned cluster,
                         cudaStream_t stream) {
   const ClusterLaunch cfg{dim3(cluster), dim3(32 * examples::kRingWarps), dim3(cluster), stream};
@@ -247,5 +263,6 @@ cudaError_t launch_tma_load(const TensorMap& m, TmaCoords coords, cudaStream_t s
   const ClusterLaunch cfg{dim3(1), dim3(32), dim3(1), stream};
   return launch_cluster<OpsStorage>(wspipe_op_tma_load_cg1_rank2, cfg, map, coords);
 }
+#endif  // WSPIPE_DEVICE_BUILD_HOPPER (the silicon program, silicon.cu, launches these on sm_90a)
 
 }  // namespace wspipe::cuda

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# sass_check.sh OBJECT...: disassemble the sm_100a builds of device_build.cu
-# and examples_build.cu and check that every backend operation compiles to
+# sass_check.sh [--arch sm_90a] OBJECT...: disassemble the sm_100a builds of
+# device_build.cu and examples_build.cu (or, with --arch sm_90a, the sm_90a
+# build of device_build.cu: the arch-neutral operations and the ring) and check that every backend operation compiles to
 # the instructions it stands for (one extern "C" kernel per operation,
 # wspipe_op_<name>), that none fell back to a generic path (a CCCL "not
 # supported" stub, a call, a plain spin loop), that the ring example
@@ -20,8 +21,20 @@ skip() {
   exit 77
 }
 
+arch=sm_100a
+if [ "${1:-}" = --arch ]; then
+  arch=${2:-}
+  shift 2 || true
+fi
+if [ "$arch" != sm_100a ] && [ "$arch" != sm_90a ]; then
+  echo "sass_check: --arch must be sm_100a or sm_90a, not '$arch'" >&2
+  exit 2
+fi
+# tensor: the Tensor Memory, tcgen05 and .cta_group::2 checks and the
+# examples' kernels, which exist on sm_100a only.
+tensor=$([ "$arch" = sm_100a ] && echo 1 || echo 0)
 if [ "$#" -lt 1 ]; then
-  echo "usage: $0 OBJECT..." >&2
+  echo "usage: $0 [--arch sm_100a|sm_90a] OBJECT..." >&2
   exit 2
 fi
 for f in "$@"; do
@@ -107,8 +120,9 @@ if ! [ -s "$tmp/ops" ]; then
   echo "sass_check: no SASS found in $* (was it built for sm_100a?)" >&2
   exit 1
 fi
-if ! grep -q "EF_CUDA_SM100" "$tmp/sass"; then
-  echo "sass_check: the object holds no sm_100 SASS" >&2
+elf_arch=$([ "$arch" = sm_100a ] && echo EF_CUDA_SM100 || echo EF_CUDA_SM90)
+if ! grep -q "$elf_arch" "$tmp/sass"; then
+  echo "sass_check: the object holds no ${arch%a} SASS" >&2
   exit 1
 fi
 
@@ -229,14 +243,18 @@ done
 expect wspipe_op_warp_idx 'SHFL\.IDX' 'warp_idx: threadIdx.x/32 broadcast from lane 0'
 expect wspipe_op_lane_idx 'SR_LANEID' 'lane_idx: %laneid'
 expect wspipe_op_cta_rank 'SR_CgaCtaId' 'cta_rank: %cluster_ctarank'
-expect wspipe_op_cluster_size 'SR_CgaSize' 'cluster_size: %cluster_nctarank'
+if [ "$arch" = sm_100a ]; then
+  expect wspipe_op_cluster_size 'SR_CgaSize' 'cluster_size: %cluster_nctarank'
+else  # sm_90a reads the launch's cluster shape from the constant bank
+  expect wspipe_op_cluster_size '^LDC R[0-9]+, c\[0x0\]\[0x1[0-9a-f]+\]$' 'cluster_size: %cluster_nctarank (constant bank)'
+fi
 expect wspipe_op_elect_one "${I}ELECT " 'elect_one: elect.sync'
 # mbarrier
 expect wspipe_op_init 'SYNCS\.EXCH\.64 ' 'init: mbarrier.init'
 expect wspipe_op_inval 'SYNCS\.CCTL\.IV ' 'inval: mbarrier.inval'
 expect wspipe_op_arrive 'SYNCS\.ARRIVE\.TRANS64(\.RED)?\.A1T0 ' 'arrive: arrive 1, tx 0'
 reject wspipe_op_arrive 'MEMBAR' 'arrive: local .release.cta, no fence'
-expect wspipe_op_arrive_remote 'UPRMT .*0x654' 'arrive_remote: mapa (rank into bits 24+)'
+expect wspipe_op_arrive_remote 'U?PRMT .*0x654' 'arrive_remote: mapa (rank into bits 24+)'
 expect wspipe_op_arrive_remote 'MEMBAR\.ALL\.GPU' 'arrive_remote: .release.cluster fence'
 expect wspipe_op_arrive_remote 'SYNCS\.ARRIVE\.TRANS64\.RED\.A1T0 ' 'arrive_remote: arrive 1 on .shared::cluster'
 expect wspipe_op_arrive_expect_tx 'SYNCS\.ARRIVE\.TRANS64 ' 'arrive_expect_tx: arrive 1, tx += n'
@@ -253,6 +271,7 @@ expect wspipe_op_named_arrive_runtime 'BAR\.ARV R[0-9]+, R[0-9]+' 'named_arrive(
 expect wspipe_op_cluster_sync 'UCGABAR_ARV' 'cluster_sync: barrier.cluster.arrive.release'
 expect wspipe_op_cluster_sync 'UCGABAR_WAIT' 'cluster_sync: barrier.cluster.wait.acquire'
 
+if [ "$tensor" = 1 ]; then
 # Tensor Memory allocation. ptxas records each kernel's .cta_group in its
 # .nv.info (EIATTR_TCGEN05_{1,2}CTA_USED): dealloc is UTCATOMSWS.AND for both.
 for g in 1 2; do
@@ -323,10 +342,12 @@ done
 reject wspipe_op_mma_f16_cg1 '2CTA' 'mma<f16, 1>: not the pair form'
 reject wspipe_op_mma_commit_cg1 '2CTA|MULTICAST' 'mma_commit<1>: plain commit'
 
-# TMA: UTMALDG.<rank>D, .MULTICAST with a mask, .2CTA for cta_group::2,
+fi  # tensor
+
+# TMA: UTMALDG.<rank>D, .MULTICAST with a mask, .2CTA for cta_group::2 (sm_100a),
 # whose barrier is the pair's even CTA's: rank & ~1 (LOP3 0xfffffffe) put
 # into the address by mapa (UPRMT 0x654).
-for g in 1 2; do
+for g in $([ "$tensor" = 1 ] && echo 1 2 || echo 1); do
   for r in 1 2 3 4 5; do
     uni="wspipe_op_tma_load_cg${g}_rank$r"
     mc="wspipe_op_tma_load_multicast_cg${g}_rank$r"
@@ -432,7 +453,7 @@ dynamic_smem_base() {
 # Manual A (ordinary stores, then fence.proxy.async) is a run-time flag
 # that only cta_group 1 with clusters of 1 accepts.
 gemm_fns=$(awk -F'\t' '$1 ~ /^wspipe_gemm_/ { print $1 }' "$tmp/ops" | sort -u)
-[ -n "$gemm_fns" ] || result FAIL '(objects)' 'gemm kernels' 'no wspipe_gemm_* kernel: is examples_build.cu.o among them?'
+[ -n "$gemm_fns" ] || [ "$tensor" = 0 ] || result FAIL '(objects)' 'gemm kernels' 'no wspipe_gemm_* kernel: is examples_build.cu.o among them?'
 for fn in $gemm_fns; do
   if ! [[ $fn =~ ^wspipe_gemm_cg([12])_c([12])_s[0-9]+_a[0-9]+_(bf16|e4m3)$ ]]; then
     result FAIL "$fn" 'gemm kernel name' 'not wspipe_gemm_cg<1|2>_c<1|2>_s<S>_a<A>_<bf16|e4m3>'
@@ -489,7 +510,7 @@ done
 # self-branch) and its synchronisation, tensor-core, TMEM and TMA
 # instructions with how often each occurs, in order of first appearance.
 echo
-echo "SASS per operation (sm_100a): instructions, then the interesting ones (xN: N occurrences)"
+echo "SASS per operation ($arch): instructions, then the interesting ones (xN: N occurrences)"
 interesting='SYNCS|BAR\.|UCGABAR|ELECT|MEMBAR|ERRBAR|FENCE|CCTL|UPRMT .*0x654|SHFL|SR_LANEID|SR_CgaCtaId|SR_CgaSize'
 interesting+='|BPT\.TRAP|WARPSYNC|NANOSLEEP|CALL|UTC|UTMA|LDTM|STTM|UVIRTCOUNT|^NOP$'
 # seen FUNCTION OPERANDS: its interesting instructions, "op xN; ...". With

@@ -36,6 +36,7 @@ struct EmuBackend {
   template <std::uint32_t N>
   using Frag = EmuFrag<N>;
   using TmaMap = TensorMap;  // the emulator's TMA reads the value type itself
+  static constexpr bool kTensorMemory = true;  // the emulator models sm_100a
 
   // ---- identity
   static std::uint32_t warp_idx() { return detail::World::current().warp().widx; }
