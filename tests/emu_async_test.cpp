@@ -511,6 +511,46 @@ TEST(emu_Tma, MulticastDeliversToEveryCtaOfTheMask) {
   EXPECT_EQ(outcome(bad), "cluster.bad-rank");
 }
 
+// A copy delivering more bytes than its phase still expects, once every
+// arrival is in: silicon completes the phase partway through it (its bytes
+// land in pieces; docs/silicon.md). Quiet when the bytes fit, in one copy or
+// in two, and when the copy lands before the arrival that arms it.
+TEST(emu_Tma, CopyOvershootingTheExpectedBytesFires) {
+  struct S {
+    alignas(1024) std::uint8_t tile[64 * 32];
+    SharedMemBarrier full;
+  };
+  std::vector<std::uint8_t> g(64 * 64);
+  const TensorMap half = wspipe::test::tensor_map_2d(g.data(), ElemType::u8, 64, 64, 64, 16);  // 1024 bytes
+  const TensorMap whole = wspipe::test::tensor_map_2d(g.data(), ElemType::u8, 64, 64, 64, 32);  // 2048 bytes
+  auto kernel = [&](std::uint32_t expect, bool two_halves, bool arm_after) {
+    std::uint32_t line = 0;
+    auto r = wspipe::test::run_kernel(1, [&] {
+      auto& s = B::shared_storage<S>();
+      init_bar(s.full, 1, "full");
+      B::elect_one([&] {
+        if (!arm_after) B::arrive_expect_tx(s.full, expect);
+        if (two_halves) {
+          B::tma_load(half, s.tile, s.full, {{0, 0}});
+          B::tma_load(half, s.tile + 1024, s.full, {{0, 16}});
+        } else {
+          line = __LINE__; B::tma_load(whole, s.tile, s.full, {{0, 0}});
+        }
+        if (arm_after) B::arrive_expect_tx(s.full, expect);
+      });
+      B::wait(s.full, 0);
+    }, with_strategy(emu::StrategyKind::round_robin), sizeof(S));
+    return std::make_pair(r, line);
+  };
+  auto [bug, line] = kernel(1024, false, false);
+  EXPECT_VIOLATION_AT(bug, "mbarrier.tx-overshoot", line);
+  EXPECT_TRUE(contains(bug.violations[0].message, "delivers 2048 bytes to a barrier that expects only 1024 more"))
+      << bug.violations[0].message;
+  EXPECT_EQ(kernel(2048, false, false).first.status, emu::Status::ok);
+  EXPECT_EQ(kernel(2048, true, false).first.status, emu::Status::ok);
+  EXPECT_EQ(kernel(2048, false, true).first.status, emu::Status::ok);
+}
+
 TEST(emu_Tma, CtaGroupTwoLoadWithoutAPairFires) {
   struct S {
     alignas(1024) std::uint8_t tile[1024];

@@ -207,6 +207,9 @@ class World {
   Warp& warp() { return *current_; }
   const Cta& cta_of(const Warp& w) const { return ctas_[w.cta]; }
   const LaunchConfig& launch() const { return launch_; }
+  // The run has ended (a violation, a deadlock): what a warp still does
+  // while the world tears down is not part of it.
+  bool ended() const { return stopping_ || killing_; }
 
   // --- operations of the current warp (EmuBackend forwards here)
   std::uint32_t lane_idx(const SourceLoc& loc);

@@ -291,6 +291,20 @@ void World::engine_tma(AsyncOp& op, std::uint32_t e) {
       return;
     }
     Mbar& m = mbars_[static_cast<std::size_t>(id)];
+    // Silicon delivers a copy's bytes in pieces (16 bytes at a time, as far
+    // as an H100 shows: docs/silicon.md). More bytes than the phase still
+    // expects, with every arrival in, complete the phase partway through
+    // the copy, or not, depending on how the pieces fall, and the rest count
+    // against the next phase: nondeterministic on hardware, a bug here.
+    if (m.pending == 0 && m.tx > 0 && static_cast<std::int64_t>(bytes) > m.tx) {
+      fail(*current_, "mbarrier.tx-overshoot", object_label(static_cast<std::uint32_t>(id)),
+           "a TMA load delivers " + std::to_string(bytes) + " bytes to a barrier that expects only " +
+               std::to_string(m.tx) + " more in phase " + std::to_string(m.phase) +
+               " with no arrivals pending: on silicon the bytes land in pieces, the phase may complete partway "
+               "through the copy, and the rest count against the next phase (expect_tx too small?)",
+           op.loc, &issuer);
+      return;
+    }
     m.tx -= bytes;
     if (!check_tx_range(static_cast<std::uint32_t>(id), *current_, op.loc)) return;
     if (options_.race_check) {
