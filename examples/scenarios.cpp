@@ -58,7 +58,8 @@ Scenario make_ring() {
 }  // namespace
 
 const Catalogue& catalogue() {
-  static const Catalogue all = {make_ring(), make_gemm_scenario(), make_blockwise_fp8_scenario()};
+  static const Catalogue all = {make_ring(), make_tile_reduce_scenario(), make_gemm_scenario(),
+                                 make_blockwise_fp8_scenario()};
   return all;
 }
 

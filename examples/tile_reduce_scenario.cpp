@@ -1,0 +1,100 @@
+// The `tile-reduce` scenario: options, variants, and the instantiation of
+// examples/tile_reduce.hpp each run uses.
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
+#include "backends/emu/emu_backend.hpp"
+#include "scenarios.hpp"
+#include "tile_reduce.hpp"
+
+namespace wspipe::examples {
+namespace {
+
+using emu::EmuBackend;
+
+// One run's problem and arguments, shared by the warps' fibers and by the
+// check after the run.
+struct TileReduceRun {
+  TileReduceProblem problem;
+  TileReduceArgs<EmuBackend> args;
+};
+
+struct TileReduceVariant {
+  const char* name;
+  TileReduceBug bug;
+  const char* expect;
+  const char* help;
+  bool cluster_of_2;  // the bug needs clusters of 2 (pinned)
+};
+
+const TileReduceVariant kVariants[] = {
+    {"", TileReduceBug::none, "ok", "correct kernel", false},
+    {"local-release", TileReduceBug::local_release, "race.smem",
+     "the consumers free a multicast slot in their own CTA only: the peer's next load overwrites it while it is read",
+     true},
+    {"expect-own-half", TileReduceBug::expect_own_half, "race.smem",
+     "full is armed with this CTA's own half of the tile: the phase can complete before the peer's half lands", true},
+    {"no-drain", TileReduceBug::no_drain, "mbarrier.remote-exited-cta",
+     "the load warp exits without draining the ring: the peer's consumers still arrive on this CTA's barriers", true},
+    {"release-before-read", TileReduceBug::release_before_read, "race.smem",
+     "the consumers free the slot before reading it: the next load overwrites the tile they read", false},
+};
+
+template <int Stages>
+emu::Kernel prepare(const std::shared_ptr<TileReduceRun>& run, std::uint32_t clusters) {
+  emu::Kernel k;
+  k.launch.num_clusters = clusters;
+  k.launch.cluster_size = run->problem.cluster_size;
+  k.launch.warps_per_cta = kTileReduceWarps;
+  k.launch.smem_bytes = sizeof(TileReduceStorage<Stages>);
+  k.launch.warp_roles = {"load", "consumer", "consumer"};
+  k.body = [run] { tile_reduce_kernel<EmuBackend, Stages>(run->args); };
+  k.verify = [run] { return run->problem.check(); };
+  return k;
+}
+
+}  // namespace
+
+Scenario make_tile_reduce_scenario() {
+  Scenario s;
+  s.name = "tile-reduce";
+  s.help = "TMA tiles (multicast across a cluster of 2) -> InputTilePipeline -> 2 consumer warps reducing rows; "
+           "sums checked after each run (no tensor core: runs on Hopper too)";
+  s.options = {
+      {"rows", 128, kTileRows, 65536, "rows of X (a multiple of 32); each tile is 32 x 64 u32"},
+      {"stages", 2, 1, 4, "input pipeline stages"},
+      {"cluster", 1, 1, 2, "CTAs per cluster: 2 shares each tile by multicast"},
+      {"clusters", 1, 1, 64, "clusters in the grid; tiles are spread over them round-robin"},
+  };
+  for (const TileReduceVariant& v : kVariants) {
+    OptionValues pinned;
+    if (v.cluster_of_2) pinned["cluster"] = 2;
+    s.variants.push_back({v.name, v.expect, v.help, pinned});
+  }
+  s.prepare = [](const std::string& variant, const OptionValues& o) {
+    const TileReduceVariant* v = nullptr;
+    for (const TileReduceVariant& x : kVariants)
+      if (variant == x.name) v = &x;
+    if (v == nullptr) throw std::invalid_argument("tile-reduce: no variant '" + variant + "'");
+    const auto rows = static_cast<std::uint32_t>(o.at("rows"));
+    if (rows % kTileRows != 0) throw std::invalid_argument("tile-reduce: --rows must be a multiple of 32");
+    auto run = std::make_shared<TileReduceRun>(
+        TileReduceRun{TileReduceProblem(rows, static_cast<std::uint32_t>(o.at("cluster"))), {}});
+    run->args.x_map = run->problem.x_map(run->problem.x.data());
+    run->args.out = run->problem.out.data();
+    run->args.rows = rows;
+    run->args.bug = v->bug;
+    const auto clusters = static_cast<std::uint32_t>(o.at("clusters"));
+    switch (o.at("stages")) {
+      case 1: return prepare<1>(run, clusters);
+      case 2: return prepare<2>(run, clusters);
+      case 3: return prepare<3>(run, clusters);
+      case 4: return prepare<4>(run, clusters);
+      default: throw std::invalid_argument("tile-reduce: --stages must be in [1, 4]");
+    }
+  };
+  return s;
+}
+
+}  // namespace wspipe::examples
