@@ -14,6 +14,7 @@
 // On a disagreement the target prints the program and aborts.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -154,7 +155,19 @@ inline emu::RunResult run_lockstep(const emu::LaunchConfig& launch, const std::f
   return r;
 }
 
-// Appends a list of values to a person's description.
+// What the kernel observed (per warp: try_wait results, TMEM addresses)
+// against what the reference expects. Operations after the run ended
+// (teardown) return anything: only the ones the reference stepped count.
+template <class T>
+void check_observed(const Lockstep& ref, const std::vector<std::vector<T>>& want,
+                    const std::vector<std::vector<T>>& got, const char* what) {
+  for (std::size_t w = 0; w < want.size(); ++w) {
+    if (got[w].size() < want[w].size() || !std::equal(want[w].begin(), want[w].end(), got[w].begin()))
+      die(ref, std::string(what) + " of warp " + std::to_string(w) + " differ from the reference's");
+  }
+}
+
+// A number in hex, for a person's description.
 inline std::string hex(std::uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));

@@ -447,11 +447,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     same();
   };
   run_lockstep(launch, body, sim, in.rest(), spurious, (head & 4u) != 0);
-  for (std::uint32_t w = 0; w < warps; ++w) {
-    const auto& want = sim.expected[w];
-    const auto& got = sim.actual[w];
-    if (got.size() < want.size() || !std::equal(want.begin(), want.end(), got.begin()))
-      die(sim, "try_wait results of warp " + std::to_string(w) + " differ from the reference's");
-  }
+  check_observed(sim, sim.expected, sim.actual, "try_wait results");
   return 0;
 }

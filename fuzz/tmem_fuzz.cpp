@@ -368,11 +368,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   };
   run_lockstep(launch, body, sim, in.rest(), false, false);
-  for (std::uint32_t w = 0; w < warps; ++w) {
-    const auto& want = sim.expected[w];
-    const auto& got = sim.actual[w];
-    if (got.size() < want.size() || !std::equal(want.begin(), want.end(), got.begin()))
-      die(sim, "the TMEM addresses alloc wrote for warp " + std::to_string(w) + " differ from the reference's");
-  }
+  check_observed(sim, sim.expected, sim.actual, "the TMEM addresses alloc wrote");
   return 0;
 }
