@@ -44,7 +44,7 @@ run_preset asan
 echo "[test] ctest --preset tsan -R 'explore_Parallel|ShardedExploration|TestingHelpers.CorrectRingIsClean' (parallel exploration)" >&2
 ctest --preset tsan -j "$jobs" -R 'explore_Parallel|ShardedExploration|TestingHelpers.CorrectRingIsClean'
 # The fuzzers as libFuzzer runs (the fuzz preset: clang 14, ASan+UBSan),
-# each for FUZZ_SECONDS (default 20) from its committed corpus, whose copy
+# each for FUZZ_SECONDS (default 15) from its committed corpus, whose copy
 # in fuzz/corpus/ is left as it is: a crash, a sanitizer report or a
 # disagreement with a model fuzzer's reference fails the suite, and the
 # input that did it stays in the /tmp directory printed.
@@ -52,8 +52,8 @@ fuzz_targets=(mbarrier named_barrier tmem tma schedule_decode ring_replay)
 "$root/tools/bootstrap.sh" fuzz "${fuzz_targets[@]/#/fuzz_}"
 for t in "${fuzz_targets[@]}"; do
   work=$(mktemp -d /tmp/wspipe-fuzz-$t.XXXXXX)
-  echo "[test] fuzz_$t for ${FUZZ_SECONDS:-20} s from fuzz/corpus/$t (new inputs and crashes: $work)" >&2
-  build/fuzz/fuzz/fuzz_$t -max_total_time="${FUZZ_SECONDS:-20}" -artifact_prefix="$work/" "$work" "fuzz/corpus/$t" \
+  echo "[test] fuzz_$t for ${FUZZ_SECONDS:-15} s from fuzz/corpus/$t (new inputs and crashes: $work)" >&2
+  build/fuzz/fuzz/fuzz_$t -max_total_time="${FUZZ_SECONDS:-15}" -artifact_prefix="$work/" "$work" "fuzz/corpus/$t" \
     2>"$work/log" || { tail -n 40 "$work/log" >&2; exit 1; }
   grep -h "^#.*DONE" "$work/log" >&2 || true
   rm -rf "$work"
