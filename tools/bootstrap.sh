@@ -15,6 +15,8 @@ log() { echo "[bootstrap] $*" >&2; }
 
 packages=(g++ make cmake libboost-fiber-dev libboost-context-dev librapidcheck-dev libgtest-dev
           libbenchmark-dev python3)
+# The fuzz preset: clang++ 14 and its runtime libraries (libFuzzer, ASan, UBSan).
+[[ $preset == fuzz ]] && packages+=(clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,6 +8,8 @@
 #    (AddressSanitizer alone: the fibers' stack switches are annotated);
 #  - the tsan preset (ThreadSanitizer) over the tests of parallel
 #    exploration, where runs go on several threads;
+#  - the fuzz preset (clang 14, ASan+UBSan): every libFuzzer target for a
+#    bounded time from its corpus (docs/fuzzing.md);
 #  - the cuda preset when nvcc is present: sm_100a build of the CUDA
 #    backend and the examples, and its SASS check.
 set -euo pipefail
@@ -41,6 +43,22 @@ run_preset asan
 "$root/tools/bootstrap.sh" tsan explore_test testing_helpers_test
 echo "[test] ctest --preset tsan -R 'explore_Parallel|ShardedExploration|TestingHelpers.CorrectRingIsClean' (parallel exploration)" >&2
 ctest --preset tsan -j "$jobs" -R 'explore_Parallel|ShardedExploration|TestingHelpers.CorrectRingIsClean'
+# The fuzzers as libFuzzer runs (the fuzz preset: clang 14, ASan+UBSan),
+# each for FUZZ_SECONDS (default 15) from its committed corpus, whose copy
+# in fuzz/corpus/ is left as it is: a crash, a sanitizer report or a
+# disagreement with a model fuzzer's reference fails the suite, and the
+# input that did it stays in the /tmp directory printed.
+fuzz_targets=(mbarrier named_barrier tmem tma schedule_decode ring_replay)
+"$root/tools/bootstrap.sh" fuzz "${fuzz_targets[@]/#/fuzz_}"
+for t in "${fuzz_targets[@]}"; do
+  work=$(mktemp -d /tmp/wspipe-fuzz-$t.XXXXXX)
+  echo "[test] fuzz_$t for ${FUZZ_SECONDS:-15} s from fuzz/corpus/$t (new inputs and crashes: $work)" >&2
+  build/fuzz/fuzz/fuzz_$t -max_total_time="${FUZZ_SECONDS:-15}" -artifact_prefix="$work/" "$work" "fuzz/corpus/$t" \
+    2>"$work/log" || { tail -n 40 "$work/log" >&2; exit 1; }
+  grep -h "^#.*DONE" "$work/log" >&2 || true
+  rm -rf "$work"
+done
+
 if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   # cuobjdump (and the nvdisasm it calls) for the SASS check come from PyPI
   # when the toolkit lacks them.

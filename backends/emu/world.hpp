@@ -132,7 +132,7 @@ struct Cta {
   std::array<NamedBarrier, 16> named{};
   // Tensor Memory: cell values and shadows (index lane * 512 + column),
   // created on first use; live allocations; the allocation permit.
-  std::vector<std::uint32_t> tmem;
+  std::unique_ptr<std::uint32_t[]> tmem;  // kTmemLanes * kTmemColumns cells once created
   std::vector<Shadow> tmem_shadow;
   std::vector<TmemBlock> tmem_live;
   bool relinquished = false;

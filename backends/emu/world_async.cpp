@@ -360,7 +360,7 @@ void World::engine_mma(AsyncOp& op, std::uint32_t e) {
   for (int r = 0; r < op.cta_group; ++r) {
     Cta& c = ctas_[target(r)];
     tmem_ensure(c);
-    mem[r] = {.smem = c.smem, .smem_bytes = c.smem_bytes, .tmem = c.tmem.data()};
+    mem[r] = {.smem = c.smem, .smem_bytes = c.smem_bytes, .tmem = c.tmem.get()};
   }
   model::mma_execute(op.job, mem);
   record({.step = step_, .begin = op.step, .warp = actor, .kind = EventKind::mma_done, .file = op.loc.file_name(),

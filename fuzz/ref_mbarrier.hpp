@@ -1,0 +1,187 @@
+// A reference model of the mbarriers of one CTA, for the model fuzzers.
+// Written from HARDWARE.md §1 (PTX "Parallel Synchronization: mbarrier")
+// and the emulator's documented rules (DESIGN.md "Checks", the rule names
+// of docs/emulator-models.md), not from backends/emu/world.cpp:
+//  - state: phase, pending arrivals, expected arrivals, tx-count;
+//  - init(count): count in [1, 2^20-1], not on a live barrier, one lane;
+//  - arrive.expect_tx(n) by L lanes: tx += n*L, then L arrivals; an arrive
+//    of more than the pending count traps (over-arrival); a phase completes
+//    when pending and tx are both 0; tx stays within +-(2^20-1);
+//  - the usage rule: after a phase completes, a wait must observe it before
+//    an arrive lands in the next one;
+//  - a wait's intended phase: the next one with its parity after the last
+//    phase this warp observed (the current or the previous one on its first
+//    wait); a wait for a phase older than the previous one, or a waiter
+//    still blocked when its phase completed and the next one did too, is
+//    parity aliasing.
+// A barrier is identified, as by the emulator, by its 8 bytes in the CTA's
+// shared-memory image: init writes a tag and the instance number there;
+// bytes that do not decode to a live instance are an uninitialised barrier.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace wspipe::fuzz {
+
+class RefMbarriers {
+ public:
+  static constexpr std::uint32_t kMaxCount = (1u << 20) - 1;
+  static constexpr std::int64_t kMaxTx = (1 << 20) - 1;
+  static constexpr std::uint32_t kOutside = ~0u;  // an operand outside shared memory
+
+  struct Bar {
+    std::uint32_t offset = 0;
+    bool live = false;
+    std::uint32_t expected = 0, pending = 0;
+    std::int64_t tx = 0;
+    std::int64_t phase = 0;
+    bool observed = true;
+  };
+  // A warp blocked in a wait: which instance, its parity, the phase it means.
+  struct Waiter {
+    bool blocked = false;
+    std::uint32_t id = 0, parity = 0;
+    std::int64_t intended = 0;
+  };
+
+  RefMbarriers(std::vector<std::uint8_t>& smem, std::uint32_t warps) : waiters(warps), smem_(smem), seen_(warps) {}
+
+  std::vector<Bar> bars;  // every init, in order: the emulator's barrier ids
+  std::vector<Waiter> waiters;
+
+  // The live instance whose bytes are at `offset`, or -1.
+  std::int64_t at(std::uint32_t offset) const {
+    if (offset == kOutside || offset + 8 > smem_.size()) return -1;
+    std::uint64_t raw = 0;
+    std::memcpy(&raw, smem_.data() + offset, 8);
+    const std::uint64_t idx = (raw & 0xffffffffull) - 1;
+    if ((raw >> 32) != kTag || idx >= bars.size() || bars[idx].offset != offset || !bars[idx].live) return -1;
+    return static_cast<std::int64_t>(idx);
+  }
+
+  // Each returns the rule broken, or nullptr.
+  const char* init(std::uint32_t offset, std::uint32_t count, std::uint32_t lanes) {
+    if (offset == kOutside) return "mbarrier.not-shared";
+    if (at(offset) >= 0) return "mbarrier.init-live";
+    if (count < 1 || count > kMaxCount) return "mbarrier.count-range";
+    const auto id = static_cast<std::uint32_t>(bars.size());
+    bars.push_back({.offset = offset, .live = true, .expected = count, .pending = count});
+    const std::uint64_t raw = (std::uint64_t{kTag} << 32) | (id + 1);
+    std::memcpy(smem_.data() + offset, &raw, 8);
+    return lanes > 1 ? "mbarrier.init-live" : nullptr;  // the second lane re-inits it
+  }
+  const char* inval(std::uint32_t offset) {
+    std::int64_t id = 0;
+    if (const char* r = resolve(offset, &id)) return r;
+    bars[static_cast<std::size_t>(id)].live = false;
+    std::memset(smem_.data() + offset, 0, 8);
+    return nullptr;
+  }
+  const char* arrive(std::uint32_t offset, std::uint32_t lanes, std::uint32_t tx_per_lane) {
+    std::int64_t id = 0;
+    if (const char* r = resolve(offset, &id)) return r;
+    return arrive_on(static_cast<std::uint32_t>(id), lanes, tx_per_lane);
+  }
+  // Arrivals on a resolved barrier (also a tcgen05.commit's).
+  const char* arrive_on(std::uint32_t id, std::uint32_t lanes, std::uint32_t tx_per_lane) {
+    Bar& b = bars[id];
+    b.tx += std::int64_t{tx_per_lane} * lanes;
+    if (tx_per_lane != 0 && !tx_ok(b)) return "mbarrier.tx-range";
+    if (lanes > b.pending) return "mbarrier.over-arrival";
+    if (!b.observed) return "mbarrier.arrive-before-wait";
+    b.pending -= lanes;
+    return complete_if_done(id);
+  }
+  // expect_tx (delta > 0) or complete_tx (delta < 0), by `lanes` lanes.
+  const char* tx(std::uint32_t offset, std::int64_t delta_per_lane, std::uint32_t lanes) {
+    std::int64_t id = 0;
+    if (const char* r = resolve(offset, &id)) return r;
+    return tx_on(static_cast<std::uint32_t>(id), delta_per_lane * lanes);
+  }
+  const char* tx_on(std::uint32_t id, std::int64_t delta) {
+    Bar& b = bars[id];
+    b.tx += delta;
+    if (!tx_ok(b)) return "mbarrier.tx-range";
+    return complete_if_done(id);
+  }
+  // A wait of warp `w` reaching its scheduling point: the checks made
+  // before it blocks. Registers the waiter.
+  const char* wait_begin(std::uint32_t w, std::uint32_t offset, std::uint32_t parity) {
+    std::int64_t id = 0;
+    if (const char* r = resolve(offset, &id)) return r;
+    const auto i = static_cast<std::uint32_t>(id);
+    std::vector<std::int64_t>& seen = seen_[w];
+    if (seen.size() <= i) seen.resize(i + 1, kNotSeen);
+    const std::int64_t cur = bars[i].phase, last = seen[i];
+    std::int64_t intended = 0;
+    if (last == kNotSeen)
+      intended = (cur & 1) == parity ? cur : cur - 1;
+    else
+      intended = (last & 1) == parity ? last : last + 1;
+    if (intended < cur - 1) return "mbarrier.parity-alias";
+    waiters[w] = {.blocked = true, .id = i, .parity = parity, .intended = intended};
+    return nullptr;
+  }
+  // Whether the phase warp `w` waits for has completed.
+  bool done(std::uint32_t w) const {
+    const Waiter& x = waiters[w];
+    const Bar& b = bars[x.id];
+    return b.live && static_cast<std::uint32_t>(b.phase & 1) != x.parity;
+  }
+  // The wait of warp `w` returns: true when its phase completed.
+  bool wait_end(std::uint32_t w) {
+    const bool ok = done(w);
+    Waiter& x = waiters[w];
+    if (ok) {
+      bars[x.id].observed = true;
+      seen_[w][x.id] = bars[x.id].phase - 1;
+    }
+    x.blocked = false;
+    return ok;
+  }
+  // The CTA exits: bytes still expected or delivered unmatched.
+  const char* exit_check() const {
+    for (const Bar& b : bars)
+      if (b.live && b.tx != 0) return "mbarrier.tx-pending-at-exit";
+    return nullptr;
+  }
+  std::string state() const {
+    std::string s;
+    for (std::size_t i = 0; i < bars.size(); ++i) {
+      const Bar& b = bars[i];
+      s += "  bar#" + std::to_string(i) + " @" + std::to_string(b.offset) + (b.live ? "" : " (dead)") +
+           " phase " + std::to_string(b.phase) + " pending " + std::to_string(b.pending) + "/" +
+           std::to_string(b.expected) + " tx " + std::to_string(b.tx) + (b.observed ? "" : " unobserved") + "\n";
+    }
+    return s;
+  }
+
+ private:
+  static constexpr std::uint32_t kTag = 0x57535042u;  // the emulator's tag, "WSPB"
+  static constexpr std::int64_t kNotSeen = -2;
+
+  const char* resolve(std::uint32_t offset, std::int64_t* id) const {
+    if (offset == kOutside) return "mbarrier.not-shared";
+    *id = at(offset);
+    return *id < 0 ? "mbarrier.uninitialized" : nullptr;
+  }
+  static bool tx_ok(const Bar& b) { return b.tx <= kMaxTx && b.tx >= -kMaxTx; }
+  const char* complete_if_done(std::uint32_t id) {
+    Bar& b = bars[id];
+    if (b.pending != 0 || b.tx != 0) return nullptr;
+    ++b.phase;
+    b.pending = b.expected;
+    b.observed = false;
+    for (const Waiter& x : waiters)
+      if (x.blocked && x.id == id && x.intended + 1 < b.phase) return "mbarrier.parity-alias";
+    return nullptr;
+  }
+
+  std::vector<std::uint8_t>& smem_;
+  std::vector<std::vector<std::int64_t>> seen_;  // per warp, per instance: the last phase a wait observed
+};
+
+}  // namespace wspipe::fuzz
