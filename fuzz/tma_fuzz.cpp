@@ -312,6 +312,11 @@ class TmaSim final : public Lockstep {
     }
     const std::int64_t id = bars_.at(op.slot * 8);
     if (id < 0) return violate("mbarrier.uninitialized");
+    // More bytes than the phase still expects, every arrival in: silicon
+    // would complete the phase partway through the copy (docs/silicon.md).
+    const auto& bar = bars_.bars[static_cast<std::size_t>(id)];
+    if (bar.pending == 0 && bar.tx > 0 && static_cast<std::int64_t>(box_bytes(m)) > bar.tx)
+      return violate("mbarrier.tx-overshoot");
     if (const char* r = bars_.tx_on(static_cast<std::uint32_t>(id), -static_cast<std::int64_t>(box_bytes(m))))
       violate(r);
   }

@@ -4,16 +4,19 @@
 //
 //   wspipe_silicon ring          the ring example, the emulator's source, with its payload check:
 //                                stages 1..8, items up to 100,000, one CTA and a full grid of rings
-//   wspipe_silicon variants      each broken ring variant in a process of its own, under a watchdog
+//   wspipe_silicon tile-reduce   the tile-reduce example (TMA, multicast in clusters of 2), every
+//                                stage count and cluster shape, against the host reference
+//   wspipe_silicon variants      each broken ring and tile-reduce variant in a process of its own, under a watchdog
 //                                (bounded waits that trap) and a host timeout: hang, trap, wrong
 //                                result or silently correct
 //   wspipe_silicon conformance [--seed S] [--count N]
 //                                N mbarrier programs (mbar_program.hpp), every wait's result; programs
 //                                that trap are isolated in processes of their own
-//   wspipe_silicon all           the three
+//   wspipe_silicon all           all four
 //
 // Results go to stdout and, as files, to $WSPIPE_SILICON_OUT (default: the
-// working directory): ring.txt, variants.txt, mbarrier_conformance.txt. The
+// working directory): ring.txt, tile_reduce.txt, variants.txt,
+// mbarrier_conformance.txt. The
 // conformance file is what tests/silicon_conformance_test.cpp compares the
 // emulator with (tests/data/).
 //
@@ -50,12 +53,14 @@
 #include "backends/cuda/mbar_program.hpp"
 #include "backends/cuda/tensor_map.hpp"
 #include "examples/ring.hpp"
+#include "examples/tile_reduce.hpp"
 
 namespace {
 
 using B = wspipe::cuda::HopperBackend;
 using wspipe::SharedMemBarrier;
 using wspipe::examples::RingBug;
+using wspipe::examples::TileReduceBug;
 using wspipe::silicon::MbarOp;
 using wspipe::silicon::MbarOpKind;
 
@@ -69,6 +74,13 @@ __global__ void __launch_bounds__(32 * wspipe::examples::kRingWarps)
   wspipe::examples::ring_kernel<B, Stages>(items, bug);
   __syncthreads();
   if (threadIdx.x == 0) done[blockIdx.x] = items;
+}
+
+// tile-reduce exactly as the emulator runs it.
+template <int Stages>
+__global__ void __launch_bounds__(32 * wspipe::examples::kTileReduceWarps)
+    tile_reduce_kernel(const __grid_constant__ wspipe::examples::TileReduceArgs<B> args) {
+  wspipe::examples::tile_reduce_kernel<B, Stages>(args);
 }
 
 struct ProgramStorage {
@@ -296,20 +308,96 @@ int ring_child() {
   return failures == 0 ? 0 : 1;
 }
 
+// -------------------------------------------------------------- tile-reduce
+
+// One launch of tile-reduce: `clusters` clusters of `cluster` CTAs over
+// `rows` rows; "" when every sum equals the host reference, else what differs.
+template <int Stages>
+std::string tile_reduce_once(std::uint32_t rows, std::uint32_t cluster, std::uint32_t clusters, TileReduceBug bug,
+                             cudaError_t* err, float* ms = nullptr) {
+  wspipe::examples::TileReduceProblem p(rows, cluster);
+  std::uint32_t* d_x = nullptr;
+  std::uint32_t* d_out = nullptr;
+  auto fail = [&](cudaError_t e) {
+    *err = e;
+    return std::string(cudaGetErrorString(e));
+  };
+  if (cudaError_t e = cudaMalloc(&d_x, p.x.size() * 4); e != cudaSuccess) return fail(e);
+  if (cudaError_t e = cudaMalloc(&d_out, p.out.size() * 4); e != cudaSuccess) return fail(e);
+  if (cudaError_t e = cudaMemcpy(d_x, p.x.data(), p.x.size() * 4, cudaMemcpyHostToDevice); e != cudaSuccess) return fail(e);
+  if (cudaError_t e = cudaMemset(d_out, 0, p.out.size() * 4); e != cudaSuccess) return fail(e);
+  wspipe::examples::TileReduceArgs<B> args;
+  args.x_map = wspipe::cuda::make_tma_map(p.x_map(d_x));
+  args.out = d_out;
+  args.rows = rows;
+  args.bug = bug;
+  const wspipe::cuda::ClusterLaunch cfg{dim3(clusters * cluster), dim3(32 * wspipe::examples::kTileReduceWarps),
+                                        dim3(cluster), nullptr};
+  cudaEvent_t t0, t1;
+  cudaEventCreate(&t0);
+  cudaEventCreate(&t1);
+  cudaEventRecord(t0);
+  cudaError_t e = wspipe::cuda::launch_cluster<wspipe::examples::TileReduceStorage<Stages>>(tile_reduce_kernel<Stages>,
+                                                                                             cfg, args);
+  cudaEventRecord(t1);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e == cudaSuccess && ms != nullptr) cudaEventElapsedTime(ms, t0, t1);
+  if (e == cudaSuccess) e = cudaMemcpy(p.out.data(), d_out, p.out.size() * 4, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) return fail(e);
+  cudaFree(d_x);
+  cudaFree(d_out);
+  *err = cudaSuccess;
+  return p.check();
+}
+
+std::string tile_reduce_once(int stages, std::uint32_t rows, std::uint32_t cluster, std::uint32_t clusters,
+                             TileReduceBug bug, cudaError_t* err, float* ms = nullptr) {
+  switch (stages) {
+    case 1: return tile_reduce_once<1>(rows, cluster, clusters, bug, err, ms);
+    case 2: return tile_reduce_once<2>(rows, cluster, clusters, bug, err, ms);
+    case 3: return tile_reduce_once<3>(rows, cluster, clusters, bug, err, ms);
+    default: return tile_reduce_once<4>(rows, cluster, clusters, bug, err, ms);
+  }
+}
+
+// Every stage count, clusters of 1 and 2, one cluster and a full grid.
+int tile_reduce_child() {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  int failures = 0;
+  for (int stages = 1; stages <= 4; ++stages) {
+    for (std::uint32_t cluster : {1u, 2u}) {
+      const std::uint32_t full = static_cast<std::uint32_t>(sms) / cluster;
+      for (std::uint32_t clusters : {1u, full}) {
+        for (std::uint32_t tiles : {1u, 7u, 4096u}) {
+          cudaError_t e = cudaSuccess;
+          float ms = 0;
+          const std::string diff = tile_reduce_once(stages, tiles * wspipe::examples::kTileRows, cluster, clusters,
+                                                    TileReduceBug::none, &e, &ms);
+          if (e != cudaSuccess) {
+            std::printf("tile-reduce stages=%d cluster=%u clusters=%u tiles=%u: CUDA error %s\n", stages, cluster,
+                        clusters, tiles, cudaGetErrorString(e));
+            return 3;
+          }
+          failures += !diff.empty();
+          std::printf("tile-reduce stages=%d cluster=%u clusters=%u tiles=%u: %s (%.3f ms)\n", stages, cluster,
+                      clusters, tiles, diff.empty() ? "ok, bit for bit" : ("FAIL: " + diff).c_str(), ms);
+        }
+      }
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
 // ----------------------------------------------------------------- variants
 
 struct Variant {
   const char* name;
-  RingBug bug;
-  const char* emulator;  // the emulator's verdict: tools/wspipe.sh explore ring --variant <name>
-};
-constexpr Variant kVariants[] = {
-    {"no-release", RingBug::no_release, "deadlock (the producer waits on empty forever)"},
-    {"over-arrive", RingBug::over_arrive, "mbarrier.over-arrival"},
-    {"producer-phase-0", RingBug::producer_phase_0, "deadlock (the producer's first wait never passes)"},
+  const char* emulator;  // the emulator's verdict: tools/wspipe.sh explore <name>
+  std::function<int()> run;  // in the child: exit 0 correct, 4 launch failed, 5 wrong result
 };
 
-int variant_child(RingBug bug) {
+int ring_variant_child(RingBug bug) {
   std::uint32_t* done = nullptr;
   CUDA_OK(cudaMalloc(&done, sizeof(std::uint32_t)));
   CUDA_OK(cudaMemset(done, 0, sizeof(std::uint32_t)));
@@ -325,11 +413,60 @@ int variant_child(RingBug bug) {
   return host == 1000 ? 0 : 5;
 }
 
+// kTileReduceTries launches over a full grid of clusters of 2, 2 stages:
+// how many gave a wrong sum. A launch that fails ends the child.
+constexpr int kTileReduceTries = 20;
+int tile_reduce_variant_child(TileReduceBug bug) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  int wrong = 0;
+  std::string first;
+  for (int i = 0; i < kTileReduceTries; ++i) {
+    cudaError_t e = cudaSuccess;
+    const std::string diff = tile_reduce_once(2, 4096 * wspipe::examples::kTileRows, 2,
+                                              static_cast<std::uint32_t>(sms) / 2, bug, &e);
+    if (e != cudaSuccess) {
+      std::printf("launch failed: %s (launch %d of %d; %d wrong before)\n", cudaGetErrorString(e), i + 1,
+                  kTileReduceTries, wrong);
+      return 4;
+    }
+    if (!diff.empty() && wrong++ == 0) first = diff;
+  }
+  std::printf("wrong result in %d of %d launches%s%s\n", wrong, kTileReduceTries, wrong ? "; first: " : "",
+              first.c_str());
+  return wrong == 0 ? 0 : 5;
+}
+
+const std::vector<Variant>& variants() {
+  static const std::vector<Variant> all = {
+      {"ring/no-release", "deadlock (the producer waits on empty forever)",
+       [] { return ring_variant_child(RingBug::no_release); }},
+      {"ring/over-arrive", "mbarrier.over-arrival", [] { return ring_variant_child(RingBug::over_arrive); }},
+      {"ring/producer-phase-0", "deadlock (the producer's first wait never passes)",
+       [] { return ring_variant_child(RingBug::producer_phase_0); }},
+      {"tile-reduce/local-release", "race.smem",
+       [] { return tile_reduce_variant_child(TileReduceBug::local_release); }},
+      {"tile-reduce/expect-own-half", "race.smem",
+       [] { return tile_reduce_variant_child(TileReduceBug::expect_own_half); }},
+      {"tile-reduce/no-drain", "mbarrier.remote-exited-cta",
+       [] { return tile_reduce_variant_child(TileReduceBug::no_drain); }},
+      {"tile-reduce/release-before-read", "race.smem",
+       [] { return tile_reduce_variant_child(TileReduceBug::release_before_read); }},
+  };
+  return all;
+}
+
+std::string last_line(std::string out) {
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  const auto at = out.rfind('\n');
+  return at == std::string::npos ? out : out.substr(at + 1);
+}
+
 // What happened to a variant's child, in the table's words.
 std::string variant_outcome(const ChildResult& r) {
   if (r.kind == ChildResult::timed_out) return "hang (host timeout; the watchdog did not fire)";
   if (r.kind == ChildResult::signalled) return "process killed by signal " + std::to_string(r.code);
-  if (r.code == 0) return "silently correct (all 1000 items, payloads intact)";
+  if (r.code == 0) return "silently correct (" + last_line(r.output) + ")";
   if (r.output.find("wspipe watchdog") != std::string::npos) return "hang (watchdog trap: a wait never passed)";
   if (r.output.find("wspipe check failed") != std::string::npos) return "wrong result (the payload check trapped)";
   if (r.code == 4) {
@@ -338,18 +475,17 @@ std::string variant_outcome(const ChildResult& r) {
     while (!why.empty() && (why.back() == '\n' || why.back() == '\r')) why.pop_back();
     return "trap (" + why + ", no watchdog or check message)";
   }
-  if (r.code == 5) return "wrong result (the CTA did not report every item)";
+  if (r.code == 5) return "wrong result (" + last_line(r.output) + ")";
   return "error (exit " + std::to_string(r.code) + ")";
 }
 
 int run_variants(const std::string& device) {
   std::string table = "# wspipe_silicon variants on " + device + "\n# variant | emulator | silicon | seconds\n";
-  for (const Variant& v : kVariants) {
-    const ChildResult r = in_child([&] { return variant_child(v.bug); }, 60);
+  for (const Variant& v : variants()) {
+    const ChildResult r = in_child(v.run, 120);
     const std::string outcome = variant_outcome(r);
-    std::printf("ring/%s: emulator: %s; silicon: %s (%.1f s)\n", v.name, v.emulator, outcome.c_str(), r.seconds);
-    table += std::string("ring/") + v.name + " | " + v.emulator + " | " + outcome + " | " +
-             std::to_string(r.seconds) + "\n";
+    std::printf("%s: emulator: %s; silicon: %s (%.1f s)\n", v.name, v.emulator, outcome.c_str(), r.seconds);
+    table += std::string(v.name) + " | " + v.emulator + " | " + outcome + " | " + std::to_string(r.seconds) + "\n";
   }
   write_file("variants.txt", table);
   return 0;
@@ -493,7 +629,7 @@ int run_conformance(const std::string& device, std::uint64_t seed, std::uint32_t
 
 int usage() {
   std::fprintf(stderr,
-               "usage: wspipe_silicon ring | variants | conformance [--seed S] [--count N] | all\n"
+               "usage: wspipe_silicon ring | tile-reduce | variants | conformance [--seed S] [--count N] | all\n"
                "  Runs wspipe's arch-neutral half on the GPU (sm_90 or later); files go to $WSPIPE_SILICON_OUT.\n");
   return 2;
 }
@@ -524,7 +660,9 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  if (what != "ring" && what != "variants" && what != "conformance" && what != "all") return usage();
+  if (what != "ring" && what != "tile-reduce" && what != "variants" && what != "conformance" && what != "all") {
+    return usage();
+  }
 
   const ChildResult probe = in_child(probe_device, 60);
   if (probe.kind != ChildResult::exited || (probe.code != 0 && probe.code != 77)) {
@@ -545,6 +683,15 @@ int main(int argc, char** argv) {
     write_file("ring.txt", "# wspipe_silicon ring on " + device + "\n" + r.output);
     if (r.kind != ChildResult::exited || r.code != 0) {
       std::printf("ring: FAILED (%s)\n", r.kind == ChildResult::timed_out ? "timed out" : "see above");
+      rc = 1;
+    }
+  }
+  if (what == "tile-reduce" || what == "all") {
+    const ChildResult r = in_child(tile_reduce_child, 500);
+    std::fputs(r.output.c_str(), stdout);
+    write_file("tile_reduce.txt", "# wspipe_silicon tile-reduce on " + device + "\n" + r.output);
+    if (r.kind != ChildResult::exited || r.code != 0) {
+      std::printf("tile-reduce: FAILED (%s)\n", r.kind == ChildResult::timed_out ? "timed out" : "see above");
       rc = 1;
     }
   }
