@@ -67,7 +67,10 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64
   { B::arrive_expect_tx(bar, u32, loc) } -> std::same_as<void>;
   { B::expect_tx(bar, u32, loc) } -> std::same_as<void>;
   { B::complete_tx(bar, u32, loc) } -> std::same_as<void>;
+  // try_wait: a potentially blocking test, false when its time limit runs
+  // out first; test_wait: the same test, now, never blocking.
   { B::try_wait(bar, u32, loc) } -> std::same_as<bool>;  // parity wait, may fail spuriously
+  { B::test_wait(bar, u32, loc) } -> std::same_as<bool>;
   { B::wait(bar, u32, loc) } -> std::same_as<void>;      // parity wait until it succeeds
 
   // named barriers (bar.sync / bar.arrive) and the cluster barrier

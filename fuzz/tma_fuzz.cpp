@@ -190,6 +190,17 @@ class TmaSim final : public Lockstep {
       actors.push_back(static_cast<std::uint32_t>(warps_.size()));  // CTA 0's TMA engine
       spin.push_back(0);
     }
+    // Nothing else can move: a try_wait's time limit runs out (it returns
+    // false and its warp goes on); the programs are straight-line, so the
+    // emulator's bound on time-outs in a row is never reached.
+    if (actors.empty()) {
+      for (std::uint32_t w = 0; w < warps_.size(); ++w) {
+        const Warp& x = warps_[w];
+        if (x.st != St::waiting || progs_[w][x.pc].kind != Kind::try_wait) continue;
+        actors.push_back(w);
+        spin.push_back(1);
+      }
+    }
   }
 
   void step(std::uint32_t a) override {

@@ -62,18 +62,12 @@ std::optional<Recorded> load(const std::string& path) {
   return r;
 }
 
-// The schedule of a one-thread program. Engines first: an async copy
-// delivers as soon as it is issued, before the issuing warp goes on (what the
-// silicon runner's settle after each copy makes true there). Then warp 0,
-// the program, even when all it can do is let a try_wait time out (false).
-// Warp 1 only keeps the kernel from counting as deadlocked while warp 0's
-// try_wait can only time out; it runs once warp 0 has finished.
-class ProgramOrder final : public emu::Strategy {
+// Engines first: an async copy delivers as soon as it is issued, before the
+// issuing warp goes on, which the silicon runner's settle after each copy
+// makes true there. Otherwise the default: the one warp.
+class EnginesFirst final : public emu::Strategy {
  public:
-  std::optional<std::uint32_t> pick(const emu::Choice& c) override {
-    return c.enabled[c.n - 1] >= kWarps ? c.enabled[c.n - 1] : c.enabled[0];
-  }
-  static constexpr std::uint32_t kWarps = 2;
+  std::optional<std::uint32_t> pick(const emu::Choice& c) override { return c.enabled[c.n - 1]; }
 };
 
 struct Storage {
@@ -90,25 +84,20 @@ struct EmuOutcome {
 // Runs program `p` in the emulator as silicon.cu does on the GPU: one warp,
 // one lane issuing (arrive(c) is a warp-level arrive with c lanes active,
 // which the hardware aggregates into one arrive of count c), copies through
-// the emulator's TMA engine over a 1-D byte tensor.
+// the emulator's TMA engine over a 1-D byte tensor. A try_wait on a phase
+// that nothing else can complete times out and returns false, as on silicon.
 EmuOutcome run_in_emulator(const std::vector<MbarOp>& p) {
   static const std::vector<std::uint8_t> source(4096, 0x5a);
   EmuOutcome out;
   emu::RunOptions opts;
   opts.strategy.kind = emu::StrategyKind::custom;
-  opts.strategy.make = [](std::uint32_t) { return std::make_unique<ProgramOrder>(); };
-  opts.spurious_try_wait = true;  // a try_wait whose phase is incomplete returns false
+  opts.strategy.make = [](std::uint32_t) { return std::make_unique<EnginesFirst>(); };
   emu::LaunchConfig launch;
-  launch.warps_per_cta = ProgramOrder::kWarps;
+  launch.warps_per_cta = 1;
   launch.smem_bytes = sizeof(Storage);
-  bool finished = false;
   const emu::RunResult r = emu::run(
       launch,
       [&] {
-        if (B::warp_idx() == 1) {
-          while (!finished) B::syncwarp();
-          return;
-        }
         auto& s = B::shared_storage<Storage>();
         for (const MbarOp& op : p) {
           switch (op.kind) {
@@ -139,13 +128,14 @@ EmuOutcome run_in_emulator(const std::vector<MbarOp>& p) {
             case MbarOpKind::try_wait:
             case MbarOpKind::test_wait: {
               bool ok = false;
-              B::elect_one([&] { ok = B::try_wait(s.bar, op.arg); });
+              B::elect_one([&] {
+                ok = op.kind == MbarOpKind::try_wait ? B::try_wait(s.bar, op.arg) : B::test_wait(s.bar, op.arg);
+              });
               if (!wspipe::emu::detail::World::current().ended()) out.observations += ok ? '1' : '0';
               break;
             }
           }
         }
-        finished = true;
       },
       opts);
   if (!r.violations.empty()) {

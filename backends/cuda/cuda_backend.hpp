@@ -341,6 +341,12 @@ struct CudaBackendFor {
     (void)loc;
     return ::cuda::ptx::mbarrier_try_wait_parity(&bar.raw, parity);
   }
+  // test_wait.parity: the same test as try_wait, without its potentially
+  // blocking wait (PTX "mbarrier.test_wait"), .acquire.cta as above.
+  WSPIPE_CUDA_OP bool test_wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    return ::cuda::ptx::mbarrier_test_wait_parity(&bar.raw, parity);
+  }
   // try_wait may fail spuriously (a system-dependent time limit): loop.
   WSPIPE_CUDA_OP void wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
     (void)loc;

@@ -94,6 +94,9 @@ extern "C" __global__ void wspipe_op_complete_tx(std::uint32_t bytes) { B::compl
 extern "C" __global__ void wspipe_op_try_wait(std::uint32_t* out, std::uint32_t parity) {
   out[threadIdx.x] = B::try_wait(ops_bar(), parity) ? 1u : 0u;
 }
+extern "C" __global__ void wspipe_op_test_wait(std::uint32_t* out, std::uint32_t parity) {
+  out[threadIdx.x] = B::test_wait(ops_bar(), parity);
+}
 extern "C" __global__ void wspipe_op_wait(std::uint32_t* out, std::uint32_t parity) {
   B::wait(ops_bar(), parity);
   out[threadIdx.x] = B::shared_storage<OpsStorage>().word;

@@ -263,6 +263,8 @@ expect wspipe_op_complete_tx 'SYNCS\.ARRIVE\.TRANS64\.RED\.A0TX ' 'complete_tx: 
 expect wspipe_op_try_wait 'SYNCS\.PHASECHK\.TRANS64\.TRYWAIT ' 'try_wait: try_wait.parity'
 reject wspipe_op_try_wait 'CCTL\.IVALL' 'try_wait: .acquire.cta, no L1 invalidate'
 expect wspipe_op_wait 'SYNCS\.PHASECHK\.TRANS64\.TRYWAIT ' 'wait: try_wait.parity loop'
+expect wspipe_op_test_wait 'SYNCS\.PHASECHK\.TRANS64 ' 'test_wait: test_wait.parity'
+reject wspipe_op_test_wait 'TRYWAIT' 'test_wait: no potentially blocking try_wait'
 # named and cluster barriers
 expect wspipe_op_named_sync 'BAR\.SYNC(\.DEFER_BLOCKING)? 0x1, 0xa0' 'named_sync(1, 160): bar.sync'
 expect wspipe_op_named_arrive 'BAR\.ARV 0x1, 0xa0' 'named_arrive(1, 160): bar.arrive'

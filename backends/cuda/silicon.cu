@@ -133,7 +133,7 @@ __global__ void mbar_program_kernel(const MbarOp* ops, const std::uint32_t* begi
         break;
       case MbarOpKind::try_wait: out[n++] = B::try_wait(s.bar, op.arg) ? '1' : '0'; break;
       case MbarOpKind::test_wait:
-        out[n++] = ::cuda::ptx::mbarrier_test_wait_parity(&s.bar.raw, op.arg) ? '1' : '0';
+        out[n++] = B::test_wait(s.bar, op.arg) ? '1' : '0';
         break;
     }
   }

@@ -102,6 +102,9 @@ struct EmuBackend {
   static bool try_wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
     return detail::World::current().mbar_wait(bar, parity, true, loc);
   }
+  static bool test_wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
+    return detail::World::current().mbar_test(bar, parity, loc);
+  }
   static void wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
     detail::World::current().mbar_wait(bar, parity, false, loc);
   }

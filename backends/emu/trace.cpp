@@ -21,6 +21,7 @@ const char* to_string(EventKind k) {
     case EventKind::complete_tx: return "complete_tx";
     case EventKind::wait: return "wait";
     case EventKind::try_wait: return "try_wait";
+    case EventKind::test_wait: return "test_wait";
     case EventKind::phase: return "phase";
     case EventKind::named_arrive: return "bar.arrive";
     case EventKind::named_pass: return "bar.sync";
@@ -96,6 +97,7 @@ std::string Trace::describe(const Event& e) const {
       return "wait " + obj + " parity=" + n(e.a) + " ok (phase " + n(e.b) + " done" +
              (e.step > e.begin ? ", blocked " + n(static_cast<std::int64_t>(e.step - e.begin)) + " steps)" : ")");
     case EventKind::try_wait: return "try_wait " + obj + " parity=" + n(e.a) + (e.c ? " -> true" : " -> false");
+    case EventKind::test_wait: return "test_wait " + obj + " parity=" + n(e.a) + (e.c ? " -> true" : " -> false");
     case EventKind::phase: return "phase complete " + obj + " -> now phase " + n(e.a);
     case EventKind::named_arrive: return "bar.arrive id=" + n(e.a) + " threads=" + n(e.b) + " arrived=" + n(e.c);
     case EventKind::named_pass: return "bar.sync id=" + n(e.a) + " passed";

@@ -18,7 +18,8 @@ enum class EventKind : std::uint8_t {
   expect_tx,     // a = bytes; b = pending, c = tx after
   complete_tx,   // a = bytes; b = pending, c = tx after
   wait,          // parity wait succeeded    a = parity, b = phase it observed
-  try_wait,      // try_wait returned        a = parity, b = result (0/1)
+  try_wait,      // try_wait returned        a = parity, b = phase observed or -1, c = result (0/1)
+  test_wait,     // test_wait returned       a = parity, b = phase observed or -1, c = result (0/1)
   phase,         // a phase completed        a = the new phase number
   named_arrive,  // bar.arrive / bar.sync    a = id, b = threads expected, c = arrived so far
   named_pass,    // bar.sync returned        a = id

@@ -364,8 +364,21 @@ bool World::dispatch(Warp* self) {
       spin_.push_back(0);
     }
     if (!progress) {
-      end(unfinished ? Status::deadlock : Status::ok, self);
-      return false;
+      // Nothing can change any state, except a try_wait whose time limit
+      // runs out: it returns false, and its warp may then complete the phase
+      // itself (PTX: try_wait is a potentially blocking test, not a wait).
+      // Only a warp that polls forever is deadlocked.
+      if (unfinished && enabled_.empty() && idle_timeouts_ < kMaxIdleTimeouts) {
+        for (const Warp& w : warps_) {
+          if (w.block != Block::mbar_try) continue;
+          enabled_.push_back(w.id);
+          spin_.push_back(1);
+        }
+      }
+      if (enabled_.empty() || idle_timeouts_ >= kMaxIdleTimeouts) {
+        end(unfinished ? Status::deadlock : Status::ok, self);
+        return false;
+      }
     }
     // The default policy (schedule.hpp): the last actor goes on while it
     // can make progress, else the next one in cyclic order that can.
@@ -373,12 +386,16 @@ bool World::dispatch(Warp* self) {
     std::size_t at = std::lower_bound(enabled_.begin(), enabled_.end(), last_actor_) - enabled_.begin();
     const bool can_continue = at < n && enabled_[at] == last_actor_ && spin_[at] == 0;
     if (!can_continue) {
-      std::size_t k = (at < n && enabled_[at] == last_actor_) ? at + 1 : at;
-      for (std::size_t tries = 0; tries < n; ++tries, ++k) {
-        if (k >= n) k = 0;
-        if (spin_[k] == 0) break;
+      // The next actor in cyclic order that can make progress; when every
+      // one can only time out, the next one (a time-out is then the move).
+      const std::size_t first = ((at < n && enabled_[at] == last_actor_) ? at + 1 : at) % n;
+      at = first;
+      for (std::size_t tries = 0, k = first; tries < n; ++tries, k = (k + 1) % n) {
+        if (spin_[k] == 0) {
+          at = k;
+          break;
+        }
       }
-      at = k;
     }
     std::uint32_t pick = enabled_[at];
     if (n > 1 || track_fp_) {
@@ -403,6 +420,9 @@ bool World::dispatch(Warp* self) {
       }
       pick = *p;
     }
+    // Letting a try_wait time out while nothing else could move changes no
+    // state; anything else does.
+    idle_timeouts_ = progress ? 0 : idle_timeouts_ + 1;
     last_actor_ = pick;
     fp_open_ = track_fp_;
     ++step_;
@@ -891,6 +911,14 @@ void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const So
 }
 
 bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc) {
+  return mbar_wait_kind(bar, parity, is_try ? WaitKind::try_wait : WaitKind::wait, loc);
+}
+
+bool World::mbar_test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc) {
+  return mbar_wait_kind(bar, parity, WaitKind::test_wait, loc);
+}
+
+bool World::mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind kind, const SourceLoc& loc) {
   Warp& w = warp();
   if (killing_) return point(w, loc), true;
   Mbar* m = resolve(bar, w, loc);
@@ -919,7 +947,12 @@ bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, 
     return true;
   }
   w.intended = intended;
-  if (!point(w, is_try ? Block::mbar_try : Block::mbar, static_cast<std::int32_t>(id), parity, 0, loc)) return true;
+  // test_wait never blocks: a plain scheduling point.
+  const bool go = kind == WaitKind::test_wait
+                      ? point(w, loc)
+                      : point(w, kind == WaitKind::try_wait ? Block::mbar_try : Block::mbar,
+                              static_cast<std::int32_t>(id), parity, 0, loc);
+  if (!go) return true;
   // Other warps ran meanwhile and may have grown the barrier table: look the
   // barrier up again by id rather than through the pointer.
   Mbar& after = mbars_[id];
@@ -931,7 +964,9 @@ bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, 
     if (options_.race_check) acquire(w.id, after.done);
   }
   record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
-          .object = static_cast<std::int32_t>(id), .kind = is_try ? EventKind::try_wait : EventKind::wait,
+          .object = static_cast<std::int32_t>(id), .kind = kind == WaitKind::wait       ? EventKind::wait
+                                            : kind == WaitKind::try_wait ? EventKind::try_wait
+                                                                         : EventKind::test_wait,
           .a = parity, .b = ok ? static_cast<std::int64_t>(after.phase) - 1 : -1, .c = ok, .file = loc.file_name(),
           .line = loc.line()});
   return ok;

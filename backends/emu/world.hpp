@@ -223,6 +223,8 @@ class World {
   void mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc);
   void mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc);
   bool mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc);
+  // mbarrier.test_wait.parity: whether the phase has completed, now; never blocks.
+  bool mbar_test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc);
 
   void named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc);
   void cluster_sync(const SourceLoc& loc);
@@ -276,6 +278,8 @@ class World {
   void warp_main(Warp& w);
   void finish(Warp& w);
   enum class Move { no, spin, progress };
+  enum class WaitKind { wait, try_wait, test_wait };
+  bool mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind kind, const SourceLoc& loc);
   Move movable(const Warp& w) const;
   std::uint32_t num_warps() const { return static_cast<std::uint32_t>(warps_.size()); }
   std::string actor_name(std::int32_t actor) const;
@@ -403,6 +407,11 @@ class World {
   std::vector<std::uint8_t> spin_;      // per enabled_ entry: it can only time out
   std::uint32_t last_actor_ = ~0u;      // the actor of the last step (the default policy's current)
   std::uint64_t choices_ = 0;           // choice points so far
+  // try_wait time-outs in a row while no actor could change any state: a
+  // warp polling a barrier that only it can complete later goes on; one
+  // that polls forever is deadlocked after kMaxIdleTimeouts of them.
+  std::uint64_t idle_timeouts_ = 0;
+  static constexpr std::uint64_t kMaxIdleTimeouts = 1024;
   std::uint32_t fingerprint_ = 2166136261u;  // FNV-1a over the choice points met (Schedule's check)
   // Footprints, for strategies that reduce commuting steps: what the step in
   // progress touched (resource ids, see touch()).
