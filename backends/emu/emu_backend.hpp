@@ -73,6 +73,9 @@ struct EmuBackend {
     w.active = saved;
   }
   static void syncwarp(SourceLoc loc = SourceLoc::current()) { detail::World::current().syncwarp(loc); }
+  static void warp_state_step(const char* what, SourceLoc loc = SourceLoc::current()) {
+    detail::World::current().warp_state_step(what, loc);
+  }
 
   // ---- mbarrier
   static void init(SharedMemBarrier& bar, std::uint32_t count, BarrierName name = {},

@@ -599,6 +599,24 @@ void World::syncwarp(const SourceLoc& loc) {
           .line = loc.line()});
 }
 
+// Every lane keeps its own copy of a pipeline cursor (DESIGN.md: each warp,
+// and on the GPU each thread, holds its own state; only the barriers are
+// shared). The emulator's one copy stands for 32 equal ones only while the
+// whole warp steps it: stepped by fewer lanes, the others keep the old stage
+// and phase, and their next wait passes on a stale phase or reads a stale
+// slot on hardware, while this fiber's copy looks right.
+void World::warp_state_step(const char* what, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (lanes(w.active) == 32 || killing_ || stopping_) return;
+  fail(w, "warp.divergent-state", what,
+       std::string(what) + " stepped with " + std::to_string(lanes(w.active)) +
+           " of 32 lanes active (inside elect_one or for_each_lane): each lane keeps its own copy, so the other " +
+           std::to_string(32 - lanes(w.active)) +
+           " keep the old stage and phase and later wait on a stale one; step it at warp level (an elected "
+           "release that steps for the whole warp: release_elected())",
+       loc);
+}
+
 void World::check(bool cond, const char* what, const SourceLoc& loc) {
   if (cond || killing_ || stopping_) return;
   fail(warp(), "kernel.check", "", std::string("kernel check failed: ") + what, loc);

@@ -212,6 +212,7 @@ class World {
   std::uint32_t lane_idx(const SourceLoc& loc);
   void* shared_storage(std::size_t size, std::size_t align);
   void syncwarp(const SourceLoc& loc);
+  void warp_state_step(const char* what, const SourceLoc& loc);
   void check(bool cond, const char* what, const SourceLoc& loc);
 
   void mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index, const SourceLoc& loc);
