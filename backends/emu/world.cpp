@@ -443,17 +443,24 @@ void World::switch_to([[maybe_unused]] const FiberStack& to) {
 #endif
 }
 
+void World::switch_to(boost::fibers::context* ctx, const FiberStack& stack) {
+  algo_->next = ctx;
+  switch_to(stack);
+}
+
 void World::arrived([[maybe_unused]] void* fake_stack) {
 #ifdef WSPIPE_ASAN
   __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
 #endif
 }
 
-void World::leaving([[maybe_unused]] const Warp& w) {
+void World::leaving([[maybe_unused]] const boost::fibers::context* self) {
 #ifdef WSPIPE_ASAN
   const FiberStack* to = algo_->next == main_ctx_ ? &main_stack_ : nullptr;
-  for (const Warp& x : warps_)
-    if (to == nullptr && x.ctx == algo_->next && &x != &w) to = &x.stack;
+  for (const Warp& x : warps_) {
+    if (to == nullptr && x.ctx == algo_->next && x.ctx != self) to = &x.stack;
+    if (to == nullptr && x.lane.ctx == algo_->next && x.lane.ctx != self) to = &x.lane.stack;
+  }
   if (to == nullptr) return;
   __sanitizer_start_switch_fiber(nullptr, to->bottom, to->size);  // this stack is done with
 #endif
@@ -497,8 +504,31 @@ void World::warp_main(Warp& w) {
   w.block = Block::none;
   if (!killing_) record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::start});
   body_();
+  // The second lane must end too, with no operation lane 0 did not make.
+  if (options_.lane_divergence) lanes_meet(w, LaneOp{.kind = LaneOp::Kind::exit, .lanes = 32});
   finish(w);
-  leaving(w);
+  leaving(w.ctx);
+}
+
+void World::start_second_lane(Warp& w) {
+  Warp* target = &w;
+  w.lane.fiber = boost::fibers::fiber(std::allocator_arg, CachedStack(), [this, target] {
+    arrived(nullptr);
+    lane_main(*target);
+  });
+  w.lane.ctx = algo_->last_awakened;
+  w.lane.stack = CachedStack::last();
+}
+
+void World::lane_main(Warp& w) {
+  body_();
+  w.lane.finished = true;
+  w.lane.at = LaneOp{.kind = LaneOp::Kind::exit, .lanes = 32};
+  // Back to the warp's fiber, which waits for this lane's next operation
+  // (or to the teardown in run(), which resumed it).
+  in_lane_ = false;
+  algo_->next = killing_ ? main_ctx_ : w.ctx;
+  leaving(w.lane.ctx);
 }
 
 void World::finish(Warp& w) {
@@ -557,6 +587,13 @@ RunResult World::run() {
       switch_to(w.stack);
     }
     if (w.fiber.joinable()) w.fiber.join();
+    if (w.lane.ctx != nullptr && !w.lane.finished) {
+      current_ = &w;
+      in_lane_ = true;
+      switch_to(w.lane.ctx, w.lane.stack);
+      in_lane_ = false;
+    }
+    if (w.lane.fiber.joinable()) w.lane.fiber.join();
   }
   current_ = nullptr;
   algo_->collect_terminated();
@@ -569,6 +606,7 @@ RunResult World::run() {
 // ------------------------------------------------------------ identity
 
 std::uint32_t World::lane_idx(const SourceLoc& loc) {
+  if (in_lane_) return kSecondLane;
   Warp& w = warp();
   if (lanes(w.active) != 1) {
     fail(w, "warp.lane-idx-divergent", "",
@@ -594,7 +632,7 @@ void* World::shared_storage(std::size_t size, std::size_t align) {
 
 void World::syncwarp(const SourceLoc& loc) {
   Warp& w = warp();
-  if (!point(w, loc)) return;
+  if (!lanes_agree(w, {.kind = LaneOp::Kind::syncwarp, .loc = loc}) || !point(w, loc)) return;
   record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::syncwarp, .file = loc.file_name(),
           .line = loc.line()});
 }
@@ -607,7 +645,7 @@ void World::syncwarp(const SourceLoc& loc) {
 // slot on hardware, while this fiber's copy looks right.
 void World::warp_state_step(const char* what, const SourceLoc& loc) {
   Warp& w = warp();
-  if (lanes(w.active) == 32 || killing_ || stopping_) return;
+  if (lanes(w.active) == 32 || killing_ || stopping_ || in_lane_) return;
   fail(w, "warp.divergent-state", what,
        std::string(what) + " stepped with " + std::to_string(lanes(w.active)) +
            " of 32 lanes active (inside elect_one or for_each_lane): each lane keeps its own copy, so the other " +
@@ -618,7 +656,7 @@ void World::warp_state_step(const char* what, const SourceLoc& loc) {
 }
 
 void World::check(bool cond, const char* what, const SourceLoc& loc) {
-  if (cond || killing_ || stopping_) return;
+  if (cond || killing_ || stopping_ || in_lane_) return;
   fail(warp(), "kernel.check", "", std::string("kernel check failed: ") + what, loc);
 }
 
@@ -709,6 +747,7 @@ Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, 
 
 void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index,
                       const SourceLoc& loc) {
+  if (in_lane_) return;  // lane 31 (lane-divergence mode): the warp's fiber did it for every lane
   Warp& w = warp();
   if (!point(w, loc)) return;
   const Cta& c = ctas_[w.cta];
@@ -758,6 +797,7 @@ void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* ba
 }
 
 void World::mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) {
+  if (in_lane_) return;  // lane 31 (lane-divergence mode): the warp's fiber did it for every lane
   Warp& w = warp();
   if (!point(w, loc)) return;
   Mbar* m = resolve(bar, w, loc);
@@ -770,6 +810,7 @@ void World::mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) {
 }
 
 void World::fence_init(const SourceLoc& loc) {
+  if (in_lane_) return;  // lane 31 (lane-divergence mode): the warp's fiber did it for every lane
   Warp& w = warp();
   if (!point(w, loc)) return;
   // fence.mbarrier_init.release.cluster orders the executing thread's prior
@@ -864,6 +905,7 @@ bool World::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_by
 }
 
 void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc) {
+  if (in_lane_) return;  // lane 31 (lane-divergence mode): the warp's fiber did it for every lane
   Warp& w = warp();
   if (!point(w, loc)) return;
   const bool remote = cta_rank >= 0;
@@ -885,6 +927,7 @@ void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint3
 }
 
 void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc) {
+  if (in_lane_) return;  // lane 31 (lane-divergence mode): the warp's fiber did it for every lane
   Warp& w = warp();
   if (!point(w, loc)) return;
   Mbar* m = resolve(bar, w, loc);
@@ -903,6 +946,9 @@ void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const So
 
 bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc) {
   Warp& w = warp();
+  if (!lanes_agree(w, {.kind = is_try ? LaneOp::Kind::try_wait : LaneOp::Kind::wait, .object = &bar, .a = parity & 1u,
+                       .loc = loc}))
+    return w.lane.ok;  // lane 31 takes the answer the warp's fiber got
   if (killing_) return point(w, loc), true;
   Mbar* m = resolve(bar, w, loc);
   if (m == nullptr) return true;
@@ -945,6 +991,7 @@ bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, 
           .object = static_cast<std::int32_t>(id), .kind = is_try ? EventKind::try_wait : EventKind::wait,
           .a = parity, .b = ok ? static_cast<std::int64_t>(after.phase) - 1 : -1, .c = ok, .file = loc.file_name(),
           .line = loc.line()});
+  if (w.lane.publish) w.lane.ok = ok;
   return ok;
 }
 
@@ -952,7 +999,8 @@ bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, 
 
 void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc) {
   Warp& w = warp();
-  if (!point(w, loc)) return;
+  const LaneOp op{.kind = sync ? LaneOp::Kind::named_sync : LaneOp::Kind::named_arrive, .a = id, .b = threads, .loc = loc};
+  if (!lanes_agree(w, op) || !point(w, loc)) return;
   const std::string obj = "named barrier " + std::to_string(id) + " (" + cta_label(w.cta) + ")";
   if (id >= 16) {
     fail(w, "named-barrier.bad-id", obj, "named barrier id " + std::to_string(id) + " outside [0, 15]", loc);
@@ -1026,7 +1074,7 @@ void World::release_cluster_if_complete(Cluster& c) {
 
 void World::cluster_sync(const SourceLoc& loc) {
   Warp& w = warp();
-  if (!point(w, loc)) return;
+  if (!lanes_agree(w, {.kind = LaneOp::Kind::cluster_sync, .loc = loc}) || !point(w, loc)) return;
   Cluster& c = clusters_[ctas_[w.cta].cluster];
   touch(Res::cluster, ctas_[w.cta].cluster);
   // barrier.cluster.arrive + wait: every non-exited thread of the cluster.
