@@ -96,23 +96,35 @@ BENCHMARK(BM_EmuRing)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-void BM_EmuGemm(benchmark::State& state) {
-  const wspipe::examples::Scenario* gemm = wspipe::examples::find_scenario("gemm");
+wspipe::examples::OptionValues defaults(const wspipe::examples::Scenario& sc) {
   wspipe::examples::OptionValues values;
-  for (const auto& o : gemm->options) values[o.name] = o.def;
-  values["cta-group"] = static_cast<std::uint64_t>(state.range(0));
-  wspipe::emu::RunOptions opts;
-  opts.trace = false;
-  opts.race_check = state.range(1) != 0;
+  for (const auto& o : sc.options) values[o.name] = o.def;
+  return values;
+}
+
+// Runs the scenario's correct kernel once per iteration (seeds 1, 2, ...);
+// items = scheduling steps.
+void run_correct(benchmark::State& state, const wspipe::examples::Scenario& sc,
+                 const wspipe::examples::OptionValues& values, wspipe::emu::RunOptions opts) {
   std::int64_t steps = 0;
   std::uint64_t seed = 1;
   for (auto _ : state) {
     opts.strategy.seed = seed++;
-    auto r = wspipe::emu::run(gemm->prepare("", values), opts);
-    if (r.status != wspipe::emu::Status::ok) state.SkipWithError("gemm failed");
+    auto r = wspipe::emu::run(sc.prepare("", values), opts);
+    if (r.status != wspipe::emu::Status::ok) state.SkipWithError((sc.name + " failed").c_str());
     steps += static_cast<std::int64_t>(r.steps);
   }
   state.SetItemsProcessed(steps);
+}
+
+void BM_EmuGemm(benchmark::State& state) {
+  const wspipe::examples::Scenario* gemm = wspipe::examples::find_scenario("gemm");
+  wspipe::examples::OptionValues values = defaults(*gemm);
+  values["cta-group"] = static_cast<std::uint64_t>(state.range(0));
+  wspipe::emu::RunOptions opts;
+  opts.trace = false;
+  opts.race_check = state.range(1) != 0;
+  run_correct(state, *gemm, values, opts);
   state.SetLabel("gemm cta_group " + std::to_string(state.range(0)) + (opts.race_check ? "" : " no-race-check"));
 }
 BENCHMARK(BM_EmuGemm)->ArgsProduct({{1, 2}, {1, 0}})->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -122,21 +134,12 @@ BENCHMARK(BM_EmuGemm)->ArgsProduct({{1, 2}, {1, 0}})->Unit(benchmark::kMilliseco
 void BM_EmuLanes(benchmark::State& state) {
   const bool gemm = state.range(0) != 0;
   const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(gemm ? "gemm" : "ring");
-  wspipe::examples::OptionValues values;
-  for (const auto& o : sc->options) values[o.name] = o.def;
+  wspipe::examples::OptionValues values = defaults(*sc);
   if (!gemm) values["items"] = kItems;
   wspipe::emu::RunOptions opts;
   opts.trace = false;
   opts.lane_divergence = state.range(1) != 0;
-  std::int64_t steps = 0;
-  std::uint64_t seed = 1;
-  for (auto _ : state) {
-    opts.strategy.seed = seed++;
-    auto r = wspipe::emu::run(sc->prepare("", values), opts);
-    if (r.status != wspipe::emu::Status::ok) state.SkipWithError("the run failed");
-    steps += static_cast<std::int64_t>(r.steps);
-  }
-  state.SetItemsProcessed(steps);
+  run_correct(state, *sc, values, opts);
   state.SetLabel(sc->name + (opts.lane_divergence ? " lanes" : " warp"));
 }
 BENCHMARK(BM_EmuLanes)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -145,8 +148,7 @@ BENCHMARK(BM_EmuLanes)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisec
 void BM_Explore(benchmark::State& state) {
   const bool gemm = state.range(0) != 0;
   const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(gemm ? "gemm" : "ring");
-  wspipe::examples::OptionValues values;
-  for (const auto& o : sc->options) values[o.name] = o.def;
+  const wspipe::examples::OptionValues values = defaults(*sc);
   wspipe::emu::ExploreOptions o;
   o.runs = gemm ? 16 : 2000;
   o.seconds = 0;

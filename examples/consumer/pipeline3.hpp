@@ -66,9 +66,7 @@ WSPIPE_HD void kernel(const Params& p) {
   auto& smem = B::template shared_storage<Storage<Stages>>();
   const std::uint32_t warp = B::warp_idx();
 
-  // full barriers: one elected arrival. empty barriers: the transformer
-  // frees an input slot with one elected arrival (release_elected), the
-  // writer an output slot with one arrival per lane (consume's scope).
+  // full: one elected arrival; empty: in, one elected arrival (release_elected); out, the writer's 32 lanes.
   if (warp == kLoaderWarp) {
     Pipe(smem.in_barriers).init_mbars(1, 1, "in_full", "in_empty");
     Pipe(smem.out_barriers).init_mbars(1, 32, "out_full", "out_empty");
