@@ -747,7 +747,7 @@ Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, 
 
 void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index,
                       const SourceLoc& loc) {
-  if (in_lane_) return;  // lane 31 (lane-divergence mode): the warp's fiber did it for every lane
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   const Cta& c = ctas_[w.cta];
@@ -797,7 +797,7 @@ void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* ba
 }
 
 void World::mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) {
-  if (in_lane_) return;  // lane 31 (lane-divergence mode): the warp's fiber did it for every lane
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   Mbar* m = resolve(bar, w, loc);
@@ -810,7 +810,7 @@ void World::mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) {
 }
 
 void World::fence_init(const SourceLoc& loc) {
-  if (in_lane_) return;  // lane 31 (lane-divergence mode): the warp's fiber did it for every lane
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   // fence.mbarrier_init.release.cluster orders the executing thread's prior
@@ -905,7 +905,7 @@ bool World::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_by
 }
 
 void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc) {
-  if (in_lane_) return;  // lane 31 (lane-divergence mode): the warp's fiber did it for every lane
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   const bool remote = cta_rank >= 0;
@@ -927,7 +927,7 @@ void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint3
 }
 
 void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc) {
-  if (in_lane_) return;  // lane 31 (lane-divergence mode): the warp's fiber did it for every lane
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   Mbar* m = resolve(bar, w, loc);

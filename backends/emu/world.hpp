@@ -468,7 +468,11 @@ class World {
   bool fp_open_ = false;  // a step is in progress whose footprint is not handed over yet
   Footprint fp_;
   Warp* current_ = nullptr;
-  bool in_lane_ = false;  // the fiber running is current_'s second lane
+  // The fiber running is current_'s second lane (lane-divergence mode). Its
+  // per-lane operations (arrive, expect_tx, init, TMA, MMA, commit, fences,
+  // shared-memory accesses, checks) return at once: the warp's fiber
+  // performed them for every active lane, lane 31 included.
+  bool in_lane_ = false;
   boost::fibers::context* main_ctx_ = nullptr;
   FiberStack main_stack_;  // the stack run() was called on
   DirectedAlgorithm* algo_ = nullptr;
