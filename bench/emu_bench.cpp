@@ -10,12 +10,18 @@
 //                   items = scheduling steps; argument: race checker
 //                   on/off. Tile-heavy: every TMA copy and MMA updates the
 //                   checker's shadows of shared memory and TMEM.
+//   BM_EmuLanes:    `ring` (4 stages, 4096 items) and `gemm` (defaults,
+//                   cta_group 1), random strategy, trace off, race checker
+//                   on, with the lane-divergence mode off and on; items =
+//                   scheduling steps (the same steps either way).
 //   BM_Explore:     emu::explore() over `ring` (defaults) or `gemm`
 //                   (defaults, cta_group 1) with 1 or 2 jobs, random
 //                   strategy; items = schedules (runs).
 //
 // After the table, prints one line per emulator configuration, the
-// speed-up of 2 jobs over 1 (`jobs2_speedup ring=... gemm=...`) and, last,
+// speed-up of 2 jobs over 1 (`jobs2_speedup ring=... gemm=...`), the
+// lane-divergence mode's slowdown (`lane_divergence_cost ring=... gemm=...`,
+// time with the mode over time without) and, last,
 // `ratio=<steps per second / yields per second>` for the configuration
 // `wspipe explore` uses (random strategy, trace off, race checker on). Each scheduling step
 // may switch fibers once, so the ratio says how much of a step is the
@@ -90,33 +96,59 @@ BENCHMARK(BM_EmuRing)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-void BM_EmuGemm(benchmark::State& state) {
-  const wspipe::examples::Scenario* gemm = wspipe::examples::find_scenario("gemm");
+wspipe::examples::OptionValues defaults(const wspipe::examples::Scenario& sc) {
   wspipe::examples::OptionValues values;
-  for (const auto& o : gemm->options) values[o.name] = o.def;
-  values["cta-group"] = static_cast<std::uint64_t>(state.range(0));
-  wspipe::emu::RunOptions opts;
-  opts.trace = false;
-  opts.race_check = state.range(1) != 0;
+  for (const auto& o : sc.options) values[o.name] = o.def;
+  return values;
+}
+
+// Runs the scenario's correct kernel once per iteration (seeds 1, 2, ...);
+// items = scheduling steps.
+void run_correct(benchmark::State& state, const wspipe::examples::Scenario& sc,
+                 const wspipe::examples::OptionValues& values, wspipe::emu::RunOptions opts) {
   std::int64_t steps = 0;
   std::uint64_t seed = 1;
   for (auto _ : state) {
     opts.strategy.seed = seed++;
-    auto r = wspipe::emu::run(gemm->prepare("", values), opts);
-    if (r.status != wspipe::emu::Status::ok) state.SkipWithError("gemm failed");
+    auto r = wspipe::emu::run(sc.prepare("", values), opts);
+    if (r.status != wspipe::emu::Status::ok) state.SkipWithError((sc.name + " failed").c_str());
     steps += static_cast<std::int64_t>(r.steps);
   }
   state.SetItemsProcessed(steps);
+}
+
+void BM_EmuGemm(benchmark::State& state) {
+  const wspipe::examples::Scenario* gemm = wspipe::examples::find_scenario("gemm");
+  wspipe::examples::OptionValues values = defaults(*gemm);
+  values["cta-group"] = static_cast<std::uint64_t>(state.range(0));
+  wspipe::emu::RunOptions opts;
+  opts.trace = false;
+  opts.race_check = state.range(1) != 0;
+  run_correct(state, *gemm, values, opts);
   state.SetLabel("gemm cta_group " + std::to_string(state.range(0)) + (opts.race_check ? "" : " no-race-check"));
 }
 BENCHMARK(BM_EmuGemm)->ArgsProduct({{1, 2}, {1, 0}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The lane-divergence mode's cost: the same runs with lane 31 on a second
+// fiber per warp, compared at every wait and collective.
+void BM_EmuLanes(benchmark::State& state) {
+  const bool gemm = state.range(0) != 0;
+  const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(gemm ? "gemm" : "ring");
+  wspipe::examples::OptionValues values = defaults(*sc);
+  if (!gemm) values["items"] = kItems;
+  wspipe::emu::RunOptions opts;
+  opts.trace = false;
+  opts.lane_divergence = state.range(1) != 0;
+  run_correct(state, *sc, values, opts);
+  state.SetLabel(sc->name + (opts.lane_divergence ? " lanes" : " warp"));
+}
+BENCHMARK(BM_EmuLanes)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Whole explorations: schedules per second with 1 or 2 threads.
 void BM_Explore(benchmark::State& state) {
   const bool gemm = state.range(0) != 0;
   const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(gemm ? "gemm" : "ring");
-  wspipe::examples::OptionValues values;
-  for (const auto& o : sc->options) values[o.name] = o.def;
+  const wspipe::examples::OptionValues values = defaults(*sc);
   wspipe::emu::ExploreOptions o;
   o.runs = gemm ? 16 : 2000;
   o.seconds = 0;
@@ -178,7 +210,9 @@ int main(int argc, char** argv) {
   std::printf("\nboost.fiber yields/s: %.3e\n", y->second);
   double main_ratio = -1;
   std::map<std::string, double> explore;  // label -> schedules/s
+  std::map<std::string, double> lanes;    // label -> steps/s
   for (const auto& [name, r] : reporter.rate) {
+    if (name.rfind("BM_EmuLanes", 0) == 0) lanes[reporter.label[name]] = r;
     if (name.rfind("BM_Explore", 0) == 0) {
       explore[reporter.label[name]] = r;
       std::printf("schedules/s: %.3e  (%s)\n", r, reporter.label[name].c_str());
@@ -193,6 +227,10 @@ int main(int argc, char** argv) {
   if (explore.size() == 4) {
     std::printf("jobs2_speedup ring=%.2f gemm=%.2f\n", explore["ring explore jobs 2"] / explore["ring explore jobs 1"],
                 explore["gemm explore jobs 2"] / explore["gemm explore jobs 1"]);
+  }
+  if (lanes.size() == 4) {
+    std::printf("lane_divergence_cost ring=%.2f gemm=%.2f\n", lanes["ring warp"] / lanes["ring lanes"],
+                lanes["gemm warp"] / lanes["gemm lanes"]);
   }
   if (main_ratio < 0) {
     std::puts("ratio=unavailable (BM_EmuRing random no-trace did not run)");

@@ -57,6 +57,13 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64
   { B::elect_one(detail::NoOp{}) } -> std::same_as<void>;
   { B::for_each_lane(detail::LaneNoOp{}) } -> std::same_as<void>;
   { B::syncwarp(loc) } -> std::same_as<void>;
+  // Warp state that core/ owns (pipeline cursors: stage, phase, count) is
+  // kept by every lane in its own registers; core/ calls this where it steps
+  // such state, which must happen with the whole warp active: stepped inside
+  // elect_one or for_each_lane, the other lanes keep the old stage and phase
+  // and later wait on a stale one. The emulator reports a partial warp
+  // (warp.divergent-state); the CUDA backend compiles it to nothing.
+  { B::warp_state_step("what", loc) } -> std::same_as<void>;
 
   // mbarrier (PTX "mbarrier"); `bar` lives in this CTA's shared memory
   { B::init(bar, u32, BarrierName{}, loc) } -> std::same_as<void>;

@@ -37,7 +37,8 @@ class InputProducerStage {
   WSPIPE_HD void expect_bytes(std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) const {
     B::arrive_expect_tx(full_mbar(), bytes, loc);
   }
-  WSPIPE_HD void release() const { pipe_->pipeline().producer_step(); }
+  // Steps only (the TMA's bytes complete the slot).
+  WSPIPE_HD void release(SourceLoc loc = SourceLoc::current()) const { pipe_->pipeline().producer_step(loc); }
 
  private:
   friend Pipe;
@@ -72,7 +73,7 @@ class InputConsumerStage {
     });
   }
   // Steps only (the commit frees the slot).
-  WSPIPE_HD void release() const { pipe_->pipeline().consumer_step(); }
+  WSPIPE_HD void release(SourceLoc loc = SourceLoc::current()) const { pipe_->pipeline().consumer_step(loc); }
 
  private:
   friend Pipe;
@@ -81,14 +82,18 @@ class InputConsumerStage {
   std::uint32_t index_;
 };
 
-// Scoped forms: leaving steps the cursor.
+// Scoped forms: leaving steps the cursor (reported at the line that opened
+// the scope).
 template <class Stage>
 class ScopedInputStage : public Stage {
  public:
-  WSPIPE_HD explicit ScopedInputStage(Stage s) : Stage(s) {}
+  WSPIPE_HD ScopedInputStage(Stage s, SourceLoc loc) : Stage(s), loc_(loc) {}
   ScopedInputStage(const ScopedInputStage&) = delete;
   ScopedInputStage& operator=(const ScopedInputStage&) = delete;
-  WSPIPE_HD ~ScopedInputStage() { Stage::release(); }
+  WSPIPE_HD ~ScopedInputStage() { Stage::release(loc_); }
+
+ private:
+  SourceLoc loc_;
 };
 
 template <Backend B, class Payload, int NumGroupStages, int KGroupSize>
@@ -123,7 +128,7 @@ class InputTilePipeline {
     return ProducerStage(this, idx);
   }
   WSPIPE_HD ScopedInputStage<ProducerStage> producer(SourceLoc loc = SourceLoc::current()) {
-    return ScopedInputStage<ProducerStage>(acquire_producer(loc));
+    return ScopedInputStage<ProducerStage>(acquire_producer(loc), loc);
   }
   // Wait until every stage has been freed: no commit (or peer multicast)
   // still targets this CTA's slots when the load warp, and then the CTA,
@@ -131,7 +136,7 @@ class InputTilePipeline {
   WSPIPE_HD void drain(SourceLoc loc = SourceLoc::current()) {
     for (int i = 0; i < NumGroupStages; ++i) {
       pipeline_.wait_consumer(loc);
-      pipeline_.producer_step();
+      pipeline_.producer_step(loc);
     }
   }
 
@@ -142,13 +147,13 @@ class InputTilePipeline {
     return ConsumerStage(this, idx);
   }
   WSPIPE_HD ScopedInputStage<ConsumerStage> consumer(SourceLoc loc = SourceLoc::current()) {
-    return ScopedInputStage<ConsumerStage>(acquire_consumer(loc));
+    return ScopedInputStage<ConsumerStage>(acquire_consumer(loc), loc);
   }
 
   // ---- a reader that follows the consumer cursor without waiting on full
   // (the blockwise-FP8 epilogue's A-scales, EpilogueKContext)
   WSPIPE_HD std::uint32_t consumer_stage() const { return pipeline_.consumer_stage(); }
-  WSPIPE_HD void consumer_step() { pipeline_.consumer_step(); }
+  WSPIPE_HD void consumer_step(SourceLoc loc = SourceLoc::current()) { pipeline_.consumer_step(loc); }
 
   WSPIPE_HD Pipeline& pipeline() { return pipeline_; }
   WSPIPE_HD const Payload& payload() const { return payload_; }

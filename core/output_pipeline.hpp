@@ -71,7 +71,7 @@ class OutputConsumer {
  public:
   OutputConsumer(const OutputConsumer&) = delete;
   OutputConsumer& operator=(const OutputConsumer&) = delete;
-  WSPIPE_HD ~OutputConsumer() { pipe_->release_from_epilogue(); }
+  WSPIPE_HD ~OutputConsumer() { pipe_->release_from_epilogue(loc_); }
   WSPIPE_HD const OutputStage<Opc>& stage() const { return stage_; }
   WSPIPE_HD std::uint32_t index() const { return stage_.index; }
   WSPIPE_HD const typename OutputStage<Opc>::Tmem& tmem() const { return stage_.tmem; }
@@ -80,9 +80,11 @@ class OutputConsumer {
 
  private:
   friend class OutputTilePipeline<B, Opc>;
-  WSPIPE_HD OutputConsumer(OutputTilePipeline<B, Opc>* pipe, OutputStage<Opc> stage) : pipe_(pipe), stage_(stage) {}
+  WSPIPE_HD OutputConsumer(OutputTilePipeline<B, Opc>* pipe, OutputStage<Opc> stage, SourceLoc loc)
+      : pipe_(pipe), stage_(stage), loc_(loc) {}
   OutputTilePipeline<B, Opc>* pipe_;
   OutputStage<Opc> stage_;
+  SourceLoc loc_;
 };
 
 template <Backend B, OutputPipelineConfig Opc>
@@ -128,7 +130,7 @@ class OutputTilePipeline {
         B::template mma_commit_multicast<2>(pipeline_.producer_mbar(stage.index), mma_complete_mask_, loc);
       }
     });
-    pipeline_.producer_step();
+    pipeline_.producer_step(loc);
   }
   WSPIPE_HD OutputProducer<B, Opc> producer(SourceLoc loc = SourceLoc::current()) {
     return OutputProducer<B, Opc>(this, acquire_for_mma(loc), loc);
@@ -151,9 +153,9 @@ class OutputTilePipeline {
     }
   }
   // Steps only: the arrive is arrive_empty, made earlier.
-  WSPIPE_HD void release_from_epilogue() { pipeline_.consumer_step(); }
+  WSPIPE_HD void release_from_epilogue(SourceLoc loc = SourceLoc::current()) { pipeline_.consumer_step(loc); }
   WSPIPE_HD OutputConsumer<B, Opc> consumer(SourceLoc loc = SourceLoc::current()) {
-    return OutputConsumer<B, Opc>(this, acquire_for_epilogue(loc));
+    return OutputConsumer<B, Opc>(this, acquire_for_epilogue(loc), loc);
   }
 
   WSPIPE_HD Pipeline& get_pipeline() { return pipeline_; }

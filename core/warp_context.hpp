@@ -134,9 +134,9 @@ class EpilogueKContext {
   EpilogueKContext(const EpilogueKContext&) = delete;
   EpilogueKContext& operator=(const EpilogueKContext&) = delete;
   WSPIPE_HD ~EpilogueKContext() {
-    input_->consumer_step();
+    input_->consumer_step(loc_);
     output_->arrive_empty(stage_, loc_);
-    output_->release_from_epilogue();
+    output_->release_from_epilogue(loc_);
   }
 
   WSPIPE_HD const Stage& output_stage() const { return stage_; }

@@ -49,6 +49,11 @@ enum class GemmBug : std::uint8_t {
   expect_tx_mismatch,            // 13: 16 bytes more expected than the loads deliver
   exit_before_drain,             // 15: the load warp exits without draining the input ring
   no_proxy_fence,                // 17: A written by ordinary stores, no fence.proxy.async
+  // The epilogue computes its accumulator stage's TMEM column in the elected
+  // lane only; the other lanes keep the allocation's base, so tcgen05.ld
+  // (.sync.aligned) gets a different address in different lanes once a
+  // tile lands in stage 1. Seen only in lane-divergence mode.
+  non_uniform_tmem_addr,
 };
 
 inline constexpr std::uint32_t kGemmBlockM = 128;       // D rows per CTA
@@ -292,7 +297,12 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
         const std::uint32_t row0 = tiles.row0(t), col0 = tiles.col0(t);
         auto stage = ctx.output_pipeline().consumer();
         const std::uint32_t quarter = bug == GemmBug::wrong_quarter ? (warp + 1) % 4 : warp % 4;
-        const auto base = stage.tmem().address().offset(32 * quarter, 0);
+        auto base = stage.tmem().address().offset(32 * quarter, 0);
+        if (bug == GemmBug::non_uniform_tmem_addr) {
+          TmemAddress lane_base = ctx.tmem().address().offset(32 * quarter, 0);
+          B::elect_one([&] { lane_base = base; });  // the bug: only the elected lane has the stage's column
+          base = lane_base;
+        }
         constexpr std::uint32_t kRepeat = kGemmBlockN / 8;  // 16x256b: 8 columns per repetition
         auto upper = B::template tmem_load<TmemShape::s16x256b, kRepeat>(base.raw());
         auto lower = B::template tmem_load<TmemShape::s16x256b, kRepeat>(base.offset(kTmemLowerRowLanes, 0).raw());

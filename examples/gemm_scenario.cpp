@@ -59,6 +59,7 @@ struct GemmVariant {
   int cta_group = 0;  // pinned option values (0: as given)
   int cluster = 0;
   int manual_a = -1;
+  bool lane_divergence = false;  // caught in lane-divergence mode (cli::VariantSpec)
 };
 
 const GemmVariant kVariants[] = {
@@ -91,6 +92,9 @@ const GemmVariant kVariants[] = {
      1, 2},
     {"no-proxy-fence", GemmBug::no_proxy_fence, "smem.missing-proxy-fence",
      "bug 17: A written by ordinary stores and read by the tensor core without fence.proxy.async", 1, 1, 1},
+    {"non-uniform-tmem-addr", GemmBug::non_uniform_tmem_addr, "warp.non-uniform-operand",
+     "the epilogue's tcgen05.ld address is computed in the elected lane only: the lanes pass different addresses",
+     0, 0, -1, true},
 };
 
 }  // namespace
@@ -127,7 +131,7 @@ Scenario make_gemm_scenario() {
     if (v.cta_group != 0) pinned["cta-group"] = static_cast<std::uint64_t>(v.cta_group);
     if (v.cluster != 0) pinned["cluster"] = static_cast<std::uint64_t>(v.cluster);
     if (v.manual_a >= 0) pinned["manual-a"] = static_cast<std::uint64_t>(v.manual_a);
-    s.variants.push_back({v.name, v.expect, v.help, pinned});
+    s.variants.push_back({v.name, v.expect, v.help, pinned, v.lane_divergence});
   }
   // cta_group 2 issues each MMA over a CTA pair: clusters of 2.
   s.resolve = [](OptionValues& o) {

@@ -167,6 +167,122 @@ TEST(ProducerConsumerPipeline, TryWaitFormsMatchBarrierState) {
   EXPECT_EQ(r.status, Status::ok) << r.report();
 }
 
+// warp.divergent-state: a consumer that elects its release (the issue's
+// three-warp kernel) steps the elected lane's cursor only; on a GPU the other
+// 31 lanes wait on a stale phase next time. Reported at the release's line.
+template <class Release>
+wspipe::emu::RunResult two_warp_ring(std::uint32_t empty_count, Release release) {
+  return run_kernel(2, [empty_count, release] {
+    auto& s = B::shared_storage<PipeStorage<2>>();
+    ProducerConsumerPipeline<B, 2> pipe(s.bars);
+    if (B::warp_idx() == 0) {
+      pipe.init_mbars(1, empty_count);
+      B::fence_init();
+    }
+    B::cluster_sync();
+    for (std::uint32_t i = 0; i < 5; ++i) {
+      if (B::warp_idx() == 0) {
+        auto slot = pipe.produce();
+        s.data[slot.index()] = 100u + i;
+        slot.arrive_elected();
+      } else {
+        auto in = pipe.acquire_consumer();
+        B::check(s.data[in.index()] == 100u + i, "item out of sequence");
+        release(in);
+      }
+    }
+    if (B::warp_idx() == 1) B::check(pipe.consumer_state().count() == 5, "the cursor stepped once per item");
+  });
+}
+
+TEST(ProducerConsumerPipeline, ReleaseInsideElectOneIsDivergentState) {
+  const std::uint32_t line = __LINE__ + 1;
+  const auto r = two_warp_ring(1, [](const auto& in) { B::elect_one([&] { in.release(); }); });
+  EXPECT_VIOLATION_AT(r, "warp.divergent-state", line);
+  EXPECT_EQ(r.violations[0].object, "consumer cursor");
+  EXPECT_TRUE(wspipe::test::contains(r.violations[0].message, "consumer cursor stepped with 1 of 32 lanes active"))
+      << r.violations[0].message;
+  EXPECT_TRUE(wspipe::test::ends_with(r.violations[0].warp, "w1")) << r.violations[0].warp;
+}
+
+TEST(ProducerConsumerPipeline, ReleaseElectedArrivesOnceAndStepsTheWholeWarp) {
+  const auto r = two_warp_ring(1, [](const auto& in) { in.release_elected(); });
+  ASSERT_EQ(r.status, Status::ok) << r.report();
+  int arrivals_on_empty = 0;
+  for (const auto& e : r.trace.events)
+    if (e.kind == wspipe::emu::EventKind::arrive && r.trace.object_name(e.object).rfind("empty", 0) == 0) {
+      EXPECT_EQ(e.a, 1);
+      ++arrivals_on_empty;
+    }
+  EXPECT_EQ(arrivals_on_empty, 5);
+  // the same release at warp level is 32 arrivals on a count-1 barrier
+  EXPECT_EQ(wspipe::test::outcome(two_warp_ring(1, [](const auto& in) { in.release(); })), "mbarrier.over-arrival");
+}
+
+TEST(ProducerConsumerPipeline, StepInsideForEachLaneIsDivergentState) {
+  // one lane steps; and every lane stepping in turn is no better: each
+  // step is made by one lane, on its own copy
+  for (bool all_lanes : {false, true}) {
+    const std::uint32_t line = __LINE__ + 4;
+    const auto r = two_warp_ring(32, [all_lanes](const auto& in) {
+      in.arrive();
+      B::for_each_lane([&](std::uint32_t lane) {
+        if (all_lanes || lane == 0) in.release_without_signal();
+      });
+    });
+    EXPECT_VIOLATION_AT(r, "warp.divergent-state", line);
+    EXPECT_TRUE(wspipe::test::contains(r.violations[0].message, "stepped with 1 of 32 lanes active"));
+  }
+  EXPECT_OK(two_warp_ring(32, [](const auto& in) { in.release(); }));
+}
+
+// A scope opened inside elect_one steps on exit with one lane: reported at
+// the line that opened it.
+TEST(ProducerConsumerPipeline, ScopeOpenedInsideElectOneIsDivergentState) {
+  std::uint32_t line = 0;
+  const auto r = run_kernel(1, [&line] {
+    auto& s = B::shared_storage<PipeStorage<2>>();
+    ProducerConsumerPipeline<B, 2> pipe(s.bars);
+    pipe.init_mbars(1, 1);
+    B::elect_one([&] {
+      line = __LINE__ + 1;
+      auto slot = pipe.produce();
+      slot.arrive();
+    });
+  });
+  EXPECT_VIOLATION_AT(r, "warp.divergent-state", line);
+  EXPECT_EQ(r.violations[0].object, "producer cursor");
+}
+
+// consume_elected: the scope form of release_elected.
+TEST(ProducerConsumerPipeline, ConsumeElectedReleasesOnceAtWarpLevel) {
+  auto r = run_kernel(2, [] {
+    auto& s = B::shared_storage<PipeStorage<1>>();
+    ProducerConsumerPipeline<B, 1> pipe(s.bars);
+    if (B::warp_idx() == 0) {
+      pipe.init_mbars(1, 1);
+      B::fence_init();
+    }
+    B::cluster_sync();
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      if (B::warp_idx() == 0) {
+        auto slot = pipe.produce();
+        s.data[slot.index()] = i;
+        slot.arrive_elected();
+      } else {
+        auto slot = pipe.consume_elected();
+        B::check(s.data[slot.index()] == i, "item out of sequence");
+      }
+    }
+  });
+  ASSERT_EQ(r.status, Status::ok) << r.report();
+  for (const auto& e : r.trace.events) {
+    if (e.kind == wspipe::emu::EventKind::arrive) {
+      EXPECT_EQ(e.a, 1) << r.trace.describe(e);
+    }
+  }
+}
+
 // The ring in every configuration and schedule: the consumer sees every
 // item in order, and the run ends ok.
 RC_GTEST_PROP(Ring, EveryScheduleDeliversInOrder, ()) {

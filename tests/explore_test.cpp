@@ -239,6 +239,7 @@ TEST(explore_Shrink, EveryCatalogueVariantShrinksToAReplayableSchedule) {
       const emu::KernelFactory make = [&] { return sc.prepare(v.name, values); };
       auto o = test::fixed_runs(500, 2);
       o.shrink_seconds = 10;
+      o.lane_divergence = v.lane_divergence;
       const auto r = emu::explore(make, o);
       ASSERT_FALSE(r.ok());
       const emu::Failure& f = *r.failure;

@@ -143,7 +143,8 @@ struct CleanEnv {
   ScopedEnv runs{"WSPIPE_RUNS", std::nullopt}, seconds{"WSPIPE_SECONDS", std::nullopt},
       jobs{"WSPIPE_JOBS", std::nullopt}, seed{"WSPIPE_SEED", std::nullopt},
       strategy{"WSPIPE_STRATEGY", std::nullopt}, shard{"WSPIPE_SHARD", std::nullopt},
-      replay{"WSPIPE_REPLAY", std::nullopt}, trace{"WSPIPE_TRACE", std::nullopt};
+      replay{"WSPIPE_REPLAY", std::nullopt}, trace{"WSPIPE_TRACE", std::nullopt},
+      lanes{"WSPIPE_LANE_DIVERGENCE", std::nullopt};
 };
 
 using test::contains;
@@ -335,8 +336,10 @@ TEST(TestingHelpers, OptionsTakeTheEnvironment) {
     EXPECT_EQ(testing::options(base).seconds, emu::ExploreOptions{}.seconds) << "the base's budget stays";
   }
   ScopedEnv runs_("WSPIPE_RUNS", "7"), jobs("WSPIPE_JOBS", "3"), seed("WSPIPE_SEED", "99"),
-      strategy("WSPIPE_STRATEGY", "pct:5,rr"), shard("WSPIPE_SHARD", "1/3");
+      strategy("WSPIPE_STRATEGY", "pct:5,rr"), shard("WSPIPE_SHARD", "1/3"), lanes("WSPIPE_LANE_DIVERGENCE", "1");
   const emu::ExploreOptions o = testing::options();
+  EXPECT_TRUE(o.lane_divergence);
+  EXPECT_TRUE(o.run_options().lane_divergence);
   EXPECT_EQ(o.runs, 7u);
   EXPECT_EQ(o.seconds, 0.0) << "WSPIPE_RUNS alone is the whole budget";
   EXPECT_EQ(o.jobs, 3u);
@@ -355,7 +358,7 @@ TEST(TestingHelpers, BadEnvironmentFailsNamingTheVariableAndValue) {
       {"WSPIPE_JOBS", "0"},       {"WSPIPE_JOBS", "x"},         {"WSPIPE_RUNS", "0"},
       {"WSPIPE_RUNS", "-3"},      {"WSPIPE_SECONDS", "soon"},   {"WSPIPE_SECONDS", "0"},
       {"WSPIPE_SEED", "1e3"},     {"WSPIPE_STRATEGY", "fast"},  {"WSPIPE_STRATEGY", "pct:99"},
-      {"WSPIPE_SHARD", "3/2"},    {"WSPIPE_SHARD", "1"},
+      {"WSPIPE_SHARD", "3/2"},    {"WSPIPE_SHARD", "1"},        {"WSPIPE_LANE_DIVERGENCE", "yes"},
   };
   for (const auto& [name, value] : bad) {
     ScopedEnv set(name, value);
@@ -449,7 +452,8 @@ TEST(TestingHelpers, RegisteredExplorationSplitsAcrossGoogleTestShards) {
     const auto out = dir / ("out" + std::to_string(k));
     const std::string cmd =
         "env -u GTEST_OUTPUT -u GTEST_FILTER -u WSPIPE_RUNS -u WSPIPE_SECONDS -u WSPIPE_JOBS -u WSPIPE_SEED "
-        "-u WSPIPE_STRATEGY -u WSPIPE_SHARD -u WSPIPE_REPLAY -u WSPIPE_TRACE GTEST_TOTAL_SHARDS=" +
+        "-u WSPIPE_STRATEGY -u WSPIPE_SHARD -u WSPIPE_REPLAY -u WSPIPE_TRACE -u WSPIPE_LANE_DIVERGENCE "
+        "GTEST_TOTAL_SHARDS=" +
         std::to_string(kShards) + " GTEST_SHARD_INDEX=" + std::to_string(k) + " WSPIPE_HELPERS_RUN_LOG='" +
         log.string() + "' '" + exe + "' --gtest_filter='ShardedExploration.*' > '" + out.string() + "' 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << slurp(out);

@@ -52,6 +52,10 @@ options:
   --shrink-seconds T   explore: time for shrinking           (default 20)
   --max-steps N        step budget per run; running out is a livelock (default 5000000)
   --spurious-try-wait  try_wait may time out on an incomplete phase
+  --lane-divergence    run each warp as two lanes (0 and 31) in lockstep and report
+                       where they differ: a branch or an operand at a collective
+                       instruction, elect or barrier wait (slower; variants whose
+                       bug needs it turn it on themselves)
   --trace FILE         write the (shrunk, failing) run's trace: Chrome/Perfetto
                        JSON, or text if FILE ends in .txt
   --json               print one JSON object instead of the report
@@ -71,6 +75,7 @@ struct Args {
   std::map<std::string, std::string> opts;  // without "--"
   bool json = false;
   bool spurious = false;
+  bool lanes = false;
   bool no_shrink = false;
   bool no_reduction = false;
 };
@@ -147,9 +152,14 @@ Args parse(const std::vector<std::string>& argv) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
-    if (name == "json" || name == "spurious-try-wait" || name == "no-shrink" || name == "no-reduction") {
+    if (name == "json" || name == "spurious-try-wait" || name == "lane-divergence" || name == "no-shrink" ||
+        name == "no-reduction") {
       if (value) throw UsageError("--" + name + " takes no value");
-      (name == "json" ? a.json : name == "no-shrink" ? a.no_shrink : name == "no-reduction" ? a.no_reduction : a.spurious) = true;
+      (name == "json"              ? a.json
+       : name == "no-shrink"       ? a.no_shrink
+       : name == "no-reduction"    ? a.no_reduction
+       : name == "lane-divergence" ? a.lanes
+                                   : a.spurious) = true;
       continue;
     }
     if (!value) {
@@ -173,6 +183,7 @@ struct Plan {
   std::uint64_t seed = 1;
   std::uint64_t max_steps = emu::RunOptions{}.max_steps;
   bool spurious = false;
+  bool lanes = false;  // lane-divergence mode: --lane-divergence, or the variant needs it
   std::optional<std::string> trace_file;
 
   emu::Kernel make() const { return scenario->prepare(variant->name, values); }
@@ -183,6 +194,7 @@ struct Plan {
     emu::RunOptions o;
     o.max_steps = max_steps;
     o.spurious_try_wait = spurious;
+    o.lane_divergence = lanes;
     return o;
   }
 };
@@ -271,6 +283,7 @@ Plan plan(const Args& a, const Catalogue& cat) {
     if (p.max_steps == 0) throw UsageError("--max-steps must be positive");
   }
   p.spurious = a.spurious;
+  p.lanes = a.lanes || p.variant->lane_divergence;
   if (auto it = a.opts.find("trace"); it != a.opts.end()) p.trace_file = it->second;
   // Catch a combination the kernel cannot take before anything runs.
   (void)p.make();
@@ -296,6 +309,7 @@ std::string replay_command(const std::string& prog, const Plan& p, const emu::Sc
   std::string cmd = shell_quote(prog) + " replay " + shell_quote(p.display) + " " + settings(p, " ", true);
   if (p.max_steps != emu::RunOptions{}.max_steps) cmd += " --max-steps " + std::to_string(p.max_steps);
   if (p.spurious) cmd += " --spurious-try-wait";
+  if (p.lanes) cmd += " --lane-divergence";
   cmd += " --schedule " + shell_quote(s.encode());
   return cmd;
 }
@@ -330,7 +344,7 @@ std::string json_result(const Plan& p, const Outcome& o, const std::string& prog
     first = false;
   }
   j << "},\"strategy\":" << json_quote(o.command == "replay" ? std::string("replay") : emu::to_string(p.portfolio));
-  j << ",\"seed\":" << o.seed;
+  j << ",\"seed\":" << o.seed << ",\"lane_divergence\":" << (p.lanes ? "true" : "false");
   const emu::ExploreResult* e = o.explored;
   j << ",\"runs\":" << (e ? e->runs : 1);
   if (e) {
@@ -392,6 +406,7 @@ int finish(std::ostream& out, const Args& a, const Plan& p, const Outcome& o, co
   }
   out << "wspipe " << o.command << " " << p.display << " " << settings(p, " ", false);
   if (o.command != "replay") out << " strategy=" << emu::to_string(p.portfolio) << " seed=" << o.seed;
+  if (p.lanes) out << " lane-divergence";
   out << "\n";
   if (o.explored && !r) {
     const emu::ExploreResult& e = *o.explored;
@@ -429,7 +444,7 @@ int cmd_list(std::ostream& out, const Catalogue& cat) {
       name.resize(std::max<std::size_t>(name.size() + 1, 26), ' ');
       std::string expect = "expect=" + v.expect;
       expect.resize(std::max<std::size_t>(expect.size() + 1, 32), ' ');
-      out << name << expect << v.help << "\n";
+      out << name << expect << v.help << (v.lane_divergence ? " (in lane-divergence mode)" : "") << "\n";
     }
   }
   out << "\noptions:\n";
@@ -489,6 +504,7 @@ int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ost
   o.first_seed = p.seed;
   o.max_steps = p.max_steps;
   o.spurious_try_wait = p.spurious;
+  o.lane_divergence = p.lanes;
   o.shrink = !a.no_shrink;
   const bool exhaustive = p.portfolio.front().kind == emu::StrategyKind::exhaustive;
   o.runs = 0;

@@ -41,6 +41,10 @@ struct VariantSpec {
   // Options this variant fixes whatever the command line says (the setting
   // its bug needs); reports show these values.
   OptionValues pinned = {};
+  // Its bug differs between the lanes of a warp, which only the emulator's
+  // lane-divergence mode sees: the variant turns the mode on, as if
+  // --lane-divergence were given.
+  bool lane_divergence = false;
 };
 
 struct Scenario {

@@ -287,6 +287,9 @@ struct CudaBackendFor {
     (void)loc;
     __syncwarp();
   }
+  // Each lane steps its own copy of the state; the emulator checks that the
+  // whole warp does (Backend concept), the GPU has nothing to do.
+  WSPIPE_CUDA_OP void warp_state_step(const char*, SourceLoc = SourceLoc::current()) {}
 
   // ---- mbarrier; `bar` is in this CTA's shared memory
   WSPIPE_CUDA_OP void init(SharedMemBarrier& bar, std::uint32_t count, BarrierName name = {},

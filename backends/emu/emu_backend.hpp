@@ -53,27 +53,40 @@ struct EmuBackend {
     return w.cta_of(w.warp()).cluster;
   }
   static std::uint32_t num_clusters() { return detail::World::current().launch().num_clusters; }
-  // elect.sync: the lowest active lane runs f alone.
+  // elect.sync: the lowest active lane runs f alone. In lane-divergence
+  // mode lane 31's fiber meets the warp's here and runs f only when it is
+  // the one elected (RunOptions::lane_divergence).
   template <class F>
-  static void elect_one(F&& f) {
-    detail::Warp& w = detail::World::current().warp();
-    const std::uint32_t saved = w.active;
-    w.active = saved & (~saved + 1u);
+  static void elect_one(F&& f, SourceLoc loc = SourceLoc::current()) {
+    detail::World& world = detail::World::current();
+    world.elect(loc);
+    std::uint32_t& active = world.active_lanes();
+    const std::uint32_t saved = active;
+    const std::uint32_t elected = saved & (~saved + 1u);
+    if (!world.runs_lanes(elected)) return;
+    active = elected;
     std::forward<F>(f)();
-    w.active = saved;
+    active = saved;
   }
+  // f(lane) for each active lane with only that lane active: every lane in
+  // turn on the warp's fiber, lane 31 alone on lane 31's.
   template <class F>
   static void for_each_lane(F&& f) {
-    detail::Warp& w = detail::World::current().warp();
-    const std::uint32_t saved = w.active;
+    detail::World& world = detail::World::current();
+    std::uint32_t& active = world.active_lanes();
+    const std::uint32_t saved = active;
     for (std::uint32_t m = saved; m != 0; m &= m - 1) {
       const auto lane = static_cast<std::uint32_t>(std::countr_zero(m));
-      w.active = 1u << lane;
+      if (!world.runs_lanes(1u << lane)) continue;
+      active = 1u << lane;
       f(lane);
     }
-    w.active = saved;
+    active = saved;
   }
   static void syncwarp(SourceLoc loc = SourceLoc::current()) { detail::World::current().syncwarp(loc); }
+  static void warp_state_step(const char* what, SourceLoc loc = SourceLoc::current()) {
+    detail::World::current().warp_state_step(what, loc);
+  }
 
   // ---- mbarrier
   static void init(SharedMemBarrier& bar, std::uint32_t count, BarrierName name = {},

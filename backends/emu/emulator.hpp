@@ -33,6 +33,14 @@ struct RunOptions {
   // The happens-before race checker (vector clocks and shadow state of TMEM
   // cells and shared-memory chunks). Off: no race reports, faster runs.
   bool race_check = true;
+  // Lane-divergence mode: each warp runs as two lanes, lane 0 (the elected
+  // lane, on the warp's fiber) and lane 31 (a second fiber, in lockstep),
+  // so that what differs between lanes on a GPU shows: the two are compared
+  // at every warp-collective instruction, elect, barrier wait and
+  // .sync.aligned operand (warp.divergent-branch, warp.non-uniform-operand).
+  // The warp-level model keeps one copy of every variable and cannot see it
+  // otherwise. Schedules are the same with it and without.
+  bool lane_divergence = false;
   // Reports name source files relative to this directory: the kernel's
   // project root. Empty: wspipe's own source tree.
   std::string source_root;

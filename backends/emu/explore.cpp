@@ -152,6 +152,7 @@ RunOptions ExploreOptions::run_options() const {
   o.trace = false;
   o.spurious_try_wait = spurious_try_wait;
   o.race_check = race_check;
+  o.lane_divergence = lane_divergence;
   o.source_root = source_root;
   return o;
 }

@@ -85,6 +85,7 @@ struct ExploreOptions {
   std::uint64_t max_steps = RunOptions{}.max_steps;
   bool spurious_try_wait = false;
   bool race_check = true;
+  bool lane_divergence = false;  // as RunOptions::lane_divergence
   std::string source_root;  // as RunOptions::source_root
   // When set, the failing run (shrunk) is written there as trace.json
   // (Chrome/Perfetto) and trace.txt; the directory is created if needed.

@@ -470,17 +470,24 @@ void World::switch_to([[maybe_unused]] const FiberStack& to) {
 #endif
 }
 
+void World::switch_to(boost::fibers::context* ctx, const FiberStack& stack) {
+  algo_->next = ctx;
+  switch_to(stack);
+}
+
 void World::arrived([[maybe_unused]] void* fake_stack) {
 #ifdef WSPIPE_ASAN
   __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
 #endif
 }
 
-void World::leaving([[maybe_unused]] const Warp& w) {
+void World::leaving([[maybe_unused]] const boost::fibers::context* self) {
 #ifdef WSPIPE_ASAN
   const FiberStack* to = algo_->next == main_ctx_ ? &main_stack_ : nullptr;
-  for (const Warp& x : warps_)
-    if (to == nullptr && x.ctx == algo_->next && &x != &w) to = &x.stack;
+  for (const Warp& x : warps_) {
+    if (to == nullptr && x.ctx == algo_->next && x.ctx != self) to = &x.stack;
+    if (to == nullptr && x.lane.ctx == algo_->next && x.lane.ctx != self) to = &x.lane.stack;
+  }
   if (to == nullptr) return;
   __sanitizer_start_switch_fiber(nullptr, to->bottom, to->size);  // this stack is done with
 #endif
@@ -524,8 +531,31 @@ void World::warp_main(Warp& w) {
   w.block = Block::none;
   if (!killing_) record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::start});
   body_();
+  // The second lane must end too, with no operation lane 0 did not make.
+  if (options_.lane_divergence) lanes_meet(w, LaneOp{.kind = LaneOp::Kind::exit, .lanes = 32});
   finish(w);
-  leaving(w);
+  leaving(w.ctx);
+}
+
+void World::start_second_lane(Warp& w) {
+  Warp* target = &w;
+  w.lane.fiber = boost::fibers::fiber(std::allocator_arg, CachedStack(), [this, target] {
+    arrived(nullptr);
+    lane_main(*target);
+  });
+  w.lane.ctx = algo_->last_awakened;
+  w.lane.stack = CachedStack::last();
+}
+
+void World::lane_main(Warp& w) {
+  body_();
+  w.lane.finished = true;
+  w.lane.at = LaneOp{.kind = LaneOp::Kind::exit, .lanes = 32};
+  // Back to the warp's fiber, which waits for this lane's next operation
+  // (or to the teardown in run(), which resumed it).
+  in_lane_ = false;
+  algo_->next = killing_ ? main_ctx_ : w.ctx;
+  leaving(w.lane.ctx);
 }
 
 void World::finish(Warp& w) {
@@ -584,6 +614,13 @@ RunResult World::run() {
       switch_to(w.stack);
     }
     if (w.fiber.joinable()) w.fiber.join();
+    if (w.lane.ctx != nullptr && !w.lane.finished) {
+      current_ = &w;
+      in_lane_ = true;
+      switch_to(w.lane.ctx, w.lane.stack);
+      in_lane_ = false;
+    }
+    if (w.lane.fiber.joinable()) w.lane.fiber.join();
   }
   current_ = nullptr;
   algo_->collect_terminated();
@@ -596,6 +633,7 @@ RunResult World::run() {
 // ------------------------------------------------------------ identity
 
 std::uint32_t World::lane_idx(const SourceLoc& loc) {
+  if (in_lane_) return kSecondLane;
   Warp& w = warp();
   if (lanes(w.active) != 1) {
     fail(w, "warp.lane-idx-divergent", "",
@@ -621,13 +659,31 @@ void* World::shared_storage(std::size_t size, std::size_t align) {
 
 void World::syncwarp(const SourceLoc& loc) {
   Warp& w = warp();
-  if (!point(w, loc)) return;
+  if (!lanes_agree(w, {.kind = LaneOp::Kind::syncwarp, .loc = loc}) || !point(w, loc)) return;
   record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::syncwarp, .file = loc.file_name(),
           .line = loc.line()});
 }
 
+// Every lane keeps its own copy of a pipeline cursor (DESIGN.md: each warp,
+// and on the GPU each thread, holds its own state; only the barriers are
+// shared). The emulator's one copy stands for 32 equal ones only while the
+// whole warp steps it: stepped by fewer lanes, the others keep the old stage
+// and phase, and their next wait passes on a stale phase or reads a stale
+// slot on hardware, while this fiber's copy looks right.
+void World::warp_state_step(const char* what, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (lanes(w.active) == 32 || killing_ || stopping_ || in_lane_) return;
+  fail(w, "warp.divergent-state", what,
+       std::string(what) + " stepped with " + std::to_string(lanes(w.active)) +
+           " of 32 lanes active (inside elect_one or for_each_lane): each lane keeps its own copy, so the other " +
+           std::to_string(32 - lanes(w.active)) +
+           " keep the old stage and phase and later wait on a stale one; step it at warp level (an elected "
+           "release that steps for the whole warp: release_elected())",
+       loc);
+}
+
 void World::check(bool cond, const char* what, const SourceLoc& loc) {
-  if (cond || killing_ || stopping_) return;
+  if (cond || killing_ || stopping_ || in_lane_) return;
   fail(warp(), "kernel.check", "", std::string("kernel check failed: ") + what, loc);
 }
 
@@ -718,6 +774,7 @@ Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, 
 
 void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index,
                       const SourceLoc& loc) {
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   const Cta& c = ctas_[w.cta];
@@ -767,6 +824,7 @@ void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* ba
 }
 
 void World::mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) {
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   Mbar* m = resolve(bar, w, loc);
@@ -779,6 +837,7 @@ void World::mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) {
 }
 
 void World::fence_init(const SourceLoc& loc) {
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   // fence.mbarrier_init.release.cluster orders the executing thread's prior
@@ -873,6 +932,7 @@ bool World::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_by
 }
 
 void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc) {
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   const bool remote = cta_rank >= 0;
@@ -894,6 +954,7 @@ void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint3
 }
 
 void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc) {
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   Mbar* m = resolve(bar, w, loc);
@@ -920,6 +981,11 @@ bool World::mbar_test(SharedMemBarrier& bar, std::uint32_t parity, const SourceL
 
 bool World::mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind kind, const SourceLoc& loc) {
   Warp& w = warp();
+  const LaneOp::Kind lane_kind = kind == WaitKind::wait       ? LaneOp::Kind::wait
+                                 : kind == WaitKind::try_wait ? LaneOp::Kind::try_wait
+                                                              : LaneOp::Kind::test_wait;
+  if (!lanes_agree(w, {.kind = lane_kind, .object = &bar, .a = parity & 1u, .loc = loc}))
+    return w.lane.ok;  // lane 31 takes the answer the warp's fiber got
   if (killing_) return point(w, loc), true;
   Mbar* m = resolve(bar, w, loc);
   if (m == nullptr) return true;
@@ -969,6 +1035,7 @@ bool World::mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind
                                                                          : EventKind::test_wait,
           .a = parity, .b = ok ? static_cast<std::int64_t>(after.phase) - 1 : -1, .c = ok, .file = loc.file_name(),
           .line = loc.line()});
+  if (w.lane.publish) w.lane.ok = ok;
   return ok;
 }
 
@@ -976,7 +1043,8 @@ bool World::mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind
 
 void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc) {
   Warp& w = warp();
-  if (!point(w, loc)) return;
+  const LaneOp op{.kind = sync ? LaneOp::Kind::named_sync : LaneOp::Kind::named_arrive, .a = id, .b = threads, .loc = loc};
+  if (!lanes_agree(w, op) || !point(w, loc)) return;
   const std::string obj = "named barrier " + std::to_string(id) + " (" + cta_label(w.cta) + ")";
   if (id >= 16) {
     fail(w, "named-barrier.bad-id", obj, "named barrier id " + std::to_string(id) + " outside [0, 15]", loc);
@@ -1050,7 +1118,7 @@ void World::release_cluster_if_complete(Cluster& c) {
 
 void World::cluster_sync(const SourceLoc& loc) {
   Warp& w = warp();
-  if (!point(w, loc)) return;
+  if (!lanes_agree(w, {.kind = LaneOp::Kind::cluster_sync, .loc = loc}) || !point(w, loc)) return;
   Cluster& c = clusters_[ctas_[w.cta].cluster];
   touch(Res::cluster, ctas_[w.cta].cluster);
   // barrier.cluster.arrive + wait: every non-exited thread of the cluster.

@@ -66,6 +66,41 @@ struct FiberStack {
   std::size_t size = 0;
 };
 
+// Lane-divergence mode (RunOptions::lane_divergence, world_lanes.cpp): an
+// operation at which the lanes of a warp must agree, as one lane reached it.
+struct LaneOp {
+  enum class Kind : std::uint8_t {
+    elect, syncwarp, wait, try_wait, test_wait, named_sync, named_arrive, cluster_sync,
+    tmem_alloc, tmem_relinquish, tmem_dealloc, tmem_ld, tmem_st, tmem_wait_ld, tmem_wait_st,
+    exit,  // the end of the kernel body
+  };
+  Kind kind = Kind::exit;
+  std::uint32_t lanes = 0;        // active lanes, as this lane sees them
+  const void* object = nullptr;   // wait: the barrier; tcgen05.alloc: the destination
+  std::uint64_t a = 0, b = 0, c = 0;  // the other operands (see LaneOp's makers in world_lanes.cpp)
+  SourceLoc loc{};
+};
+
+// The warp's second lane in lane-divergence mode: lane 31, on a fiber of its
+// own that runs the same body in lockstep with the warp's fiber (which is
+// lane 0, the elected lane, as well as the warp). It performs nothing: at
+// each operation where lanes must agree it waits for the warp's fiber,
+// which compares the two and performs it for both.
+struct SecondLane {
+  boost::fibers::context* ctx = nullptr;
+  boost::fibers::fiber fiber;
+  FiberStack stack;
+  std::uint32_t active = ~0u;  // the active lanes as lane 31 sees them
+  bool finished = false;
+  LaneOp at;  // the operation it waits at
+  // The results of the operation the warp performed for both lanes, valid
+  // when `publish` was set by the meeting before it.
+  bool publish = false;
+  bool ok = true;
+  std::uint64_t token = 0;
+  std::vector<std::uint32_t> regs;
+};
+
 struct Warp {
   std::uint32_t id = 0;    // actor id: global warp index
   std::uint32_t cta = 0;   // global CTA index
@@ -92,6 +127,7 @@ struct Warp {
   SourceLoc ld_loc{};
   // This warp's clock value at each fence.proxy.async, ascending.
   std::vector<std::uint32_t> proxy_fences;
+  SecondLane lane;  // lane-divergence mode only
 };
 
 struct NamedBarrier {
@@ -210,11 +246,21 @@ class World {
   // The run has ended (a violation, a deadlock): what a warp still does
   // while the world tears down is not part of it.
   bool ended() const { return stopping_ || killing_; }
+  // The active lanes of the fiber running: the warp's, or its second lane's
+  // (lane-divergence mode). elect_one and for_each_lane narrow them.
+  std::uint32_t& active_lanes() { return in_lane_ ? current_->lane.active : current_->active; }
+  // Whether the fiber running executes code for the lanes of `mask`: the
+  // warp's fiber runs every lane's, the second lane only its own.
+  bool runs_lanes(std::uint32_t mask) const { return !in_lane_ || (mask & kSecondLaneBit) != 0; }
+  static constexpr std::uint32_t kSecondLane = 31;
+  static constexpr std::uint32_t kSecondLaneBit = 1u << kSecondLane;
 
   // --- operations of the current warp (EmuBackend forwards here)
   std::uint32_t lane_idx(const SourceLoc& loc);
   void* shared_storage(std::size_t size, std::size_t align);
   void syncwarp(const SourceLoc& loc);
+  void elect(const SourceLoc& loc);
+  void warp_state_step(const char* what, const SourceLoc& loc);
   void check(bool cond, const char* what, const SourceLoc& loc);
 
   void mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index, const SourceLoc& loc);
@@ -270,12 +316,27 @@ class World {
   // set), announcing the switch to AddressSanitizer; returns when this fiber
   // runs again. arrived() is the other half, where a fiber starts.
   void switch_to(const FiberStack& to);
+  // The same to the fiber whose context is `ctx`.
+  void switch_to(boost::fibers::context* ctx, const FiberStack& stack);
   static void arrived(void* fake_stack);
   // A finished warp's fiber is about to end: Boost switches to algo_->next
   // when its function returns.
-  void leaving(const Warp& w);
+  void leaving(const boost::fibers::context* self);
   void end(Status s, Warp* from);
   void warp_main(Warp& w);
+  // Lane-divergence mode (world_lanes.cpp). lanes_meet: the warp's fiber, at
+  // an operation `op` lane 0 takes part in, runs the second lane to its next
+  // such operation and compares; true when the warp's fiber goes on to
+  // perform `op`. The second lane parks there until the warp reaches its
+  // next one, and gets false (the results are in w.lane).
+  bool lanes_meet(Warp& w, LaneOp op);
+  // Whether the fiber running performs the operation `op`: always with the
+  // mode off; else as lanes_meet.
+  bool lanes_agree(Warp& w, const LaneOp& op) { return !options_.lane_divergence || lanes_meet(w, op); }
+  void start_second_lane(Warp& w);  // world.cpp: fibers are made there
+  void lane_main(Warp& w);
+  std::string describe(const LaneOp& op) const;
+  std::string barrier_label(const SharedMemBarrier& bar, const Warp& w) const;
   void finish(Warp& w);
   enum class Move { no, spin, progress };
   enum class WaitKind { wait, try_wait, test_wait };
@@ -419,6 +480,11 @@ class World {
   bool fp_open_ = false;  // a step is in progress whose footprint is not handed over yet
   Footprint fp_;
   Warp* current_ = nullptr;
+  // The fiber running is current_'s second lane (lane-divergence mode). Its
+  // per-lane operations (arrive, expect_tx, init, TMA, MMA, commit, fences,
+  // shared-memory accesses, checks) return at once: the warp's fiber
+  // performed them for every active lane, lane 31 included.
+  bool in_lane_ = false;
   boost::fibers::context* main_ctx_ = nullptr;
   FiberStack main_stack_;  // the stack run() was called on
   DirectedAlgorithm* algo_ = nullptr;

@@ -102,6 +102,7 @@ bool World::check_cta_mask(Warp& w, std::uint16_t mask, const char* op, const So
 
 void World::mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t a_desc, std::uint64_t b_desc,
                 std::uint32_t idesc, bool accumulate, const SourceLoc& loc) {
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   // A single thread issues the whole MMA; every active lane issues one
@@ -142,6 +143,7 @@ void World::mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t
 
 void World::mma_commit(int cta_group, SharedMemBarrier& bar, std::uint16_t mask, bool multicast,
                        const SourceLoc& loc) {
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   // Each executing thread commits: a warp-level commit is 32 arrivals
@@ -170,6 +172,7 @@ void World::mma_commit(int cta_group, SharedMemBarrier& bar, std::uint16_t mask,
 
 void World::tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, void* dst, SharedMemBarrier& bar, const TmaCoords& coords,
                      std::uint16_t mask, bool multicast, const SourceLoc& loc) {
+  if (in_lane_) return;
   Warp& w = warp();
   if (!point(w, loc)) return;
   if (lanes(w.active) != 1) {
@@ -214,6 +217,7 @@ void World::tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, vo
 }
 
 void World::fence_proxy_async(const SourceLoc& loc) {
+  if (in_lane_) return;
   Warp& w = warp();
   if (killing_ || stopping_) return;
   if (options_.race_check) {
@@ -225,6 +229,7 @@ void World::fence_proxy_async(const SourceLoc& loc) {
 }
 
 void World::smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc) {
+  if (in_lane_) return;
   if (!options_.race_check || killing_ || stopping_) return;
   Warp& w = warp();
   const Cta& c = ctas_[w.cta];

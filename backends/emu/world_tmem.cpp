@@ -17,6 +17,12 @@ std::string cols_label(std::uint32_t col, std::uint32_t cols, std::uint32_t cta)
   return "TMEM columns [" + std::to_string(col) + ", " + std::to_string(col + cols) + ") (" + cta_label(cta) + ")";
 }
 constexpr std::size_t cell(std::uint32_t lane, std::uint32_t col) { return std::size_t{lane} * kTmemColumns + col; }
+// A tcgen05.ld/st as lane-divergence mode compares it (world_lanes.cpp).
+LaneOp tmem_op(LaneOp::Kind kind, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+               const SourceLoc& loc) {
+  return {.kind = kind, .a = taddr, .b = static_cast<std::uint64_t>(shape),
+          .c = num | (std::uint64_t{half_split} << 32), .loc = loc};
+}
 
 }  // namespace
 
@@ -108,7 +114,9 @@ void World::tmem_do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::ui
 
 void World::tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc) {
   Warp& w = warp();
-  if (!point(w, loc)) return;
+  const LaneOp op{.kind = LaneOp::Kind::tmem_alloc, .object = dst, .a = cols,
+                  .b = static_cast<std::uint64_t>(cta_group), .loc = loc};
+  if (!lanes_agree(w, op) || !point(w, loc)) return;
   touch_global();  // TMEM allocation state: not itemised
   if (!check_whole_warp(w, "tcgen05.alloc", loc) || !check_cta_group(w, cta_group, "tcgen05.alloc", loc)) return;
   Cta& c = ctas_[w.cta];
@@ -186,7 +194,8 @@ void World::tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, co
 
 void World::tmem_relinquish(int cta_group, const SourceLoc& loc) {
   Warp& w = warp();
-  if (!point(w, loc)) return;
+  const LaneOp op{.kind = LaneOp::Kind::tmem_relinquish, .b = static_cast<std::uint64_t>(cta_group), .loc = loc};
+  if (!lanes_agree(w, op) || !point(w, loc)) return;
   touch_global();  // TMEM allocation state: not itemised
   if (!check_whole_warp(w, "tcgen05.relinquish_alloc_permit", loc) ||
       !check_cta_group(w, cta_group, "tcgen05.relinquish_alloc_permit", loc))
@@ -278,7 +287,9 @@ bool World::tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, 
 
 void World::tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc) {
   Warp& w = warp();
-  if (!point(w, loc)) return;
+  const LaneOp op{.kind = LaneOp::Kind::tmem_dealloc, .a = taddr, .b = cols,
+                  .c = static_cast<std::uint64_t>(cta_group), .loc = loc};
+  if (!lanes_agree(w, op) || !point(w, loc)) return;
   touch_global();  // TMEM allocation state: not itemised
   if (!check_whole_warp(w, "tcgen05.dealloc", loc) || !check_cta_group(w, cta_group, "tcgen05.dealloc", loc)) return;
   const std::uint32_t col = tmem_col(taddr);
@@ -410,16 +421,28 @@ bool World::tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t
 std::uint64_t World::tmem_ld(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
                              std::uint32_t* out, const SourceLoc& loc) {
   Warp& w = warp();
+  const std::size_t regs = std::size_t{32} * tmem_regs(shape, num);
+  if (!lanes_agree(w, tmem_op(LaneOp::Kind::tmem_ld, shape, num, half_split, taddr, loc))) {
+    // lane 31 takes the registers the warp's fiber loaded
+    if (in_lane_ && w.lane.regs.size() == regs) std::copy(w.lane.regs.begin(), w.lane.regs.end(), out);
+    return w.lane.token;
+  }
   if (!point(w, loc) || !tmem_access(w, shape, num, half_split, taddr, false, loc) ||
       !tmem_move(w, shape, num, half_split, taddr, false, out, loc))
     return 0;
   w.ld_loc = loc;
-  return ++w.ld_issued;
+  ++w.ld_issued;
+  if (w.lane.publish) {
+    w.lane.regs.assign(out, out + regs);
+    w.lane.token = w.ld_issued;
+  }
+  return w.ld_issued;
 }
 
 void World::tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
                     const std::uint32_t* in, const SourceLoc& loc) {
   Warp& w = warp();
+  if (!lanes_agree(w, tmem_op(LaneOp::Kind::tmem_st, shape, num, half_split, taddr, loc))) return;
   if (!point(w, loc) || !tmem_access(w, shape, num, half_split, taddr, true, loc) ||
       !tmem_move(w, shape, num, half_split, taddr, true, const_cast<std::uint32_t*>(in), loc))
     return;
@@ -428,6 +451,7 @@ void World::tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split
 
 void World::tmem_wait(bool loads, const SourceLoc& loc) {
   Warp& w = warp();
+  if (!lanes_agree(w, {.kind = loads ? LaneOp::Kind::tmem_wait_ld : LaneOp::Kind::tmem_wait_st, .loc = loc})) return;
   if (killing_ || stopping_) return;
   if (!check_whole_warp(w, loads ? "tcgen05.wait::ld" : "tcgen05.wait::st", loc)) return;
   if (loads) {
@@ -442,6 +466,7 @@ void World::tmem_wait(bool loads, const SourceLoc& loc) {
 }
 
 std::uint32_t World::frag_lane(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc) {
+  if (in_lane_) return kSecondLane;  // lane 31's own registers; the warp's fiber made the checks
   Warp& w = warp();
   const std::uint32_t active = lanes(w.active);
   if (killing_ || stopping_) return active == 0 ? 0 : static_cast<std::uint32_t>(std::countr_zero(w.active));

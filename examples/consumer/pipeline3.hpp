@@ -66,9 +66,9 @@ WSPIPE_HD void kernel(const Params& p) {
   auto& smem = B::template shared_storage<Storage<Stages>>();
   const std::uint32_t warp = B::warp_idx();
 
-  // full barriers: one elected arrival; empty barriers: the consuming warp.
+  // full: one elected arrival; empty: in, one elected arrival (release_elected); out, the writer's 32 lanes.
   if (warp == kLoaderWarp) {
-    Pipe(smem.in_barriers).init_mbars(1, 32, "in_full", "in_empty");
+    Pipe(smem.in_barriers).init_mbars(1, 1, "in_full", "in_empty");
     Pipe(smem.out_barriers).init_mbars(1, 32, "out_full", "out_empty");
     B::fence_init();
   }
@@ -81,7 +81,7 @@ WSPIPE_HD void kernel(const Params& p) {
     for (std::uint32_t i = 0; i < p.items; ++i) {
       auto slot = in.produce();
       smem.in_slot[slot.index()] = p.input[i];
-      B::elect_one([&] { slot.arrive(); });
+      slot.arrive_elected();
     }
   } else if (warp == kTransformerWarp) {
     B::named_sync(kKeyBarrier, kKeyThreads);
@@ -92,14 +92,14 @@ WSPIPE_HD void kernel(const Params& p) {
       auto src = in.acquire_consumer();
       std::uint32_t x = 0;
       if (p.bug != Bug::early_release) x = smem.in_slot[src.index()];
-      src.release();
+      src.release_elected();  // one arrival; the whole warp steps its cursor
       auto dst = out.produce();
       if (p.bug == Bug::early_release) x = smem.in_slot[src.index()];  // the bug: freed two lines up
       smem.out_slot[dst.index()] = transform(x, key);
       if (p.bug == Bug::unelected_arrive) {
         dst.arrive();  // the bug: 32 arrivals
       } else {
-        B::elect_one([&] { dst.arrive(); });
+        dst.arrive_elected();
       }
     }
   } else if (warp == kWriterWarp) {

@@ -61,6 +61,14 @@ TEST(Pipeline3, PlantedBugsAreFound) {
   WSPIPE_EXPECT_FINDS("mbarrier.over-arrival", make_factory({.stages = 2, .items = 16, .bug = Bug::unelected_arrive}));
 }
 
+// Lanes 0 and 31 of every warp agree at each wait and collective: the
+// transformer's elected release steps the cursor for the whole warp.
+TEST(Pipeline3, LanesAgree) {
+  emu::ExploreOptions o = wspipe::testing::options();
+  o.lane_divergence = true;
+  WSPIPE_EXPECT_CLEAN(make_factory({.stages = 2, .items = 16}), o);
+}
+
 // The early release needs the transformer preempted between its release
 // and its read: one preemption is enough, and the exhaustive search finds it.
 TEST(Pipeline3, EarlyReleaseFoundWithinOnePreemption) {

@@ -13,6 +13,8 @@
 //   WSPIPE_SEED=N        first seed (run i uses seed N + i)
 //   WSPIPE_STRATEGY=P    portfolio: "random,pct:3", "pct:5", "exhaustive", ...
 //   WSPIPE_SHARD=I/N     only the run numbers i with i mod N = I
+//   WSPIPE_LANE_DIVERGENCE=1|0  the emulator's lane-divergence mode on or off
+//                        (ExploreOptions::lane_divergence)
 // A bad value is a test failure naming the variable and the value; the rest
 // still applies. Options passed explicitly skip the environment unless they
 // go through options(base).

@@ -236,6 +236,12 @@ bool apply_environment(emu::ExploreOptions& o, std::string* error) {
       o.shard_count = static_cast<std::uint32_t>(*n);
     }
   }
+  if (const auto v = env("WSPIPE_LANE_DIVERGENCE")) {
+    if (*v == "1" || *v == "0")
+      o.lane_divergence = *v == "1";
+    else
+      bad("WSPIPE_LANE_DIVERGENCE", *v, "expected 1 (on) or 0 (off)");
+  }
   if (error) *error = errors;
   return errors.empty();
 }
