@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tools/silicon.sh [ARGS...]: build wspipe_silicon (backends/cuda/silicon.cu)
 # with nvcc alone and run it: `all` by default, or the ARGS given
-# (ring | variants | conformance [--seed S] [--count N]). For a GPU machine
+# (ring | tile-reduce | variants | conformance [--seed S] [--count N]);
+# `tools/silicon.sh ring-cost [ITEMS] [REPS]` builds and runs the
+# abstraction's cost benchmark (backends/cuda/ring_cost.cu) instead. For a GPU machine
 # that has the CUDA toolkit but not the rest of wspipe's dependencies (no
 # Boost, no GoogleTest); where those exist, the cuda preset builds the same
 # program and CTest runs it (label gpu). Needs an sm_90 or later GPU; the
@@ -13,6 +15,13 @@ nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 arch=${WSPIPE_SILICON_ARCH:-90a}
 out=${WSPIPE_SILICON_OUT:-$root/build/silicon}
 mkdir -p "$out" "$root/build"
+if [ "${1:-}" = ring-cost ]; then
+  shift
+  echo "[silicon] $nvcc -gencode arch=compute_$arch,code=sm_$arch backends/cuda/ring_cost.cu" >&2
+  "$nvcc" -std=c++20 -O3 -gencode "arch=compute_$arch,code=sm_$arch" -I "$root" \
+    "$root/backends/cuda/ring_cost.cu" -o "$root/build/wspipe_ring_cost"
+  exec "$root/build/wspipe_ring_cost" "$@"
+fi
 echo "[silicon] $nvcc -gencode arch=compute_$arch,code=sm_$arch backends/cuda/silicon.cu" >&2
 "$nvcc" -std=c++20 -O2 -gencode "arch=compute_$arch,code=sm_$arch" -I "$root" \
   "$root/backends/cuda/silicon.cu" -o "$root/build/wspipe_silicon"

@@ -1,0 +1,271 @@
+// The cost of the abstraction (issue 10, item 5): the same ring written
+// twice in one file, once with core/ (ProducerConsumerPipeline over
+// HopperBackend) and once by hand with raw PTX mbarrier instructions, then
+// measured against each other:
+//  - on the GPU, items per second for several stage counts and payload
+//    sizes (`wspipe_ring_cost`, this file's main; docs/performance.md);
+//  - in the SASS, instructions per kernel for sm_90a and sm_100a
+//    (ring_cost_check.sh, in CI: cuobjdump needs no GPU).
+//
+// Both rings are the same protocol as examples/ring.hpp's correct path: a
+// producer warp fills `Words` words of a slot and one elected lane arrives
+// on full (count 1); the consumer warp waits on full, checks every word, and
+// all 32 lanes arrive on empty (count 32). Both report a torn or out of
+// sequence item the same way, with __trap(), so that only the
+// synchronisation differs. HopperBackend's operations are the arch-neutral
+// ones, so the core ring compiles unchanged for sm_100a.
+//
+// Kernel names (extern "C", for the SASS check): wspipe_cost_{core,raw}_s<Stages>_w<Words>.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "backends/cuda/cuda_backend.hpp"
+#include "core/pipeline.hpp"
+
+namespace {
+
+using B = wspipe::cuda::HopperBackend;
+using wspipe::SharedMemBarrier;
+
+template <int Stages, int Words>
+struct CostStorage {
+  SharedMemBarrier barriers[2 * Stages];  // full[Stages] then empty[Stages]
+  std::uint32_t slot[Stages][Words];
+};
+
+__device__ __forceinline__ std::uint32_t word(std::uint32_t item, std::uint32_t k) {
+  return item * 2654435761u + k * 40503u;
+}
+
+// ------------------------------------------------------------ with core/
+
+template <int Stages, int Words>
+__device__ __forceinline__ void core_ring(std::uint32_t items) {
+  using Pipe = wspipe::ProducerConsumerPipeline<B, Stages>;
+  auto& s = B::shared_storage<CostStorage<Stages, Words>>();
+  const std::uint32_t warp = B::warp_idx();
+  if (warp == 0) {
+    Pipe(s.barriers).init_mbars(1, 32);
+    B::fence_init();
+  }
+  B::cluster_sync();
+  if (warp == 0) {
+    Pipe pipe(s.barriers);
+    for (std::uint32_t i = 0; i < items; ++i) {
+      auto slot = pipe.produce();
+#pragma unroll
+      for (std::uint32_t k = 0; k < Words; ++k) s.slot[slot.index()][k] = word(i, k);
+      slot.arrive_elected();
+    }
+  } else if (warp == 1) {
+    Pipe pipe(s.barriers);
+    for (std::uint32_t i = 0; i < items; ++i) {
+      auto slot = pipe.consume();
+      bool intact = true;
+#pragma unroll
+      for (std::uint32_t k = 0; k < Words; ++k) intact &= s.slot[slot.index()][k] == word(i, k);
+      if (!intact) __trap();
+    }
+  }
+}
+
+// ------------------------------------------------------------- by hand
+
+__device__ __forceinline__ std::uint32_t raw_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ bool raw_try_wait(std::uint32_t bar, std::uint32_t parity) {
+  std::uint32_t ok;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+__device__ __forceinline__ void raw_arrive(std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ bool raw_elect() {
+  std::uint32_t leader;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "elect.sync _|p, %1;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(leader)
+      : "r"(0xffffffffu));
+  return leader != 0;
+}
+
+template <int Stages, int Words>
+__device__ __forceinline__ void raw_ring(std::uint32_t items) {
+  extern __shared__ __align__(16) unsigned char raw_smem[];
+  auto& s = *reinterpret_cast<CostStorage<Stages, Words>*>(raw_smem);
+  const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32u, 0);
+  const std::uint32_t full = raw_addr(&s.barriers[0]);
+  const std::uint32_t empty = raw_addr(&s.barriers[Stages]);
+  if (warp == 0) {
+    if (raw_elect()) {
+      for (int i = 0; i < Stages; ++i) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(full + 8 * i), "r"(1) : "memory");
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(empty + 8 * i), "r"(32) : "memory");
+      }
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  std::uint32_t stage = 0;
+  if (warp == 0) {
+    std::uint32_t phase = 1;
+    for (std::uint32_t i = 0; i < items; ++i) {
+      while (!raw_try_wait(empty + 8 * stage, phase)) {
+      }
+#pragma unroll
+      for (std::uint32_t k = 0; k < Words; ++k) s.slot[stage][k] = word(i, k);
+      if (raw_elect()) raw_arrive(full + 8 * stage);
+      if (++stage == Stages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  } else if (warp == 1) {
+    std::uint32_t phase = 0;
+    for (std::uint32_t i = 0; i < items; ++i) {
+      while (!raw_try_wait(full + 8 * stage, phase)) {
+      }
+      bool intact = true;
+#pragma unroll
+      for (std::uint32_t k = 0; k < Words; ++k) intact &= s.slot[stage][k] == word(i, k);
+      if (!intact) __trap();
+      raw_arrive(empty + 8 * stage);
+      if (++stage == Stages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// (Stages, Words): one slot to a deep ring, a small to a 256-byte payload.
+#define WSPIPE_COST_CONFIGS(X) \
+  X(1, 4)                      \
+  X(2, 4)                      \
+  X(4, 4)                      \
+  X(8, 4)                      \
+  X(4, 16)                     \
+  X(4, 64)
+
+#define WSPIPE_COST_KERNELS(S, W)                                                         \
+  extern "C" __global__ void __launch_bounds__(64) wspipe_cost_core_s##S##_w##W(std::uint32_t items) { \
+    core_ring<S, W>(items);                                                               \
+  }                                                                                       \
+  extern "C" __global__ void __launch_bounds__(64) wspipe_cost_raw_s##S##_w##W(std::uint32_t items) {  \
+    raw_ring<S, W>(items);                                                                \
+  }
+WSPIPE_COST_CONFIGS(WSPIPE_COST_KERNELS)
+#undef WSPIPE_COST_KERNELS
+
+namespace {
+
+struct Config {
+  int stages, words;
+  void (*core)(std::uint32_t);
+  void (*raw)(std::uint32_t);
+  std::size_t smem;
+};
+
+#define WSPIPE_COST_ENTRY(S, W) \
+  {S, W, wspipe_cost_core_s##S##_w##W, wspipe_cost_raw_s##S##_w##W, sizeof(CostStorage<S, W>)},
+const Config kConfigs[] = {WSPIPE_COST_CONFIGS(WSPIPE_COST_ENTRY)};
+#undef WSPIPE_COST_ENTRY
+
+#define CUDA_OK(expr)                                                                                  \
+  do {                                                                                                 \
+    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "CUDA error: %s: %s (%s:%d)\n", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                                    \
+    }                                                                                                  \
+  } while (0)
+
+// The median of `reps` timed launches of `kernel` over `ctas` rings of `items` items, in ms.
+float median_ms(void (*kernel)(std::uint32_t), std::size_t smem, std::uint32_t ctas, std::uint32_t items, int reps) {
+  cudaEvent_t t0, t1;
+  CUDA_OK(cudaEventCreate(&t0));
+  CUDA_OK(cudaEventCreate(&t1));
+  std::vector<float> ms;
+  // Dynamic shared memory: the two rings share CostStorage's layout, whose
+  // size the caller passes; clusters of 1, as the example's launch.
+  CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t lc{};
+  lc.gridDim = dim3(ctas);
+  lc.blockDim = dim3(64);
+  lc.dynamicSmemBytes = smem;
+  lc.attrs = attr;
+  lc.numAttrs = 1;
+  for (int r = 0; r <= reps; ++r) {  // the first is a warm-up
+    CUDA_OK(cudaEventRecord(t0));
+    CUDA_OK(cudaLaunchKernelEx(&lc, kernel, items));
+    CUDA_OK(cudaEventRecord(t1));
+    CUDA_OK(cudaDeviceSynchronize());
+    float m = 0;
+    CUDA_OK(cudaEventElapsedTime(&m, t0, t1));
+    if (r > 0) ms.push_back(m);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+// wspipe_ring_cost [items] [reps]: for each configuration, one ring (one CTA)
+// and a full grid of 4 rings per SM, core/ against by hand: items/s of each
+// and their ratio (core / hand-written; >= 0.98 is the target).
+int main(int argc, char** argv) {
+  const std::uint32_t items = argc > 1 ? static_cast<std::uint32_t>(std::strtoul(argv[1], nullptr, 10)) : 200000;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 11;
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("SKIP: no CUDA device\n");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  if (prop.major < 9) {
+    std::printf("SKIP: device 0 is %s (sm_%d%d); the ring needs sm_90 or later\n", prop.name, prop.major, prop.minor);
+    return 77;
+  }
+  std::printf("wspipe_ring_cost on %s (sm_%d%d, %d SMs): %u items per ring, median of %d launches\n", prop.name,
+              prop.major, prop.minor, prop.multiProcessorCount, items, reps);
+  std::printf("%-6s %-5s %-6s %14s %14s %7s\n", "stages", "words", "rings", "core items/s", "raw items/s", "ratio");
+  double worst = 1e9;
+  for (const Config& c : kConfigs) {
+    for (std::uint32_t ctas : {1u, 4u * static_cast<std::uint32_t>(prop.multiProcessorCount)}) {
+      // Interleaved, twice each, so that clock drift favours neither.
+      const float core1 = median_ms(c.core, c.smem, ctas, items, reps);
+      const float raw1 = median_ms(c.raw, c.smem, ctas, items, reps);
+      const float raw2 = median_ms(c.raw, c.smem, ctas, items, reps);
+      const float core2 = median_ms(c.core, c.smem, ctas, items, reps);
+      const double core_rate = 1e3 * items * ctas / std::min(core1, core2);
+      const double raw_rate = 1e3 * items * ctas / std::min(raw1, raw2);
+      const double ratio = core_rate / raw_rate;
+      worst = std::min(worst, ratio);
+      std::printf("%-6d %-5d %-6u %14.4g %14.4g %7.3f\n", c.stages, c.words, ctas, core_rate, raw_rate, ratio);
+    }
+  }
+  std::printf("worst ratio (core / hand-written): %.3f (target >= 0.98)\n", worst);
+  return worst >= 0.98 ? 0 : 1;
+}
