@@ -147,6 +147,21 @@ EmuOutcome run_in_emulator(const std::vector<MbarOp>& p) {
   return out;
 }
 
+// The program cut after the wait whose answer first differs between the
+// two observation strings (the whole program when none does: a trap, or a
+// rule where silicon went on): the shortest prefix that shows the
+// disagreement, since nothing after that wait can change it.
+std::vector<MbarOp> shortest(const std::vector<MbarOp>& p, const std::string& a, const std::string& b) {
+  std::size_t differ = 0;
+  while (differ < a.size() && differ < b.size() && a[differ] == b[differ]) ++differ;
+  if (differ >= a.size() || differ >= b.size() || a == "T" || b == "T") return p;
+  std::size_t waits = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (silicon::is_wait(p[i].kind) && waits++ == differ) return {p.begin(), p.begin() + static_cast<std::ptrdiff_t>(i) + 1};
+  }
+  return p;
+}
+
 std::string data_path() { return std::string(WSPIPE_SOURCE_DIR) + "/tests/data/h100_mbarrier_conformance.txt"; }
 
 TEST(SiliconConformance, EmulatorAgreesWithH100OnEveryProgram) {
@@ -176,9 +191,10 @@ TEST(SiliconConformance, EmulatorAgreesWithH100OnEveryProgram) {
       }
     }
     if (!agree && disagreements.size() < 10) {
-      disagreements.push_back("program " + std::to_string(i) + ": " + silicon::to_string(p) + "\n    silicon: " +
-                              hw + "\n    emulator: " + emu_obs + (e.rule.empty() ? "" : " then " + e.rule) + " " +
-                              e.message);
+      disagreements.push_back("program " + std::to_string(i) + " (seed " + std::to_string(rec->seed) +
+                              "), up to the first wait that differs: " + silicon::to_string(shortest(p, hw, emu_obs)) +
+                              "\n    silicon: " + hw + "\n    emulator: " + emu_obs +
+                              (e.rule.empty() ? "" : " then " + e.rule) + " " + e.message);
     }
   }
   std::printf("conformance against %s (seed %llu): %zu programs, %u agree exactly, %u over-arrivals trapped on both\n",
