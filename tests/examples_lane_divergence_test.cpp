@@ -1,5 +1,5 @@
 // The catalogue in lane-divergence mode: every correct kernel (in each of
-// its cluster shapes) runs clean with lanes 0 and 31 compared; every broken
+// its cluster shapes, tile-reduce's too) runs clean with lanes 0 and 31 compared; every broken
 // variant keeps the outcome it promises; the variants whose bug lives
 // between lanes are found only with the mode, which they turn on.
 #include <gtest/gtest.h>
@@ -45,6 +45,8 @@ TEST(examples_LaneDivergence, CorrectKernelsRunClean) {
   const std::vector<std::pair<std::string, cli::OptionValues>> configs = {
       {"ring", {}},
       {"ring", {{"release", 1}}},
+      {"tile-reduce", {}},
+      {"tile-reduce", {{"cluster", 2}}},
       {"gemm", {}},
       {"gemm", {{"cta-group", 2}}},
       {"gemm", {{"cluster", 2}}},
