@@ -10,8 +10,10 @@
 #    exploration, where runs go on several threads;
 #  - the fuzz preset (clang 14, ASan+UBSan): every libFuzzer target for a
 #    bounded time from its corpus (docs/fuzzing.md);
-#  - the cuda preset when nvcc is present: sm_100a build of the CUDA
-#    backend and the examples, and its SASS check.
+#  - the cuda preset when nvcc is present: the sm_100a and sm_90a builds
+#    of the CUDA backend and the examples, their SASS checks, the compile-
+#    time refusal of Tensor Memory on sm_90a, and the ring's SASS cost
+#    (core/ against hand-written); the GPU tests skip without a GPU.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
