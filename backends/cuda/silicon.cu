@@ -44,7 +44,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
