@@ -3,10 +3,12 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backends/emu/emu_backend.hpp"
 #include "blockwise_fp8.hpp"
 #include "blockwise_fp8_host.hpp"
+#include "problem_cache.hpp"
 #include "scenarios.hpp"
 #include "stage_dispatch.hpp"
 
@@ -15,30 +17,35 @@ namespace {
 
 using emu::EmuBackend;
 
-// One run's problem and arguments, shared by the warps' fibers and by the
-// check after the run.
+// A problem's inputs and its reference, shared read-only by every run over
+// them; problem.d is unused.
+using BlockwiseFp8Inputs = SharedProblem<BlockwiseFp8Problem>;
+
+// One run: the shared inputs, this run's D and the kernel's arguments, shared
+// by the warps' fibers and by the check after the run.
 struct BlockwiseFp8Run {
-  BlockwiseFp8Problem problem;
+  std::shared_ptr<const BlockwiseFp8Inputs> in;
+  std::vector<float> d;
   BlockwiseFp8Args<EmuBackend> args;
 };
 
 template <class Cfg>
 emu::Kernel prepare_config(const std::shared_ptr<BlockwiseFp8Run>& run, std::uint32_t clusters) {
-  if (const std::string e = run->problem.shape_error<Cfg>(); !e.empty())
-    throw std::invalid_argument("blockwise-fp8: " + e);
-  BlockwiseFp8Problem& p = run->problem;
+  const BlockwiseFp8Problem& p = run->in->problem;
+  if (const std::string e = p.shape_error<Cfg>(); !e.empty()) throw std::invalid_argument("blockwise-fp8: " + e);
   run->args.a_map = p.a_map<Cfg>(p.a.data());
   run->args.b_map = p.b_map<Cfg>(p.b.data());
   run->args.a_scale_map = p.a_scale_map<Cfg>(p.a_scales.data());
   run->args.b_scales = p.b_scales.data();
-  run->args.d = p.d.data();
+  run->d.assign(std::size_t{p.m} * p.n, __builtin_nanf(""));
+  run->args.d = run->d.data();
   run->args.m = p.m;
   run->args.n = p.n;
   run->args.k = p.k;
   emu::Kernel prep;
   prep.launch = warp_specialized_launch(clusters, Cfg::kClusterSize, sizeof(BlockwiseFp8Storage<Cfg>));
   prep.body = [run] { blockwise_fp8_kernel<EmuBackend, Cfg>(run->args); };
-  prep.verify = [run] { return run->problem.check(); };
+  prep.verify = [run] { return compare_exact(run->d, run->in->problem.m, run->in->problem.n, run->in->reference()); };
   return prep;
 }
 
@@ -93,9 +100,11 @@ Scenario make_blockwise_fp8_scenario() {
       if (variant == x.name) v = &x;
     if (v == nullptr) throw std::invalid_argument("blockwise-fp8: no variant '" + variant + "'");
     auto run = std::make_shared<BlockwiseFp8Run>();
-    run->problem =
-        BlockwiseFp8Problem::random(static_cast<std::uint32_t>(o.at("m")), static_cast<std::uint32_t>(o.at("n")),
-                                    static_cast<std::uint32_t>(o.at("k")), 1);
+    const auto m = static_cast<std::uint32_t>(o.at("m")), n = static_cast<std::uint32_t>(o.at("n")),
+               k = static_cast<std::uint32_t>(o.at("k"));
+    run->in = cached_problem<BlockwiseFp8Inputs>(
+        "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k),
+        [&] { return BlockwiseFp8Problem::random(m, n, k, 1); });
     run->args.bug = v->bug;
     const auto stages = static_cast<std::uint32_t>(o.at("stages"));
     const auto accum = static_cast<std::uint32_t>(o.at("accum-stages"));

@@ -34,6 +34,54 @@ std::string compare_exact(const std::vector<float>& d, std::uint32_t m, std::uin
   return first + " (" + std::to_string(bad) + " of " + std::to_string(std::size_t{m} * n) + " elements differ)";
 }
 
+// compare_exact against a reference computed beforehand (M x N, row-major).
+inline std::string compare_exact(const std::vector<float>& d, std::uint32_t m, std::uint32_t n,
+                                 const std::vector<float>& want) {
+  return compare_exact(d, m, n, [&want, n](std::uint32_t i, std::uint32_t j) { return want[std::size_t{i} * n + j]; });
+}
+
+// Each element of `bytes` (elements of type `t`) as a float: exact for
+// every type but u32.
+inline std::vector<float> decode_elems(ElemType t, const std::vector<std::uint8_t>& bytes) {
+  const std::uint32_t eb = elem_bytes(t);
+  std::vector<float> out(bytes.size() / eb);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(elem_to_double(t, &bytes[i * eb]));
+  return out;
+}
+
+// out[r] = sum over kk < len of x[kk] * rows[r * stride + kk], for r < nrows:
+// products and sums in double, in index order, exactly as one loop per
+// row computes them; four rows at a time, so that the four sums' additions
+// overlap.
+inline void row_dots(const float* x, const float* rows, std::size_t stride, std::uint32_t nrows, std::uint32_t len,
+                     double* out) {
+  std::uint32_t r = 0;
+  for (; r + 4 <= nrows; r += 4) {
+    const float* b0 = rows + r * stride;
+    const float* b1 = b0 + stride;
+    const float* b2 = b1 + stride;
+    const float* b3 = b2 + stride;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (std::uint32_t kk = 0; kk < len; ++kk) {
+      const double xv = x[kk];
+      s0 += xv * b0[kk];
+      s1 += xv * b1[kk];
+      s2 += xv * b2[kk];
+      s3 += xv * b3[kk];
+    }
+    out[r] = s0;
+    out[r + 1] = s1;
+    out[r + 2] = s2;
+    out[r + 3] = s3;
+  }
+  for (; r < nrows; ++r) {
+    const float* b0 = rows + r * stride;
+    double s = 0;
+    for (std::uint32_t kk = 0; kk < len; ++kk) s += double{x[kk]} * b0[kk];
+    out[r] = s;
+  }
+}
+
 struct GemmProblem {
   std::uint32_t m = 0, n = 0, k = 0;
   ElemType in = ElemType::bf16;
@@ -73,20 +121,24 @@ struct GemmProblem {
     return p;
   }
 
-  double ref(std::uint32_t i, std::uint32_t j) const {
-    const std::uint32_t eb = elem_bytes(in);
-    double s = 0;
-    for (std::uint32_t kk = 0; kk < k; ++kk)
-      s += elem_to_double(in, &a[(std::size_t{i} * k + kk) * eb]) *
-           elem_to_double(in, &b[(std::size_t{j} * k + kk) * eb]);
-    return s;
+  // The CPU reference, M x N row-major: D[i][j] = sum over k of
+  // A[i][k] * B[j][k], in double in k order, rounded to f32.
+  std::vector<float> reference() const {
+    const std::vector<float> fa = decode_elems(in, a), fb = decode_elems(in, b);
+    std::vector<float> want(std::size_t{m} * n);
+    std::vector<double> row(n);
+    for (std::uint32_t i = 0; i < m; ++i) {
+      row_dots(&fa[std::size_t{i} * k], fb.data(), k, n, k, row.data());
+      for (std::uint32_t j = 0; j < n; ++j) want[std::size_t{i} * n + j] = static_cast<float>(row[j]);
+    }
+    return want;
   }
 
   // "" when D equals the reference everywhere; else the first difference
-  // and how many elements differ.
-  std::string check() const {
-    return compare_exact(d, m, n, [this](std::uint32_t i, std::uint32_t j) { return ref(i, j); });
-  }
+  // and how many elements differ. `want`: reference(), computed once for
+  // any number of runs over these inputs.
+  std::string check(const std::vector<float>& want) const { return compare_exact(d, m, n, want); }
+  std::string check() const { return check(reference()); }
 
   // Tensor maps over `a_base` / `b_base` (the host copies for the
   // emulator; device copies for the GPU), boxes as the kernel loads them.

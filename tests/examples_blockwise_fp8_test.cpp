@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backends/emu/emu.hpp"
 #include "emu_test_util.hpp"
@@ -94,10 +95,30 @@ TEST(examples_BlockwiseFp8, CheckFindsAWrongElement) {
   auto unscaled = p;
   for (float& s : unscaled.a_scales) s = 1;
   for (float& s : unscaled.b_scales) s = 1;
+  const std::vector<float> want = p.reference(), plain = unscaled.reference();
   std::size_t differ = 0;
-  for (std::uint32_t i = 0; i < p.m; ++i)
-    for (std::uint32_t j = 0; j < p.n; ++j) differ += p.ref(i, j) != unscaled.ref(i, j);
+  for (std::size_t i = 0; i < want.size(); ++i) differ += want[i] != plain[i];
   EXPECT_GT(differ, p.m * p.n / 2);
+}
+
+// reference() (decoded once, four sums at a time) is the definition: per K
+// block, the partial sum in double in k order, scaled, summed in block order.
+TEST(examples_BlockwiseFp8, ReferenceIsTheDefinition) {
+  auto p = BlockwiseFp8Problem::random(128, 192, 384, 11);
+  const std::vector<float> want = p.reference();
+  for (std::uint32_t i = 0; i < p.m; ++i)
+    for (std::uint32_t j = 0; j < p.n; ++j) {
+      double s = 0;
+      for (std::uint32_t kb = 0; kb < p.k_blocks(); ++kb) {
+        double partial = 0;
+        for (std::uint32_t kk = kb * 128; kk < (kb + 1) * 128; ++kk)
+          partial += double{wspipe::e4m3_to_float(p.a[std::size_t{i} * p.k + kk])} *
+                     wspipe::e4m3_to_float(p.b[std::size_t{j} * p.k + kk]);
+        s += partial * p.a_scales[std::size_t{kb} * p.m + i] *
+             p.b_scales[std::size_t{kb} * p.b_scale_cols() + j / 128];
+      }
+      ASSERT_EQ(want[std::size_t{i} * p.n + j], static_cast<float>(s)) << i << "," << j;
+    }
 }
 
 // The accumulator pipeline turns over once per K block: per K block and

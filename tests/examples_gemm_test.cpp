@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "backends/emu/emu.hpp"
 #include "emu_test_util.hpp"
@@ -78,6 +79,24 @@ TEST(examples_Gemm, CheckNamesTheFirstWrongElement) {
   p.d[3 * 64 + 5] += 1.0f;
   EXPECT_TRUE(contains(p.check(), "D[3][5] =")) << p.check();
   EXPECT_TRUE(contains(p.check(), "(1 of 8192 elements differ)")) << p.check();
+}
+
+// reference() (decoded once, four sums at a time) is the definition: the
+// sum of A[i][k] * B[j][k] in double in k order, rounded to f32.
+TEST(examples_Gemm, ReferenceIsTheDefinition) {
+  for (const ElemType t : {ElemType::bf16, ElemType::e4m3}) {
+    const auto p = ex::GemmProblem::random(128, 192, 256, t, 9);
+    const std::vector<float> want = p.reference();
+    const std::uint32_t eb = wspipe::elem_bytes(t);
+    for (std::uint32_t i = 0; i < p.m; ++i)
+      for (std::uint32_t j = 0; j < p.n; ++j) {
+        double s = 0;
+        for (std::uint32_t kk = 0; kk < p.k; ++kk)
+          s += wspipe::elem_to_double(t, &p.a[(std::size_t{i} * p.k + kk) * eb]) *
+               wspipe::elem_to_double(t, &p.b[(std::size_t{j} * p.k + kk) * eb]);
+        ASSERT_EQ(want[std::size_t{i} * p.n + j], static_cast<float>(s)) << wspipe::to_string(t) << " " << i << "," << j;
+      }
+  }
 }
 
 TEST(examples_Gemm, ShapesThatDoNotTileAreRejected) {
