@@ -634,6 +634,78 @@ TEST_P(models_mma_reference, MatchesDoublePrecision) {
 
 INSTANTIATE_TEST_SUITE_P(models, models_mma_reference, testing::ValuesIn(all_cases()), case_name);
 
+// Bit for bit what the model promises (models.hpp): per MMA, each element's
+// K products of the negated, decoded operands summed in double in k order
+// from zero, plus the old D when accumulating, rounded to f32 once. The
+// same with a memo, on its first pass (misses) and its second (hits), and
+// a changed operand byte is a miss, not a stale hit.
+TEST_P(models_mma_reference, IsBitExactWithAndWithoutTheMemo) {
+  const MmaCase& c = GetParam();
+  Problem p(c.a, c.b, c.cta_group, c.m, c.n, c.swizzle, c.m * 7 + c.n + swizzle_bytes(c.swizzle));
+  const std::uint32_t d_tmem = tmem_addr(c.cta_group == 1 && c.m == 64 && c.n != 8 ? 16 : 0, 32);
+  const std::uint32_t ea = elem_bytes(c.a), eb = elem_bytes(c.b);
+  const auto value = [](ElemType t, const std::uint8_t* at, bool negate) {
+    const double v = elem_to_double(t, at);
+    return negate ? -v : v;
+  };
+  // want[row * N + col] after MMAs 0 .. j.
+  const auto expected = [&](std::uint32_t mmas) {
+    std::vector<float> want(std::size_t{c.m} * c.n, 0.0f);
+    for (std::uint32_t j = 0; j < mmas; ++j)
+      for (std::uint32_t row = 0; row < c.m; ++row)
+        for (std::uint32_t col = 0; col < c.n; ++col) {
+          double sum = 0;
+          for (std::uint32_t kb = 0; kb < 32; kb += ea) {
+            const std::uint32_t kk = kb / ea;  // element kk of this MMA's K slice
+            sum += value(c.a, reinterpret_cast<const std::uint8_t*>(p.ga.data()) + row * Problem::kBytesK + j * 32 + kb,
+                         p.negate_a) *
+                   value(c.b, reinterpret_cast<const std::uint8_t*>(p.gb.data()) + col * Problem::kBytesK + j * 32 +
+                                  kk * eb,
+                         p.negate_b);
+          }
+          float& d = want[std::size_t{row} * c.n + col];
+          if (j > 0) sum += d;
+          d = static_cast<float>(sum);
+        }
+    return want;
+  };
+  const auto run = [&](MmaMemo* memo) {
+    std::vector<std::vector<std::uint32_t>> tmem(static_cast<std::size_t>(c.cta_group),
+                                                 std::vector<std::uint32_t>(kTmemLanes * kTmemColumns, kPoison));
+    std::vector<CtaMem> ctas;
+    for (int r = 0; r < c.cta_group; ++r) ctas.push_back({p.smem[r].data(), p.smem[r].size(), tmem[r].data()});
+    for (std::uint32_t j = 0; j < p.mmas(); ++j) mma_execute(p.job(j, d_tmem), ctas.data(), memo);
+    std::vector<float> got(std::size_t{c.m} * c.n);
+    for (std::uint32_t row = 0; row < c.m; ++row)
+      for (std::uint32_t col = 0; col < c.n; ++col) got[std::size_t{row} * c.n + col] = read_d(p, tmem, d_tmem, row, col);
+    return got;
+  };
+  const auto same_bits = [](const std::vector<float>& x, const std::vector<float>& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+  };
+  const std::vector<float> want = expected(p.mmas());
+  EXPECT_TRUE(same_bits(run(nullptr), want));
+  MmaMemo memo(std::size_t{64} << 20);
+  EXPECT_TRUE(same_bits(run(&memo), want));
+  EXPECT_EQ(memo.hits(), 0u);
+  EXPECT_TRUE(same_bits(run(&memo), want));
+  EXPECT_EQ(memo.hits(), p.mmas());
+
+  // One byte of A's first row, in the last MMA's K slice, changes, in
+  // shared memory (where the model reads it) and in the global copy (where
+  // `expected` does).
+  const std::uint32_t last = p.mmas() - 1;
+  std::byte* gbyte = p.ga.data() + last * 32;
+  const std::byte old = *gbyte;
+  const SmemDescriptor a_desc = SmemDescriptor::decode(p.job(last, d_tmem).a_desc).desc;
+  p.smem[0][operand_offset(a_desc, 0, 0)] = old ^ std::byte{0x01};
+  *gbyte = old ^ std::byte{0x01};
+  const std::vector<float> changed = expected(p.mmas());
+  const std::uint64_t hits = memo.hits();
+  EXPECT_TRUE(same_bits(run(&memo), changed));
+  EXPECT_EQ(memo.hits(), hits + last);  // all but the last MMA hit
+}
+
 TEST(models_mma, CheckRejectsWhatTheModelDoesNotRun) {
   const Problem p(ElemType::bf16, ElemType::bf16, 1, 128, 64, SmemSwizzle::b128, 7);
   const std::size_t bytes = p.smem[0].size();

@@ -3,6 +3,7 @@
 // what happened.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
@@ -41,6 +42,12 @@ struct RunOptions {
   // The warp-level model keeps one copy of every variable and cannot see it
   // otherwise. Schedules are the same with it and without.
   bool lane_divergence = false;
+  // The tensor-core model reuses the products of an MMA it computed before
+  // on the same thread (same instruction, the same operand bytes exactly:
+  // the result is identical), keeping up to this many bytes of them across
+  // runs. The runs of an exploration repeat their MMAs, so this is most of
+  // the speed of exploring a tensor-heavy kernel; 0 computes every MMA.
+  std::size_t mma_memo_bytes = std::size_t{256} << 20;
   // Reports name source files relative to this directory: the kernel's
   // project root. Empty: wspipe's own source tree.
   std::string source_root;

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace wspipe::emu::detail {
@@ -38,6 +39,7 @@ struct Access {
   std::uint32_t comp = 0;
   std::uint32_t time = 0;
   std::uint32_t info = 0;
+  bool operator==(const Access&) const = default;
 };
 
 // True when access `a` happens before an agent whose clock is `c`.
@@ -51,6 +53,7 @@ struct Shadow {
   // proxy), not TMA; the async proxy may read it only after that warp's
   // fence.proxy.async (checked by the World).
   bool write_generic = false;
+  bool operator==(const Shadow&) const = default;
 };
 
 // A write by `a` (with clock `c`): the earlier access it conflicts with, or
@@ -83,5 +86,129 @@ inline const Access* shadow_read(Shadow& s, const Clock& c, const Access& a) {
   *slot = a;
   return nullptr;
 }
+
+// The shadows of `size` locations (TMEM cells, shared-memory words), kept
+// in blocks of kBlock consecutive locations. A block is one Shadow while
+// all its locations are in the same state, and kBlock of them once an
+// access covers part of it; an access that covers a whole block of one
+// state is checked and recorded once. The usual accesses cover whole
+// blocks (a TMA tile, the 16-byte chunks an MMA reads, the columns an MMA
+// writes in each lane), so a tile costs a few checks, not one per word.
+//
+// Exactly the per-location semantics: an access visits its locations in
+// its own order, and `visit(shadow, location)` (check, record, or report
+// and return false to stop) runs once for each location, except that for a
+// uniform block it covers wholly it runs once, at the block's first
+// location in that order, for all of them: they are in the same state, so
+// each would get the same answer and end in the same state.
+template <std::uint32_t kBlock>
+class ShadowTable {
+ public:
+  void reset(std::uint32_t size) {
+    const std::uint32_t blocks = (size + kBlock - 1) / kBlock;
+    uniform_.assign(blocks, Shadow{});
+    split_.assign(blocks, -1);
+    cells_.clear();
+    free_.clear();
+    mark_.assign(blocks, 0);
+    count_.assign(blocks, 0);
+    left_.assign(blocks, 0);
+    epoch_ = 0;
+  }
+  bool empty() const { return uniform_.empty(); }
+
+  const Shadow& at(std::uint32_t i) const {
+    const std::int32_t sp = split_[i / kBlock];
+    return sp < 0 ? uniform_[i / kBlock] : cells_[static_cast<std::size_t>(sp) + i % kBlock];
+  }
+
+  // An access to [first, last), in ascending order. False when a visit
+  // returned false.
+  template <class Visit>
+  bool access_range(std::uint32_t first, std::uint32_t last, Visit&& visit) {
+    for (std::uint32_t i = first; i < last;) {
+      const std::uint32_t b = i / kBlock;
+      const std::uint32_t block_end = std::min(last, (b + 1) * kBlock);
+      if (split_[b] < 0 && i % kBlock == 0 && block_end == (b + 1) * kBlock) {
+        if (!visit(uniform_[b], i)) return false;
+      } else {
+        split(b);
+        for (std::uint32_t j = i; j < block_end; ++j)
+          if (!visit(cells_[static_cast<std::size_t>(split_[b]) + j % kBlock], j)) return false;
+        if (block_end - i == kBlock) try_merge(b);
+      }
+      i = block_end;
+    }
+    return true;
+  }
+
+  // An access to the locations `at[0..n)`, visited in that order (each
+  // once: no location may repeat).
+  template <class Visit>
+  bool access_list(const std::uint32_t* at, std::size_t n, Visit&& visit) {
+    // Count each block's locations in this access (epoch-stamped, so that
+    // nothing is cleared between accesses).
+    if (++epoch_ >= 0x7fffffffu) {
+      std::fill(mark_.begin(), mark_.end(), 0);
+      epoch_ = 1;
+    }
+    const std::uint32_t seen = epoch_ * 2, done = epoch_ * 2 + 1;  // stamps: counted, then visited
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::uint32_t b = at[k] / kBlock;
+      if (mark_[b] != seen) {
+        mark_[b] = seen;
+        count_[b] = 0;
+      }
+      ++count_[b];
+    }
+    for (std::size_t k = 0; k < n; ++k) left_[at[k] / kBlock] = count_[at[k] / kBlock];
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::uint32_t b = at[k] / kBlock;
+      if (mark_[b] == done) continue;  // a whole uniform block, visited once already
+      if (split_[b] < 0 && count_[b] == kBlock) {
+        mark_[b] = done;
+        if (!visit(uniform_[b], at[k])) return false;
+        continue;
+      }
+      split(b);
+      if (!visit(cells_[static_cast<std::size_t>(split_[b]) + at[k] % kBlock], at[k])) return false;
+      if (--left_[b] == 0 && count_[b] == kBlock) try_merge(b);
+    }
+    return true;
+  }
+
+ private:
+  // A uniform block becomes kBlock copies of its shadow.
+  void split(std::uint32_t b) {
+    if (split_[b] >= 0) return;
+    std::size_t at;
+    if (!free_.empty()) {
+      at = free_.back();
+      free_.pop_back();
+    } else {
+      at = cells_.size();
+      cells_.resize(cells_.size() + kBlock);
+    }
+    std::fill_n(cells_.begin() + static_cast<std::ptrdiff_t>(at), kBlock, uniform_[b]);
+    split_[b] = static_cast<std::int32_t>(at);
+  }
+  // A split block whose shadows are all equal again becomes uniform.
+  void try_merge(std::uint32_t b) {
+    const auto at = static_cast<std::size_t>(split_[b]);
+    for (std::uint32_t j = 1; j < kBlock; ++j)
+      if (!(cells_[at + j] == cells_[at])) return;
+    uniform_[b] = cells_[at];
+    free_.push_back(at);
+    split_[b] = -1;
+  }
+  std::vector<Shadow> uniform_;     // per block: its shadow while uniform
+  std::vector<std::int32_t> split_; // per block: -1, or where its kBlock shadows start in cells_
+  std::vector<Shadow> cells_;
+  std::vector<std::size_t> free_;   // blocks of cells_ no longer used
+  // access_list's scratch, per block: a stamp, the access's locations in
+  // it, those not visited yet.
+  std::vector<std::uint32_t> mark_, count_, left_;
+  std::uint32_t epoch_ = 0;
+};
 
 }  // namespace wspipe::emu::detail

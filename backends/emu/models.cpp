@@ -155,35 +155,187 @@ MmaFootprint mma_footprint(const MmaJob& job) {
   return f;
 }
 
-void mma_execute(const MmaJob& job, const CtaMem* ctas) {
+namespace {
+
+// A decoder from an operand's bit patterns to floats (exact for every
+// tcgen05.mma input type): a table for the 8-bit formats, the bf16 shift,
+// the f16 decoder.
+struct Decoder {
+  ElemType t;
+  float table[256];
+  explicit Decoder(ElemType type) : t(type), table{} {
+    if (elem_bytes(t) != 1) return;
+    for (std::uint32_t v = 0; v < 256; ++v) {
+      const auto byte = static_cast<std::uint8_t>(v);
+      table[v] = t == ElemType::e4m3 ? e4m3_to_float(byte) : e5m2_to_float(byte);
+    }
+  }
+  // The `count` elements at `p` into `out`, negated if asked.
+  void decode(const std::byte* p, std::uint32_t count, bool negate, float* out) const {
+    if (elem_bytes(t) == 1) {
+      for (std::uint32_t i = 0; i < count; ++i) out[i] = table[static_cast<std::uint8_t>(p[i])];
+    } else {
+      for (std::uint32_t i = 0; i < count; ++i) {
+        std::uint16_t v;
+        std::memcpy(&v, p + 2 * i, 2);
+        out[i] = t == ElemType::bf16 ? bf16_to_float(v) : f16_to_float(v);
+      }
+    }
+    if (negate)
+      for (std::uint32_t i = 0; i < count; ++i) out[i] = -out[i];
+  }
+};
+
+const Decoder& decoder(ElemType t) {
+  static const Decoder f16(ElemType::f16), bf16(ElemType::bf16), e4m3(ElemType::e4m3), e5m2(ElemType::e5m2);
+  switch (t) {
+    case ElemType::bf16: return bf16;
+    case ElemType::e4m3: return e4m3;
+    case ElemType::e5m2: return e5m2;
+    default: return f16;  // mma_check admits f16, bf16, e4m3 and e5m2 only
+  }
+}
+
+// FNV-style over 8-byte words, four independent lanes.
+std::uint64_t hash_bytes(const std::byte* p, std::size_t n) {
+  std::uint64_t h[4] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0x27d4eb2f165667c5ull};
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int l = 0; l < 4; ++l) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i + 8 * l, 8);
+      h[l] = (h[l] ^ w) * 0x100000001b3ull;
+      h[l] ^= h[l] >> 29;
+    }
+  std::uint64_t r = h[0] ^ (h[1] * 3) ^ (h[2] * 5) ^ (h[3] * 7) ^ n;
+  for (; i < n; ++i) r = (r ^ static_cast<std::uint8_t>(p[i])) * 0x100000001b3ull;
+  return r ^ (r >> 31);
+}
+
+// The operand rows one MMA reads, in the order the model consumes them: a
+// 16-byte header (kind, cta_group, idesc), then A's M rows and B's N rows,
+// each the 32 bytes of its K slice, from the CTA of the pair that holds it.
+void gather(const MmaJob& job, const SmemDescriptor& a, const SmemDescriptor& b, const InstrDescriptor& i,
+            const CtaMem* ctas, std::vector<std::byte>& out) {
+  const auto g = static_cast<std::uint32_t>(job.cta_group);
+  out.resize(16 + std::size_t{i.m + i.n} * kRowBytes);
+  const std::uint32_t header[4] = {static_cast<std::uint32_t>(job.kind), g, job.idesc, 0};
+  std::memcpy(out.data(), header, sizeof header);
+  std::byte* dst = out.data() + 16;
+  const auto rows = [&](const SmemDescriptor& desc, std::uint32_t count) {
+    const std::uint32_t per_cta = count / g;
+    for (std::uint32_t row = 0; row < count; ++row, dst += kRowBytes) {
+      const std::byte* smem = ctas[row / per_cta].smem;
+      std::memcpy(dst, smem + operand_offset(desc, row % per_cta, 0), 16);
+      std::memcpy(dst + 16, smem + operand_offset(desc, row % per_cta, 16), 16);
+    }
+  };
+  rows(a, i.m);
+  rows(b, i.n);
+}
+
+// products[row * N + col] = sum over kk of A[row][kk] * B[col][kk], in
+// double in kk order from 0 (the products are exact in double). Eight
+// columns at a time, each its own sum: vectorisable without reordering any.
+void compute_products(const std::vector<std::byte>& rows, const InstrDescriptor& i, std::uint32_t k,
+                      std::vector<double>& products) {
+  const std::uint32_t m = i.m, n = i.n;
+  std::vector<float> a(std::size_t{m} * k), b(std::size_t{n} * k);
+  const std::byte* p = rows.data() + 16;
+  for (std::uint32_t r = 0; r < m; ++r, p += kRowBytes) decoder(i.a).decode(p, k, i.negate_a, &a[std::size_t{r} * k]);
+  for (std::uint32_t r = 0; r < n; ++r, p += kRowBytes) decoder(i.b).decode(p, k, i.negate_b, &b[std::size_t{r} * k]);
+  std::vector<double> bt(std::size_t{k} * n);  // B transposed: bt[kk * N + col]
+  for (std::uint32_t col = 0; col < n; ++col)
+    for (std::uint32_t kk = 0; kk < k; ++kk) bt[std::size_t{kk} * n + col] = b[std::size_t{col} * k + kk];
+  products.assign(std::size_t{m} * n, 0.0);
+  for (std::uint32_t row = 0; row < m; ++row) {
+    double* out = &products[std::size_t{row} * n];
+    const float* ar = &a[std::size_t{row} * k];
+    for (std::uint32_t col = 0; col < n; col += 8) {  // N is a multiple of 8 (mma_shape_error)
+      double acc[8] = {};
+      for (std::uint32_t kk = 0; kk < k; ++kk) {
+        const double av = ar[kk];
+        const double* bk = &bt[std::size_t{kk} * n + col];
+        for (int c = 0; c < 8; ++c) acc[c] += av * bk[c];
+      }
+      for (int c = 0; c < 8; ++c) out[col + c] = acc[c];
+    }
+  }
+}
+
+}  // namespace
+
+void MmaMemo::set_budget(std::size_t bytes) {
+  budget_ = bytes;
+  if (bytes_ > budget_) clear();
+}
+
+void MmaMemo::clear() {
+  map_.clear();
+  bytes_ = entries_ = 0;
+  hits_since_full_ = refused_ = 0;
+}
+
+const double* MmaMemo::find(std::uint64_t h, const std::vector<std::byte>& key) {
+  const auto it = map_.find(h);
+  if (it != map_.end())
+    for (const auto& e : it->second)
+      if (e->key == key) {
+        ++hits_;
+        ++hits_since_full_;
+        return e->products.data();
+      }
+  ++misses_;
+  return nullptr;
+}
+
+void MmaMemo::insert(std::uint64_t h, const std::vector<std::byte>& key, const std::vector<double>& products) {
+  const std::size_t size = sizeof(Entry) + key.size() + products.size() * sizeof(double);
+  if (bytes_ + size > budget_) {
+    // Full. Start over when the entries kept are not the ones asked for.
+    if (++refused_ >= entries_ && hits_since_full_ * 4 < refused_) clear();
+    if (bytes_ + size > budget_) return;
+  }
+  map_[h].push_back(std::make_unique<Entry>(Entry{key, products}));
+  bytes_ += size;
+  ++entries_;
+}
+
+void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo) {
   const Decoded d = decode(job);
   const std::uint32_t m = d.i.m, n = d.i.n, k = mma_k(job.kind);
-  const auto g = static_cast<std::uint32_t>(job.cta_group);
 
-  // Gather A (M x K) and B (N x K) from the pair, decoded and negated.
-  const auto gather = [&](const SmemDescriptor& desc, ElemType t, std::uint32_t rows, bool negate) {
-    std::vector<double> out(std::size_t{rows} * k);
-    const std::uint32_t per_cta = rows / g;
-    const std::uint32_t eb = elem_bytes(t);
-    for (std::uint32_t row = 0; row < rows; ++row)
-      for (std::uint32_t kk = 0; kk < k; ++kk) {
-        const std::byte* p = ctas[row / per_cta].smem + operand_offset(desc, row % per_cta, kk * eb);
-        out[std::size_t{row} * k + kk] = negate ? -elem_to_double(t, p) : elem_to_double(t, p);
+  thread_local std::vector<std::byte> rows;
+  thread_local std::vector<double> computed;
+  gather(job, d.a, d.b, d.i, ctas, rows);
+  const double* products = nullptr;
+  std::uint64_t h = 0;
+  if (memo != nullptr && memo->budget() > 0) {
+    h = hash_bytes(rows.data(), rows.size());
+    products = memo->find(h, rows);
+  }
+  if (products == nullptr) {
+    compute_products(rows, d.i, k, computed);
+    if (memo != nullptr && memo->budget() > 0) memo->insert(h, rows, computed);
+    products = computed.data();
+  }
+
+  // D's rows: each a run of columns in one TMEM lane, or two in Layout B
+  // (the first N/2 columns in one lane, the rest 64 lanes down).
+  const std::uint32_t segment = layout_b(job, d.i) ? n / 2 : n;
+  for (std::uint32_t row = 0; row < m; ++row) {
+    for (std::uint32_t col0 = 0; col0 < n; col0 += segment) {
+      const DPlace p = d_place(job, d.i, row, col0);
+      std::uint32_t* cells = ctas[p.cta].tmem + std::size_t{p.lane} * kTmemColumns + p.col;
+      const double* sums = products + std::size_t{row} * n + col0;
+      if (job.accumulate) {
+        for (std::uint32_t c = 0; c < segment; ++c)
+          cells[c] = std::bit_cast<std::uint32_t>(static_cast<float>(sums[c] + std::bit_cast<float>(cells[c])));
+      } else {
+        for (std::uint32_t c = 0; c < segment; ++c) cells[c] = std::bit_cast<std::uint32_t>(static_cast<float>(sums[c]));
       }
-    return out;
-  };
-  const std::vector<double> a = gather(d.a, d.i.a, m, d.i.negate_a);
-  const std::vector<double> b = gather(d.b, d.i.b, n, d.i.negate_b);
-
-  for (std::uint32_t row = 0; row < m; ++row)
-    for (std::uint32_t col = 0; col < n; ++col) {
-      double sum = 0;
-      for (std::uint32_t kk = 0; kk < k; ++kk) sum += a[std::size_t{row} * k + kk] * b[std::size_t{col} * k + kk];
-      const DPlace p = d_place(job, d.i, row, col);
-      std::uint32_t& cell = ctas[p.cta].tmem[std::size_t{p.lane} * kTmemColumns + p.col];
-      if (job.accumulate) sum += std::bit_cast<float>(cell);
-      cell = std::bit_cast<std::uint32_t>(static_cast<float>(sum));
     }
+  }
 }
 
 std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t smem_bytes) {
@@ -204,24 +356,45 @@ std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t 
 void tma_copy(const TensorMap& m, const TmaCoords& c, std::byte* smem, std::uint32_t dst_offset) {
   const std::uint32_t eb = elem_bytes(m.dtype);
   const auto* global = static_cast<const std::byte*>(m.global);
-  const auto elems = static_cast<std::uint32_t>(tma_box_bytes(m) / eb);
-  for (std::uint32_t e = 0; e < elems; ++e) {
+  // The box row by row: a row is box[0] elements along the innermost
+  // dimension, a multiple of 16 bytes (tensor_map_error) and so whole
+  // 16-byte chunks, each moved by the swizzle as a unit.
+  const std::uint32_t row_bytes = m.box[0] * eb;
+  const auto rows = static_cast<std::uint32_t>(tma_box_bytes(m) / row_bytes);
+  const std::int64_t x0 = c.c[0];
+  const bool row_inside = x0 >= 0 && static_cast<std::uint64_t>(x0) + m.box[0] <= m.dims[0];
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    const std::uint32_t row_dst = dst_offset + r * row_bytes;
     bool inside = true;
     std::uint64_t src = 0;
-    std::uint32_t rest = e;  // the box position, innermost dimension first
-    for (std::uint32_t dim = 0; dim < m.rank; ++dim) {
+    std::uint32_t rest = r;  // the row's position in the outer dimensions
+    for (std::uint32_t dim = 1; dim < m.rank; ++dim) {
       const std::int64_t x = std::int64_t{c.c[dim]} + rest % m.box[dim];
       rest /= m.box[dim];
       if (x < 0 || static_cast<std::uint64_t>(x) >= m.dims[dim])
         inside = false;
       else
-        src += static_cast<std::uint64_t>(x) * (dim == 0 ? eb : m.strides[dim]);
+        src += static_cast<std::uint64_t>(x) * m.strides[dim];
     }
-    std::byte* dst = smem + swizzle_address(m.swizzle, dst_offset + e * eb);
-    if (inside)
-      std::memcpy(dst, global + src, eb);
-    else
-      std::memset(dst, 0, eb);
+    if (!inside) {
+      for (std::uint32_t b = 0; b < row_bytes; b += 16) std::memset(smem + swizzle_address(m.swizzle, row_dst + b), 0, 16);
+      continue;
+    }
+    if (row_inside) {
+      const std::byte* from = global + src + static_cast<std::uint64_t>(x0) * eb;
+      for (std::uint32_t b = 0; b < row_bytes; b += 16)
+        std::memcpy(smem + swizzle_address(m.swizzle, row_dst + b), from + b, 16);
+      continue;
+    }
+    // The row crosses the innermost dimension's bounds: element by element.
+    for (std::uint32_t e = 0; e < m.box[0]; ++e) {
+      const std::int64_t x = x0 + e;
+      std::byte* dst = smem + swizzle_address(m.swizzle, row_dst + e * eb);
+      if (x < 0 || static_cast<std::uint64_t>(x) >= m.dims[0])
+        std::memset(dst, 0, eb);
+      else
+        std::memcpy(dst, global + src + static_cast<std::uint64_t>(x) * eb, eb);
+    }
   }
 }
 

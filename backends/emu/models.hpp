@@ -13,7 +13,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/tcgen05.hpp"
@@ -67,6 +69,42 @@ struct MmaFootprint {
 };
 MmaFootprint mma_footprint(const MmaJob& job);
 
+// The products of MMAs already computed, for reuse: every run of an
+// exploration of a correct kernel issues the same MMAs on the same operand
+// bytes. An entry is keyed by the instruction (kind, cta_group, idesc) and
+// the exact bytes of every operand row the MMA reads, compared in full on
+// a hit, and holds sum_k A[i][k] * B[j][k] in double for each element of D:
+// a hit gives bit for bit what computing the MMA again would. Entries are
+// added up to a budget of bytes. Once full, a memo that is not paying (a
+// fill's worth of refused entries, with fewer than a quarter as many hits)
+// starts over, so that a thread moving on to another kernel is not stuck
+// with the last one's MMAs.
+class MmaMemo {
+ public:
+  explicit MmaMemo(std::size_t budget_bytes = 0) : budget_(budget_bytes) {}
+  void set_budget(std::size_t bytes);
+  std::size_t budget() const { return budget_; }
+  std::size_t bytes() const { return bytes_; }
+  std::size_t entries() const { return entries_; }
+  std::uint64_t hits() const { return hits_; }
+  std::uint64_t misses() const { return misses_; }
+
+  // The products for `key` (hash `h`), or nullptr.
+  const double* find(std::uint64_t h, const std::vector<std::byte>& key);
+  // Keeps `products` for `key` if the budget allows.
+  void insert(std::uint64_t h, const std::vector<std::byte>& key, const std::vector<double>& products);
+
+ private:
+  struct Entry {
+    std::vector<std::byte> key;
+    std::vector<double> products;
+  };
+  void clear();
+  std::size_t budget_ = 0, bytes_ = 0, entries_ = 0;
+  std::uint64_t hits_ = 0, misses_ = 0, hits_since_full_ = 0, refused_ = 0;
+  std::unordered_map<std::uint64_t, std::vector<std::unique_ptr<Entry>>> map_;
+};
+
 // Performs a job that passed mma_check against every CTA's smem_bytes:
 // D = A * B^T (+ D), D[i][j] = sum_k A[i][k] * B[j][k], with the idesc's
 // negations. `ctas` has cta_group entries, the pair in rank order. With
@@ -78,7 +116,10 @@ MmaFootprint mma_footprint(const MmaJob& job);
 // in double and rounded to f32 once. The products of these inputs are exact in
 // double; the PTX leaves the tensor core's internal order and width
 // unspecified, so this is one faithful choice, accurate to f32 rounding.
-void mma_execute(const MmaJob& job, const CtaMem* ctas);
+//
+// With a `memo` (budget above zero), the products of an MMA it has seen
+// are reused rather than computed; the result is the same.
+void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo = nullptr);
 
 // Why a TMA load of map `m` into shared memory at `dst_offset` cannot be
 // issued, or "" when it can: the map itself (tensor_map_error), the

@@ -1290,22 +1290,17 @@ void World::report_race(const Shadow& s, const Access* other, bool write, std::u
        loc, culprit, describe_access(*other));
 }
 
-Shadow& World::smem_chunk(std::uint32_t cta, std::uint32_t chunk) {
-  Cta& c = ctas_[cta];
-  if (c.smem_shadow.empty()) c.smem_shadow.resize((c.smem_bytes + kSmemWord - 1) / kSmemWord);
-  return c.smem_shadow[chunk];
-}
-
 bool World::smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
                               std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit) {
   if (bytes == 0) return true;
-  const Cta& c = ctas_[cta];
+  Cta& c = ctas_[cta];
   // Shadow granularity: 4-byte words, the smallest unit kernels here hand
   // between warps (a TMEM address, an f32); sub-word accesses by different
   // warps to one word would be reported as conflicting.
-  const std::uint32_t first = offset / kSmemWord, last = (offset + bytes - 1) / kSmemWord;
-  for (std::uint32_t k = first; k <= last && k < (c.smem_bytes + kSmemWord - 1) / kSmemWord; ++k) {
-    Shadow& s = smem_chunk(cta, k);
+  const auto words = static_cast<std::uint32_t>((c.smem_bytes + kSmemWord - 1) / kSmemWord);
+  if (c.smem_shadow.empty()) c.smem_shadow.reset(words);
+  const std::uint32_t first = offset / kSmemWord, last = std::min((offset + bytes - 1) / kSmemWord + 1, words);
+  return c.smem_shadow.access_range(first, last, [&](Shadow& s, std::uint32_t k) {
     // PTX "Proxies": the async proxy (tensor core, TMA) sees a warp's
     // ordinary stores only after that warp's fence.proxy.async, and the
     // reader must be ordered after the fence (HARDWARE.md §3).
@@ -1337,8 +1332,8 @@ bool World::smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint
         return false;
       }
     }
-  }
-  return true;
+    return true;
+  });
 }
 
 }  // namespace detail

@@ -158,6 +158,13 @@ struct PairOp {
   SourceLoc loc{};
 };
 
+// Race-checker shadow blocks (ShadowTable): 32 TMEM columns of one lane
+// (an MMA writes whole column ranges of every lane; tcgen05.ld reads runs of
+// columns), 4 words of shared memory (the 16-byte chunk TMA and the tensor
+// core move as a unit).
+constexpr std::uint32_t kTmemShadowBlock = 32;
+constexpr std::uint32_t kSmemShadowBlock = 4;
+
 struct Cta {
   std::uint32_t cluster = 0;
   std::uint32_t rank = 0;
@@ -169,13 +176,13 @@ struct Cta {
   // Tensor Memory: cell values and shadows (index lane * 512 + column),
   // created on first use; live allocations; the allocation permit.
   std::unique_ptr<std::uint32_t[]> tmem;  // kTmemLanes * kTmemColumns cells once created
-  std::vector<Shadow> tmem_shadow;
+  ShadowTable<kTmemShadowBlock> tmem_shadow;
   std::vector<TmemBlock> tmem_live;
   bool relinquished = false;
   std::uint32_t last_alloc_cols = 0;
   PairOp pair;  // used in the pair's even CTA
   // Shared memory shadows, one per 4-byte word, created on first use.
-  std::vector<Shadow> smem_shadow;
+  ShadowTable<kSmemShadowBlock> smem_shadow;
 };
 
 struct Cluster {
@@ -389,7 +396,6 @@ class World {
   }
   void report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, const std::string& object,
                    const SourceLoc& loc, const Warp* culprit);
-  Shadow& smem_chunk(std::uint32_t cta, std::uint32_t chunk);
   // Shared-memory bytes [offset, offset+bytes) of CTA `cta` accessed by
   // component `comp`; `generic`: a warp's ordinary access; `async_read`: the
   // async proxy reads (checks fence.proxy.async after generic writes).

@@ -348,16 +348,17 @@ void World::engine_mma(AsyncOp& op, std::uint32_t e) {
       Cta& c = ctas_[target(rect.cta)];
       tmem_ensure(c);
       for (std::uint32_t lane = rect.lane0; lane < rect.lane0 + rect.lanes; ++lane) {
-        for (std::uint32_t col = rect.col0; col < rect.col0 + rect.cols; ++col) {
-          Shadow& s = c.tmem_shadow[std::size_t{lane} * kTmemColumns + col];
-          if (const Access* other = shadow_check(s, true, comp, info)) {
-            report_race(s, other, true, info,
-                        "TMEM lane " + std::to_string(lane) + ", column " + std::to_string(col) + " (" +
-                            cta_label(target(rect.cta)) + ")",
-                        op.loc, &issuer);
-            return;
-          }
-        }
+        const std::uint32_t first = lane * kTmemColumns + rect.col0;
+        const bool ok = c.tmem_shadow.access_range(first, first + rect.cols, [&](Shadow& s, std::uint32_t idx) {
+          const Access* other = shadow_check(s, true, comp, info);
+          if (other == nullptr) return true;
+          report_race(s, other, true, info,
+                      "TMEM lane " + std::to_string(idx / kTmemColumns) + ", column " +
+                          std::to_string(idx % kTmemColumns) + " (" + cta_label(target(rect.cta)) + ")",
+                      op.loc, &issuer);
+          return false;
+        });
+        if (!ok) return;
       }
     }
   }
@@ -367,7 +368,11 @@ void World::engine_mma(AsyncOp& op, std::uint32_t e) {
     tmem_ensure(c);
     mem[r] = {.smem = c.smem, .smem_bytes = c.smem_bytes, .tmem = c.tmem.get()};
   }
-  model::mma_execute(op.job, mem);
+  // One memo per thread, kept across runs: the runs of an exploration (on
+  // one thread each with --jobs) issue the same MMAs on the same operands.
+  thread_local model::MmaMemo memo;
+  if (memo.budget() != options_.mma_memo_bytes) memo.set_budget(options_.mma_memo_bytes);
+  model::mma_execute(op.job, mem, &memo);
   record({.step = step_, .begin = op.step, .warp = actor, .kind = EventKind::mma_done, .file = op.loc.file_name(),
           .line = op.loc.line()});
 }

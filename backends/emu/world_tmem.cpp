@@ -36,7 +36,7 @@ void World::tmem_ensure(Cta& c) {
   // the coverage-instrumented fuzz build, half the time of a TMEM run.)
   constexpr std::size_t kCells = std::size_t{kTmemLanes} * kTmemColumns;
   c.tmem = std::make_unique<std::uint32_t[]>(kCells);
-  if (options_.race_check) c.tmem_shadow.resize(kCells);
+  if (options_.race_check) c.tmem_shadow.reset(static_cast<std::uint32_t>(kCells));
 }
 
 const TmemBlock* World::tmem_block_covering(const Cta& c, std::uint32_t col, std::uint32_t cols) const {
@@ -268,7 +268,7 @@ bool World::tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, 
   const Clock& mine = clocks_[w.id];
   for (std::uint32_t lane = 0; lane < kTmemLanes; ++lane) {
     for (std::uint32_t k = col; k < col + cols; ++k) {
-      const Shadow& s = c.tmem_shadow[cell(lane, k)];
+      const Shadow& s = c.tmem_shadow.at(static_cast<std::uint32_t>(cell(lane, k)));
       const Access* other = happens_before(s.write, mine) ? nullptr : &s.write;
       for (const Access& r : s.reads)
         if (other == nullptr && !happens_before(r, mine)) other = &r;
@@ -387,25 +387,32 @@ bool World::tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t
     info = access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
                        store ? "tcgen05.st" : "tcgen05.ld", loc);
   }
-  for (std::uint32_t t = 0; t < 32; ++t) {
+  // The cells in fragment order (thread, then register): checked in that
+  // order, then moved.
+  thread_local std::vector<std::uint32_t> cells;
+  cells.resize(std::size_t{32} * per);
+  for (std::uint32_t t = 0; t < 32; ++t)
     for (std::uint32_t r = 0; r < per; ++r) {
       const TmemCell k = tmem_frag_cell(shape, num, t, r, half_split);
-      const std::size_t idx = cell(lane0 + k.lane, col0 + k.col);
-      if (options_.race_check) {
-        if (const Access* other = shadow_check(c.tmem_shadow[idx], store, comp, info)) {
-          report_race(c.tmem_shadow[idx], other, store, info,
-                      "TMEM lane " + std::to_string(lane0 + k.lane) + ", column " + std::to_string(col0 + k.col) +
-                          " (" + cta_label(w.cta) + ")",
-                      loc, nullptr);
-          return false;
-        }
-      }
-      if (store) {
-        c.tmem[idx] = regs[t * per + r];
-      } else {
-        regs[t * per + r] = c.tmem[idx];
-      }
+      cells[t * per + r] = static_cast<std::uint32_t>(cell(lane0 + k.lane, col0 + k.col));
     }
+  if (options_.race_check) {
+    const bool ok = c.tmem_shadow.access_list(cells.data(), cells.size(), [&](Shadow& s, std::uint32_t idx) {
+      const Access* other = shadow_check(s, store, comp, info);
+      if (other == nullptr) return true;
+      report_race(s, other, store, info,
+                  "TMEM lane " + std::to_string(idx / kTmemColumns) + ", column " +
+                      std::to_string(idx % kTmemColumns) + " (" + cta_label(w.cta) + ")",
+                  loc, nullptr);
+      return false;
+    });
+    if (!ok) return false;
+  }
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (store)
+      c.tmem[cells[i]] = regs[i];
+    else
+      regs[i] = c.tmem[cells[i]];
   }
   if (options_.race_check) ++clocks_[comp][comp];
   // Columns with an ld or st not yet waited for (for dealloc's check).
