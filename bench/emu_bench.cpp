@@ -14,6 +14,14 @@
 //                   cta_group 1), random strategy, trace off, race checker
 //                   on, with the lane-divergence mode off and on; items =
 //                   scheduling steps (the same steps either way).
+//   BM_EmuGrid:     examples/idle_grid.hpp: a grid of 1, 4, 16 or 64 CTAs
+//                   (4 warps each) in which CTAs 0-3 run `ring` (4 stages,
+//                   4096 items) and every other CTA's warps wait on an
+//                   mbarrier that completes only once the rings are done;
+//                   random strategy, trace off; arguments: CTAs, race
+//                   checker on/off; items = scheduling steps. The
+//                   scheduler's cost per step must not grow with the idle
+//                   warps and engines.
 //   BM_Explore:     emu::explore() over `ring` (defaults) or `gemm`
 //                   (defaults, cta_group 1) with 1 or 2 jobs, random
 //                   strategy; items = schedules (runs).
@@ -21,13 +29,16 @@
 // After the table, prints one line per emulator configuration, the
 // speed-up of 2 jobs over 1 (`jobs2_speedup ring=... gemm=...`), the
 // lane-divergence mode's slowdown (`lane_divergence_cost ring=... gemm=...`,
-// time with the mode over time without) and, last,
+// time with the mode over time without), the cost per step of a grid of 16
+// or 64 mostly idle CTAs over that of 4 busy ones (`grid_step_cost
+// 16/4=... 64/4=...`, race checker off, then on) and, last,
 // `ratio=<steps per second / yields per second>` for the configuration
 // `wspipe explore` uses (random strategy, trace off, race checker on). Each scheduling step
 // may switch fibers once, so the ratio says how much of a step is the
 // emulator's own work: 1.0 would be a step that costs exactly one yield.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <boost/fiber/all.hpp>
 #include <cstdio>
 #include <map>
@@ -35,6 +46,7 @@
 #include <thread>
 
 #include "backends/emu/emu.hpp"
+#include "examples/idle_grid.hpp"
 #include "examples/ring.hpp"
 #include "examples/scenarios.hpp"
 
@@ -144,6 +156,34 @@ void BM_EmuLanes(benchmark::State& state) {
 }
 BENCHMARK(BM_EmuLanes)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
+constexpr std::uint32_t kGridBusyCtas = 4;
+constexpr std::uint32_t kGridWarps = 4;
+
+void BM_EmuGrid(benchmark::State& state) {
+  wspipe::emu::RunOptions opts;
+  opts.strategy.kind = wspipe::emu::StrategyKind::random;
+  opts.trace = false;
+  opts.race_check = state.range(1) != 0;
+  wspipe::emu::LaunchConfig launch;
+  launch.num_clusters = static_cast<std::uint32_t>(state.range(0));
+  launch.warps_per_cta = kGridWarps;
+  launch.smem_bytes = wspipe::examples::kIdleGridSmem;
+  std::int64_t steps = 0;
+  std::uint64_t seed = 1;
+  for (auto _ : state) {
+    opts.strategy.seed = seed++;
+    auto r = wspipe::emu::run(
+        launch, [] { wspipe::examples::idle_grid_kernel<wspipe::emu::EmuBackend>(kGridBusyCtas, kItems); }, opts);
+    if (r.status != wspipe::emu::Status::ok) state.SkipWithError(("grid failed: " + r.report()).c_str());
+    steps += static_cast<std::int64_t>(r.steps);
+  }
+  state.SetItemsProcessed(steps);
+  state.counters["steps_per_run"] =
+      benchmark::Counter(static_cast<double>(steps) / static_cast<double>(std::max<std::int64_t>(state.iterations(), 1)));
+  state.SetLabel("grid " + std::to_string(state.range(0)) + (opts.race_check ? "" : " no-race-check"));
+}
+BENCHMARK(BM_EmuGrid)->ArgsProduct({{1, 4, 16, 64}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // Whole explorations: schedules per second with 1 or 2 threads.
 void BM_Explore(benchmark::State& state) {
   const bool gemm = state.range(0) != 0;
@@ -211,8 +251,10 @@ int main(int argc, char** argv) {
   double main_ratio = -1;
   std::map<std::string, double> explore;  // label -> schedules/s
   std::map<std::string, double> lanes;    // label -> steps/s
+  std::map<std::string, double> grid;     // label -> steps/s
   for (const auto& [name, r] : reporter.rate) {
     if (name.rfind("BM_EmuLanes", 0) == 0) lanes[reporter.label[name]] = r;
+    if (name.rfind("BM_EmuGrid", 0) == 0) grid[reporter.label[name]] = r;
     if (name.rfind("BM_Explore", 0) == 0) {
       explore[reporter.label[name]] = r;
       std::printf("schedules/s: %.3e  (%s)\n", r, reporter.label[name].c_str());
@@ -231,6 +273,14 @@ int main(int argc, char** argv) {
   if (lanes.size() == 4) {
     std::printf("lane_divergence_cost ring=%.2f gemm=%.2f\n", lanes["ring warp"] / lanes["ring lanes"],
                 lanes["gemm warp"] / lanes["gemm lanes"]);
+  }
+  // Cost per step (1 / steps per second) with 16 and 64 CTAs over 4.
+  for (const char* rc : {" no-race-check", ""}) {
+    const std::string g = "grid ";
+    if (grid.count(g + "4" + rc) && grid.count(g + "16" + rc) && grid.count(g + "64" + rc)) {
+      std::printf("grid_step_cost%s 16/4=%.2f 64/4=%.2f\n", *rc != 0 ? "" : "_race_check",
+                  grid[g + "4" + rc] / grid[g + "16" + rc], grid[g + "4" + rc] / grid[g + "64" + rc]);
+    }
   }
   if (main_ratio < 0) {
     std::puts("ratio=unavailable (BM_EmuRing random no-trace did not run)");

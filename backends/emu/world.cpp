@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +46,23 @@ namespace detail {
 namespace {
 
 thread_local World* tl_world = nullptr;
+
+// set_sched_check: -1 until set (then the build's and environment's default).
+std::atomic<int> g_sched_check{-1};
+std::atomic<std::uint64_t> g_sched_checks{0};
+thread_local std::uint64_t tl_sched_evaluations = 0;
+
+bool sched_check_default() {
+#ifndef NDEBUG
+  return true;
+#else
+  static const bool env = [] {
+    const char* v = std::getenv("WSPIPE_SCHED_CHECK");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return env;
+#endif
+}
 
 // The handle an initialised barrier keeps in its 8 bytes: a tag in the high
 // word and the index of its model state plus one in the low word. A zeroed
@@ -208,6 +226,10 @@ FiberStack this_stack() {
 }
 }  // namespace
 
+void set_sched_check(bool on) { g_sched_check = on ? 1 : 0; }
+std::uint64_t sched_checks() { return g_sched_checks.load(); }
+std::uint64_t sched_evaluations() { return tl_sched_evaluations; }
+
 World& World::current() {
   if (tl_world == nullptr || tl_world->current_ == nullptr) {
     std::fputs("wspipe: an EmuBackend operation was called outside a warp of emu::run()\n", stderr);
@@ -270,7 +292,19 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
     clocks_.assign(comps, Clock(comps, 0));
     for (std::size_t k = 0; k < comps; ++k) clocks_[k][k] = 1;
   }
+  // Every warp can start: all enabled, no engine yet. Waiter lists for the
+  // barriers that exist from the start; an mbarrier's list comes with its init.
   enabled_.reserve(actors);
+  spin_.reserve(actors);
+  for (std::uint32_t i = 0; i < warps_.size(); ++i) enabled_.push_back(i);
+  spin_.assign(warps_.size(), 0);
+  moves_.assign(actors, static_cast<std::uint8_t>(Move::no));
+  std::fill_n(moves_.begin(), warps_.size(), static_cast<std::uint8_t>(Move::progress));
+  unfinished_ = num_warps();
+  marked_.assign(actors, 0);
+  lists_.resize(mbar_list(0));
+  const int check = g_sched_check.load();
+  sched_check_ = check < 0 ? sched_check_default() : check != 0;
   strategy_ = make_strategy(options.strategy, actors);
   if (strategy_ == nullptr) throw std::invalid_argument("RunOptions: a custom strategy needs StrategyParams::make");
   track_fp_ = strategy_->wants_footprints();
@@ -335,6 +369,119 @@ void World::close_step() {
   fp_.clear();
 }
 
+void World::blocked(Warp& w) {
+  mark(w.id);
+  std::uint32_t list = 0;
+  switch (w.block) {
+    case Block::mbar:
+    case Block::mbar_try: list = mbar_list(static_cast<std::uint32_t>(w.obj)); break;
+    case Block::named: list = named_list(w.cta, static_cast<std::uint32_t>(w.obj)); break;
+    case Block::cluster: list = cluster_list(ctas_[w.cta].cluster); break;
+    case Block::tmem_alloc:
+    case Block::tmem_pair: list = tmem_list(w.cta); break;
+    case Block::none:
+    case Block::not_started:
+    case Block::finished: return;
+  }
+  w.wait_list = static_cast<std::int32_t>(list);
+  w.wait_pos = static_cast<std::uint32_t>(lists_[list].size());
+  lists_[list].push_back(w.id);
+  if (w.block == Block::mbar_try) {
+    w.try_pos = static_cast<std::int32_t>(try_waiters_.size());
+    try_waiters_.push_back(w.id);
+  }
+}
+
+void World::unblocked(Warp& w) {
+  mark(w.id);
+  if (w.wait_list >= 0) {
+    std::vector<std::uint32_t>& l = lists_[static_cast<std::size_t>(w.wait_list)];
+    const std::uint32_t last = l.back();
+    l[w.wait_pos] = last;
+    warps_[last].wait_pos = w.wait_pos;
+    l.pop_back();
+    w.wait_list = -1;
+  }
+  if (w.try_pos >= 0) {
+    const std::uint32_t last = try_waiters_.back();
+    try_waiters_[static_cast<std::size_t>(w.try_pos)] = last;
+    warps_[last].try_pos = w.try_pos;
+    try_waiters_.pop_back();
+    w.try_pos = -1;
+  }
+}
+
+// Re-evaluates the marked actors and moves each whose Move changed into,
+// out of or within the sorted enabled set: work in proportion to what
+// changed (and, for an insertion, to the enabled set), none for the others.
+void World::refresh() {
+  tl_sched_evaluations += dirty_.size();
+  for (const std::uint32_t a : dirty_) {
+    marked_[a] = 0;
+    const Move now = a < num_warps()                             ? movable(warps_[a])
+                     : engines_[a - num_warps()].queue.empty() ? Move::no
+                                                                : Move::progress;
+    const auto was = static_cast<Move>(moves_[a]);
+    if (now == was) continue;
+    moves_[a] = static_cast<std::uint8_t>(now);
+    const auto at = std::lower_bound(enabled_.begin(), enabled_.end(), a) - enabled_.begin();
+    if (was == Move::no) {
+      enabled_.insert(enabled_.begin() + at, a);
+      spin_.insert(spin_.begin() + at, now == Move::spin);
+    } else if (now == Move::no) {
+      enabled_.erase(enabled_.begin() + at);
+      spin_.erase(spin_.begin() + at);
+    } else {
+      spin_[static_cast<std::size_t>(at)] = now == Move::spin;
+    }
+    if (was == Move::spin) --spinning_;
+    if (now == Move::spin) ++spinning_;
+  }
+  dirty_.clear();
+}
+
+// The full recomputation the incremental set must equal (set_sched_check),
+// compared entry by entry as it is made (no allocation per step).
+void World::check_enabled() const {
+  std::size_t k = 0;
+  bool same = true;
+  auto visit = [&](std::uint32_t actor, Move m) {
+    if (m == Move::no) return;
+    same = same && k < enabled_.size() && enabled_[k] == actor && spin_[k] == (m == Move::spin ? 1 : 0);
+    ++k;
+  };
+  std::uint32_t unfinished = 0;
+  std::size_t tries = 0;
+  for (const Warp& w : warps_) {
+    unfinished += w.block != Block::finished ? 1 : 0;
+    tries += w.block == Block::mbar_try ? 1 : 0;
+    visit(w.id, movable(w));
+  }
+  for (std::uint32_t e = 0; e < engines_.size(); ++e)
+    visit(num_warps() + e, engines_[e].queue.empty() ? Move::no : Move::progress);
+  const auto spinning = static_cast<std::size_t>(std::count(spin_.begin(), spin_.end(), std::uint8_t{1}));
+  g_sched_checks.fetch_add(1, std::memory_order_relaxed);
+  if (same && k == enabled_.size() && spinning == spinning_ && unfinished == unfinished_ &&
+      tries == try_waiters_.size())
+    return;
+  std::string kept, full;
+  for (std::size_t i = 0; i < enabled_.size(); ++i)
+    kept += " " + actor_name(static_cast<std::int32_t>(enabled_[i])) + (spin_[i] != 0 ? " (spin)" : "");
+  for (const Warp& w : warps_) {
+    const Move m = movable(w);
+    if (m != Move::no) full += " " + w.name + (m == Move::spin ? " (spin)" : "");
+  }
+  for (std::uint32_t e = 0; e < engines_.size(); ++e)
+    if (!engines_[e].queue.empty()) full += " " + engines_[e].name;
+  std::fprintf(stderr,
+               "wspipe: scheduler check failed at step %llu: the enabled set kept at events differs from movable()\n"
+               "  kept:      %s (%zu spinning, %u unfinished, %zu in try_wait)\n"
+               "  recomputed:%s (%u unfinished, %zu in try_wait)\n",
+               static_cast<unsigned long long>(step_), kept.c_str(), spinning_, unfinished_, try_waiters_.size(),
+               full.c_str(), unfinished, tries);
+  std::abort();
+}
+
 bool World::dispatch(Warp* self) {
   for (;;) {
     if (track_fp_) close_step();
@@ -342,64 +489,53 @@ bool World::dispatch(Warp* self) {
       end(Status::livelock, self);
       return false;
     }
+    refresh();
+    if (sched_check_) check_enabled();
     // An actor that can only time out (spurious try_wait) does not count as
     // progress: if nothing else can move, the kernel is deadlocked. An
     // engine with operations queued can always move.
-    enabled_.clear();
-    spin_.clear();
-    bool progress = false;
-    bool unfinished = false;
-    for (const Warp& w : warps_) {
-      const Move m = movable(w);
-      unfinished |= w.block != Block::finished;
-      if (m == Move::no) continue;
-      progress |= m == Move::progress;
-      enabled_.push_back(w.id);
-      spin_.push_back(m == Move::spin);
-    }
-    for (std::uint32_t e = 0; e < engines_.size(); ++e) {
-      if (engines_[e].queue.empty()) continue;
-      progress = true;
-      enabled_.push_back(num_warps() + e);
-      spin_.push_back(0);
-    }
+    const bool progress = enabled_.size() > spinning_;
+    const bool unfinished = unfinished_ > 0;
+    const std::uint32_t* enabled = enabled_.data();
+    const std::uint8_t* spin = spin_.data();
+    std::size_t n = enabled_.size();
     if (!progress) {
       // Nothing can change any state, except a try_wait whose time limit
       // runs out: it returns false, and its warp may then complete the phase
       // itself (PTX: try_wait is a potentially blocking test, not a wait).
       // Only a warp that polls forever is deadlocked.
-      if (unfinished && enabled_.empty() && idle_timeouts_ < kMaxIdleTimeouts) {
-        for (const Warp& w : warps_) {
-          if (w.block != Block::mbar_try) continue;
-          enabled_.push_back(w.id);
-          spin_.push_back(1);
-        }
+      if (unfinished && n == 0 && idle_timeouts_ < kMaxIdleTimeouts) {
+        idle_enabled_.assign(try_waiters_.begin(), try_waiters_.end());
+        std::sort(idle_enabled_.begin(), idle_enabled_.end());
+        idle_spin_.assign(idle_enabled_.size(), 1);
+        enabled = idle_enabled_.data();
+        spin = idle_spin_.data();
+        n = idle_enabled_.size();
       }
-      if (enabled_.empty() || idle_timeouts_ >= kMaxIdleTimeouts) {
+      if (n == 0 || idle_timeouts_ >= kMaxIdleTimeouts) {
         end(unfinished ? Status::deadlock : Status::ok, self);
         return false;
       }
     }
     // The default policy (schedule.hpp): the last actor goes on while it
     // can make progress, else the next one in cyclic order that can.
-    const std::size_t n = enabled_.size();
-    std::size_t at = std::lower_bound(enabled_.begin(), enabled_.end(), last_actor_) - enabled_.begin();
-    const bool can_continue = at < n && enabled_[at] == last_actor_ && spin_[at] == 0;
+    std::size_t at = std::lower_bound(enabled, enabled + n, last_actor_) - enabled;
+    const bool can_continue = at < n && enabled[at] == last_actor_ && spin[at] == 0;
     if (!can_continue) {
       // The next actor in cyclic order that can make progress; when every
       // one can only time out, the next one (a time-out is then the move).
-      const std::size_t first = ((at < n && enabled_[at] == last_actor_) ? at + 1 : at) % n;
+      const std::size_t first = ((at < n && enabled[at] == last_actor_) ? at + 1 : at) % n;
       at = first;
       for (std::size_t tries = 0, k = first; tries < n; ++tries, k = (k + 1) % n) {
-        if (spin_[k] == 0) {
+        if (spin[k] == 0) {
           at = k;
           break;
         }
       }
     }
-    std::uint32_t pick = enabled_[at];
+    std::uint32_t pick = enabled[at];
     if (n > 1 || track_fp_) {
-      const Choice c{.enabled = enabled_.data(), .spin = spin_.data(), .n = n, .step = step_ + 1,
+      const Choice c{.enabled = enabled, .spin = spin, .n = n, .step = step_ + 1,
                      .index = choices_, .preferred = pick, .can_continue = can_continue};
       const auto p = strategy_->pick(c);
       if (!p) {
@@ -414,7 +550,7 @@ bool World::dispatch(Warp* self) {
       if (n > 1) {
         if (*p != pick) result_.schedule.push({choices_, *p});
         if (is_preemption(c, *p)) result_.preemption_at.push_back(choices_);
-        for (std::size_t i = 0; i < n; ++i) fingerprint_ = (fingerprint_ ^ (enabled_[i] * 2 + spin_[i])) * 16777619u;
+        for (std::size_t i = 0; i < n; ++i) fingerprint_ = (fingerprint_ ^ (enabled[i] * 2 + spin[i])) * 16777619u;
         fingerprint_ = (fingerprint_ ^ 0xffu) * 16777619u;  // end of this choice point
         ++choices_;
       }
@@ -429,6 +565,7 @@ bool World::dispatch(Warp* self) {
     if (pick >= num_warps()) {
       // An engine completes its oldest operation on the running fiber, and
       // the scheduler picks again.
+      mark(pick);  // its queue may have drained
       if (!engine_step(pick - num_warps()) || stopping_ || killing_) return false;
       continue;
     }
@@ -521,8 +658,12 @@ bool World::point(Warp& w, Block b, std::int32_t obj, std::uint32_t parity, std:
   w.target = target;
   w.loc = loc;
   w.since = step_;
+  // A non-blocking point leaves the warp as movable as it was running.
+  const bool waits = b != Block::none;
+  if (waits) blocked(w);
   const bool go = dispatch(&w);
   w.block = Block::none;
+  if (waits) unblocked(w);
   return go && !killing_;
 }
 
@@ -560,6 +701,8 @@ void World::lane_main(Warp& w) {
 
 void World::finish(Warp& w) {
   w.block = Block::finished;
+  mark(w.id);
+  --unfinished_;
   touch_global();  // an exit changes the cluster barrier's count and may end the CTA
   Cta& cta = ctas_[w.cta];
   Cluster& cl = clusters_[cta.cluster];
@@ -806,6 +949,7 @@ void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* ba
   }
   const auto id = static_cast<std::uint32_t>(mbars_.size());
   Mbar& m = mbars_.emplace_back();
+  lists_.emplace_back();  // its waiters: mbar_list(id)
   m.addr = &bar;
   m.cta = w.cta;
   m.name = std::move(name);
@@ -830,6 +974,7 @@ void World::mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) {
   Mbar* m = resolve(bar, w, loc);
   if (m == nullptr) return;
   m->live = false;
+  mark_list(mbar_list(static_cast<std::uint32_t>(m - mbars_.data())));  // its waiters cannot pass now
   bar.raw = 0;
   record({.step = step_, .warp = static_cast<std::int32_t>(w.id),
           .object = static_cast<std::int32_t>(m - mbars_.data()), .kind = EventKind::inval, .file = loc.file_name(),
@@ -881,18 +1026,22 @@ void World::maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc
   }
   record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::phase,
           .a = static_cast<std::int64_t>(m.phase), .file = loc.file_name(), .line = loc.line()});
+  mark_list(mbar_list(id));
   // A waiter still blocked on a phase two behind can no longer see it: its
-  // parity now names the current, incomplete phase (aliasing).
-  for (const Warp& x : warps_) {
-    if ((x.block == Block::mbar || x.block == Block::mbar_try) && x.obj == static_cast<std::int32_t>(id) &&
-        x.intended + 1 < static_cast<std::int64_t>(m.phase)) {
-      fail(*current_, "mbarrier.parity-alias", object_label(id),
-           "phase " + std::to_string(x.intended) + ", which " + x.name + " waits for (parity " +
-               std::to_string(x.parity) + "), completed and the barrier moved on to phase " +
-               std::to_string(m.phase) + " before the waiter ran: its parity now names the current phase",
-           x.loc, &x);
-      return;
-    }
+  // parity now names the current, incomplete phase (aliasing). The waiters
+  // are the barrier's list; the lowest warp id is reported.
+  const Warp* alias = nullptr;
+  for (const std::uint32_t a : lists_[mbar_list(id)]) {
+    const Warp& x = warps_[a];
+    if (x.intended + 1 < static_cast<std::int64_t>(m.phase) && (alias == nullptr || x.id < alias->id)) alias = &x;
+  }
+  if (alias != nullptr) {
+    const Warp& x = *alias;
+    fail(*current_, "mbarrier.parity-alias", object_label(id),
+         "phase " + std::to_string(x.intended) + ", which " + x.name + " waits for (parity " +
+             std::to_string(x.parity) + "), completed and the barrier moved on to phase " +
+             std::to_string(m.phase) + " before the waiter ran: its parity now names the current phase",
+         x.loc, &x);
   }
 }
 
@@ -1089,6 +1238,7 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
   if (nb.arrived == nb.expected) {
     nb.arrived = 0;
     ++nb.gen;
+    mark_list(named_list(w.cta, id));
     if (options_.race_check) {
       nb.done.swap(nb.acc);
       nb.acc.assign(clocks_.size(), 0);
@@ -1109,6 +1259,7 @@ void World::release_cluster_if_complete(Cluster& c) {
   if (c.arrived > 0 && c.arrived >= c.live_threads) {
     c.arrived = 0;
     ++c.gen;
+    mark_list(cluster_list(static_cast<std::uint32_t>(&c - clusters_.data())));
     if (options_.race_check) {
       c.done.swap(c.acc);
       c.acc.assign(clocks_.size(), 0);

@@ -128,6 +128,12 @@ struct Warp {
   // This warp's clock value at each fence.proxy.async, ascending.
   std::vector<std::uint32_t> proxy_fences;
   SecondLane lane;  // lane-divergence mode only
+  // The scheduler's waiter list this warp is on while it blocks (an index
+  // into World::lists_, -1: none) and its place there; its place in
+  // World::try_waiters_ while it blocks in try_wait (-1: not there).
+  std::int32_t wait_list = -1;
+  std::uint32_t wait_pos = 0;
+  std::int32_t try_pos = -1;
 };
 
 struct NamedBarrier {
@@ -235,6 +241,18 @@ struct AccessInfo {
 };
 
 class DirectedAlgorithm;
+
+// Test hooks of the scheduler's incremental enabled set. With the check on,
+// every step compares the set kept up to date at events with a full
+// recomputation from movable() and aborts on a difference. It is on in
+// builds without NDEBUG and where the environment has WSPIPE_SCHED_CHECK=1;
+// set_sched_check overrides both for the Worlds made after it.
+void set_sched_check(bool on);
+// Steps checked so far, by every thread.
+std::uint64_t sched_checks();
+// Actors whose movability this thread's Worlds re-evaluated so far (the
+// scheduler's own work per step, whatever the clock says).
+std::uint64_t sched_evaluations();
 
 class World {
  public:
@@ -349,6 +367,39 @@ class World {
   enum class WaitKind { wait, try_wait, test_wait };
   bool mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind kind, const SourceLoc& loc);
   Move movable(const Warp& w) const;
+  // The enabled set is kept up to date instead of recomputed at every step
+  // (issue 11, item 4): an actor's movability changes only at events (it
+  // blocks or goes on, finishes, an object it waits on changes, an engine's
+  // queue fills or drains), which mark() it; dispatch re-evaluates only the
+  // marked actors (refresh()). Blocked warps sit on their object's waiter
+  // list, which the object's change marks. Idle actors cost nothing per step.
+  void mark(std::uint32_t actor) {
+    if (marked_[actor] != 0) return;
+    marked_[actor] = 1;
+    dirty_.push_back(actor);
+  }
+  void mark_list(std::uint32_t list) {
+    for (const std::uint32_t a : lists_[list]) mark(a);
+  }
+  // Waiter lists: named barrier `id` of a CTA, a cluster's barrier, the TMEM
+  // allocator of a CTA pair (tcgen05.alloc and the cta_group::2
+  // collectives), mbarrier `id`.
+  std::uint32_t named_list(std::uint32_t cta, std::uint32_t id) const { return cta * 16 + id; }
+  std::uint32_t cluster_list(std::uint32_t cluster) const {
+    return static_cast<std::uint32_t>(ctas_.size()) * 16 + cluster;
+  }
+  std::uint32_t tmem_list(std::uint32_t cta) const {
+    return static_cast<std::uint32_t>(ctas_.size() * 16 + clusters_.size()) + pair_cta(cta, 0);
+  }
+  std::uint32_t mbar_list(std::uint32_t id) const {
+    return static_cast<std::uint32_t>(ctas_.size() * 17 + clusters_.size()) + id;
+  }
+  // TMEM columns or a cta_group::2 collective of CTA `cta`'s pair changed.
+  void tmem_changed(std::uint32_t cta) { mark_list(tmem_list(cta)); }
+  void blocked(Warp& w);    // w waits at a point (w.block set): onto its object's list
+  void unblocked(Warp& w);  // w goes on: off it
+  void refresh();
+  void check_enabled() const;
   std::uint32_t num_warps() const { return static_cast<std::uint32_t>(warps_.size()); }
   std::string actor_name(std::int32_t actor) const;
   // A kernel source file relative to the source root, and "file:line".
@@ -470,8 +521,21 @@ class World {
   std::vector<AccessInfo> access_infos_;
   int cta_group_ = 0;                    // of the kernel's tcgen05 instructions, once one ran
   SourceLoc cta_group_loc_{};
-  std::vector<std::uint32_t> enabled_;  // scratch for dispatch
-  std::vector<std::uint8_t> spin_;      // per enabled_ entry: it can only time out
+  // The actors that can move, ascending (warps, then engines), and per
+  // entry whether it can only time out (spurious try_wait); kept up to date
+  // by refresh() from moves_, each actor's Move as last evaluated.
+  std::vector<std::uint32_t> enabled_;
+  std::vector<std::uint8_t> spin_;
+  std::vector<std::uint8_t> moves_;
+  std::size_t spinning_ = 0;           // entries of spin_ set
+  std::uint32_t unfinished_ = 0;       // warps not finished
+  std::vector<std::uint32_t> dirty_;   // marked actors, to re-evaluate
+  std::vector<std::uint8_t> marked_;   // per actor: in dirty_
+  std::vector<std::vector<std::uint32_t>> lists_;  // waiter lists (named_list() ...), unordered
+  std::vector<std::uint32_t> try_waiters_;         // warps blocked in try_wait, unordered
+  std::vector<std::uint32_t> idle_enabled_;        // scratch: the try_wait time-outs of an idle step
+  std::vector<std::uint8_t> idle_spin_;
+  bool sched_check_ = false;  // set_sched_check
   std::uint32_t last_actor_ = ~0u;      // the actor of the last step (the default policy's current)
   std::uint64_t choices_ = 0;           // choice points so far
   // try_wait time-outs in a row while no actor could change any state: a

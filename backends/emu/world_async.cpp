@@ -39,6 +39,7 @@ std::int64_t World::barrier_at(std::uint32_t cta, std::uint32_t offset) const {
 
 void World::enqueue(std::uint32_t cta, bool tensor, AsyncOp op) {
   touch(Res::engine, 2 * cta + (tensor ? 1 : 0));
+  mark(num_warps() + 2 * cta + (tensor ? 1 : 0));  // the engine can move
   engines_[2 * cta + (tensor ? 1 : 0)].queue.push_back(std::move(op));
 }
 

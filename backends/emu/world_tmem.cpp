@@ -98,6 +98,7 @@ void World::tmem_do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::ui
   Cta& c = ctas_[cta];
   tmem_ensure(c);
   c.tmem_live.push_back({.col = col, .cols = cols, .warp = w.id, .step = step_, .loc = loc});
+  tmem_changed(cta);
   c.last_alloc_cols = cols;
   // The address store is a weak shared-memory write by the allocating warp
   // (PTX "tcgen05.alloc"): a reader needs a barrier after it (bug 8).
@@ -190,6 +191,7 @@ void World::tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, co
   tmem_do_alloc(w, w.cta, col, cols, dst_offset, loc);
   pair.active = false;
   ++pair.gen;
+  tmem_changed(w.cta);
 }
 
 void World::tmem_relinquish(int cta_group, const SourceLoc& loc) {
@@ -296,6 +298,7 @@ void World::tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols,
   auto free_block = [&](std::uint32_t cta) {
     auto& live = ctas_[cta].tmem_live;
     live.erase(std::find_if(live.begin(), live.end(), [&](const TmemBlock& b) { return b.col == col; }));
+    tmem_changed(cta);
   };
   if (tmem_lane(taddr) != 0) {
     fail(w, "tmem.dealloc-unallocated", cols_label(col, cols, w.cta),
@@ -339,6 +342,7 @@ void World::tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols,
   for (std::uint32_t r = 0; r < 2; ++r) free_block(pair_cta(w.cta, r));
   pair.active = false;
   ++pair.gen;
+  tmem_changed(w.cta);
   record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_dealloc, .a = col,
           .b = cols, .c = w.cta, .file = loc.file_name(), .line = loc.line()});
 }
