@@ -22,12 +22,18 @@
 //                   checker on/off; items = scheduling steps. The
 //                   scheduler's cost per step must not grow with the idle
 //                   warps and engines.
-//   BM_Explore:     emu::explore() over `ring` (defaults) or `gemm`
-//                   (defaults, cta_group 1) with 1 or 2 jobs, random
-//                   strategy; items = schedules (runs).
+//   BM_Explore:     emu::explore() as `wspipe explore` runs it (random
+//                   strategy, trace off, race checker on, D checked after
+//                   every run), after a second of warm-up: `ring` and `gemm`
+//                   (defaults) with 1 and 2 jobs; gemm cta_group 2,
+//                   blockwise-fp8 (defaults) and gemm 1024x1024x1024 on 4
+//                   clusters with 1; items = schedules (runs).
 //
 // After the table, prints one line per emulator configuration, the
 // speed-up of 2 jobs over 1 (`jobs2_speedup ring=... gemm=...`), the
+// tensor-heavy explorations' schedules/s over ring's (`gemm_ratio=...
+// gemm_cta2_ratio=... blockwise_fp8_ratio=...`), the large GEMM's seconds
+// per schedule (`gemm_1024_seconds_per_schedule=...`), the
 // lane-divergence mode's slowdown (`lane_divergence_cost ring=... gemm=...`,
 // time with the mode over time without), the cost per step of a grid of 16
 // or 64 mostly idle CTAs over that of 4 busy ones (`grid_step_cost
@@ -44,6 +50,8 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "backends/emu/emu.hpp"
 #include "examples/idle_grid.hpp"
@@ -184,13 +192,30 @@ void BM_EmuGrid(benchmark::State& state) {
 }
 BENCHMARK(BM_EmuGrid)->ArgsProduct({{1, 4, 16, 64}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// Whole explorations: schedules per second with 1 or 2 threads.
+// Whole explorations: schedules per second with 1 or 2 threads, the way
+// `wspipe explore` runs them (random strategy, trace off, race checker on,
+// each run's D checked against the reference).
+struct ExploreCase {
+  const char* label;
+  const char* scenario;
+  std::vector<std::pair<std::string, std::uint64_t>> options;  // over the defaults
+  std::uint64_t runs;                                          // per iteration
+};
+const ExploreCase kExploreCases[] = {
+    {"ring", "ring", {}, 2000},
+    {"gemm", "gemm", {}, 200},
+    {"gemm cta_group 2", "gemm", {{"cta-group", 2}, {"cluster", 2}}, 200},
+    {"blockwise-fp8", "blockwise-fp8", {}, 100},
+    {"gemm 1024x1024x1024 4 clusters", "gemm", {{"m", 1024}, {"n", 1024}, {"k", 1024}, {"clusters", 4}}, 4},
+};
+
 void BM_Explore(benchmark::State& state) {
-  const bool gemm = state.range(0) != 0;
-  const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(gemm ? "gemm" : "ring");
-  const wspipe::examples::OptionValues values = defaults(*sc);
+  const ExploreCase& c = kExploreCases[state.range(0)];
+  const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(c.scenario);
+  wspipe::examples::OptionValues values = defaults(*sc);
+  for (const auto& [k, v] : c.options) values[k] = v;
   wspipe::emu::ExploreOptions o;
-  o.runs = gemm ? 16 : 2000;
+  o.runs = c.runs;
   o.seconds = 0;
   o.jobs = static_cast<unsigned>(state.range(1));
   o.portfolio = {{wspipe::emu::StrategyKind::random}};
@@ -202,9 +227,22 @@ void BM_Explore(benchmark::State& state) {
     runs += static_cast<std::int64_t>(r.runs);
   }
   state.SetItemsProcessed(runs);
-  state.SetLabel(sc->name + " explore jobs " + std::to_string(o.jobs));
+  state.SetLabel(std::string(c.label) + " explore jobs " + std::to_string(o.jobs));
 }
-BENCHMARK(BM_Explore)->ArgsProduct({{0, 1}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
+// ring and gemm with 1 and 2 jobs; the rest with 1. A second of warm-up
+// first: an exploration builds its problem's reference once and fills the
+// MMA memo in its first runs, which a long exploration amortises.
+BENCHMARK(BM_Explore)
+    ->Args({0, 1})
+    ->Args({0, 2})
+    ->Args({1, 1})
+    ->Args({1, 2})
+    ->Args({2, 1})
+    ->Args({3, 1})
+    ->Args({4, 1})
+    ->MinWarmUpTime(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Collects items/second per benchmark while printing the usual table.
 // With --benchmark_repetitions=N the median of the repetitions is used,
@@ -266,10 +304,19 @@ int main(int argc, char** argv) {
     std::printf("\n");
     if (reporter.label[name] == "random no-trace") main_ratio = r / y->second;
   }
-  if (explore.size() == 4) {
+  if (explore.count("ring explore jobs 2") && explore.count("gemm explore jobs 2")) {
     std::printf("jobs2_speedup ring=%.2f gemm=%.2f\n", explore["ring explore jobs 2"] / explore["ring explore jobs 1"],
                 explore["gemm explore jobs 2"] / explore["gemm explore jobs 1"]);
   }
+  // Tensor-heavy exploration against ring's, one job each, in this run
+  // (issue 11: gemm at least 0.025 of ring), and the large GEMM's seconds
+  // per schedule.
+  if (const double ring = explore["ring explore jobs 1"]; ring > 0) {
+    std::printf("gemm_ratio=%.4f gemm_cta2_ratio=%.4f blockwise_fp8_ratio=%.4f\n", explore["gemm explore jobs 1"] / ring,
+                explore["gemm cta_group 2 explore jobs 1"] / ring, explore["blockwise-fp8 explore jobs 1"] / ring);
+  }
+  if (const double big = explore["gemm 1024x1024x1024 4 clusters explore jobs 1"]; big > 0)
+    std::printf("gemm_1024_seconds_per_schedule=%.3f\n", 1 / big);
   if (lanes.size() == 4) {
     std::printf("lane_divergence_cost ring=%.2f gemm=%.2f\n", lanes["ring warp"] / lanes["ring lanes"],
                 lanes["gemm warp"] / lanes["gemm lanes"]);

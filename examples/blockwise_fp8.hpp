@@ -60,6 +60,8 @@ namespace wspipe::examples {
 enum class BlockwiseFp8Bug : std::uint8_t {
   none,
   early_scale_release,  // 14: the epilogue frees the input slot before reading its A-scales
+  // Numeric (result.mismatch only): B's scale of K block 0 for every K block.
+  wrong_scale,
 };
 
 inline constexpr std::uint32_t kFp8ScaleBlock = 128;  // K elements (and B columns) per scale
@@ -227,7 +229,8 @@ WSPIPE_HD void blockwise_fp8_kernel(const BlockwiseFp8Args<B>& args) {
           B::syncwarp();  // every lane's reads before the lanes that arrive free the slot
           k.arrive_input();
         }
-        const float b_scale = args.b_scales[std::size_t{kb} * b_scale_cols + col0 / kFp8ScaleBlock];
+        const std::uint32_t scale_kb = args.bug == BlockwiseFp8Bug::wrong_scale ? 0 : kb;
+        const float b_scale = args.b_scales[std::size_t{scale_kb} * b_scale_cols + col0 / kFp8ScaleBlock];
         const auto upper = k.tmem().template load_upper<B, kRepeat>();
         const auto lower = k.tmem().template load_lower<B, kRepeat>();
         B::tmem_wait_load();

@@ -74,6 +74,8 @@ const BlockwiseFp8Variant kVariants[] = {
     // blocks per CTA than stages, as with the defaults).
     {"early-scale-release", BlockwiseFp8Bug::early_scale_release, "race.smem",
      "bug 14: an epilogue warp frees the input slot before reading its A-scales; the next TMA load overwrites them"},
+    {"wrong-scale", BlockwiseFp8Bug::wrong_scale, "result.mismatch",
+     "numeric: the epilogue scales every K block's partial sum by B's scale of the first K block"},
 };
 
 }  // namespace

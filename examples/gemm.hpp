@@ -54,6 +54,11 @@ enum class GemmBug : std::uint8_t {
   // (.sync.aligned) gets a different address in different lanes once a
   // tile lands in stage 1. Seen only in lane-divergence mode.
   non_uniform_tmem_addr,
+  // Numeric bugs: no synchronization rule breaks, D is wrong, and only the
+  // check after the run (result.mismatch) can tell.
+  stale_accumulator,  // the first MMA of a tile accumulates onto the stage's previous tile
+  missing_k_block,    // the MMA warp skips the last K block's MMAs (and still frees its slot)
+  wrong_lane_half,    // the epilogue loads the upper 16 lanes of its quarter for the lower half too
 };
 
 inline constexpr std::uint32_t kGemmBlockM = 128;       // D rows per CTA
@@ -256,10 +261,13 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
         auto out = ctx.output_pipeline().acquire_for_mma();
         for (std::uint32_t kb = 0; kb < k_blocks; ++kb) {
           auto in = input.consumer();
+          const bool fresh_tile_bug = bug == GemmBug::stale_accumulator;
           auto issue = [&] {
+            if (bug == GemmBug::missing_k_block && kb == k_blocks - 1) return;
             for (std::uint32_t kk = 0; kk < kGemmBlockKBytes; kk += kGemmMmaKBytes) {
               B::template mma<Cfg::kKind, G>(out.tmem.offset(), gemm_smem_desc<B>(s.a[in.index()], kk),
-                                             gemm_smem_desc<B>(s.b[in.index()], kk), idesc, kb > 0 || kk > 0);
+                                             gemm_smem_desc<B>(s.b[in.index()], kk), idesc,
+                                             kb > 0 || kk > 0 || fresh_tile_bug);
             }
           };
           if (bug == GemmBug::unelected_mma) {
@@ -305,7 +313,8 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
         }
         constexpr std::uint32_t kRepeat = kGemmBlockN / 8;  // 16x256b: 8 columns per repetition
         auto upper = B::template tmem_load<TmemShape::s16x256b, kRepeat>(base.raw());
-        auto lower = B::template tmem_load<TmemShape::s16x256b, kRepeat>(base.offset(kTmemLowerRowLanes, 0).raw());
+        const std::uint32_t lower_lanes = bug == GemmBug::wrong_lane_half ? 0 : kTmemLowerRowLanes;
+        auto lower = B::template tmem_load<TmemShape::s16x256b, kRepeat>(base.offset(lower_lanes, 0).raw());
         if (bug == GemmBug::release_before_wait_ld) stage.arrive_empty();
         B::tmem_wait_load();
         // Early release: the stage's cells are in registers; the MMA warp may

@@ -103,6 +103,12 @@ const GemmVariant kVariants[] = {
     {"non-uniform-tmem-addr", GemmBug::non_uniform_tmem_addr, "warp.non-uniform-operand",
      "the epilogue's tcgen05.ld address is computed in the elected lane only: the lanes pass different addresses",
      0, 0, -1, true},
+    {"stale-accumulator", GemmBug::stale_accumulator, "result.mismatch",
+     "numeric: the first MMA of a tile accumulates onto what the accumulator stage held from its previous tile"},
+    {"missing-k-block", GemmBug::missing_k_block, "result.mismatch",
+     "numeric: the MMA warp skips the last K block's MMAs and still frees the slot"},
+    {"wrong-lane-half", GemmBug::wrong_lane_half, "result.mismatch",
+     "numeric: the epilogue loads its quarter's upper 16 lanes for the lower 16 rows too"},
 };
 
 }  // namespace

@@ -175,11 +175,13 @@ ex::OptionValues defaults(std::uint64_t cta_group) {
 
 TEST(examples_BlockwiseFp8Scenario, IsRegisteredWithItsVariants) {
   const auto& s = scenario();
-  ASSERT_EQ(s.variants.size(), 2u);
+  ASSERT_EQ(s.variants.size(), 3u);
   EXPECT_EQ(s.variants[0].name, "");
   EXPECT_EQ(s.variants[0].expect, "ok");
   EXPECT_EQ(s.variants[1].name, "early-scale-release");
   EXPECT_EQ(s.variants[1].expect, "race.smem");
+  EXPECT_EQ(s.variants[2].name, "wrong-scale");
+  EXPECT_EQ(s.variants[2].expect, "result.mismatch");
   for (const auto& o : s.options) EXPECT_NE(o.name, "dtype");
 }
 
@@ -226,5 +228,21 @@ TEST_P(examples_BlockwiseFp8Variant, EarlyScaleReleaseRacesOnEverySchedule) {
 }
 
 INSTANTIATE_TEST_SUITE_P(cta_group, examples_BlockwiseFp8Variant, ::testing::Values(1, 2));
+
+// A wrong scale is a result mismatch, with the MMA memo warm or off.
+TEST(examples_BlockwiseFp8, WrongScaleIsAResultMismatch) {
+  const ex::Scenario* s = ex::find_scenario("blockwise-fp8");
+  ASSERT_NE(s, nullptr);
+  ex::OptionValues v;
+  for (const auto& o : s->options) v[o.name] = o.def;
+  ASSERT_EQ(emu::run(s->prepare("", v), {}).status, emu::Status::ok);
+  for (const std::size_t memo : {emu::RunOptions{}.mma_memo_bytes, std::size_t{0}}) {
+    emu::RunOptions o;
+    o.mma_memo_bytes = memo;
+    const auto r = emu::run(s->prepare("wrong-scale", v), o);
+    ASSERT_EQ(r.status, emu::Status::violation) << r.report();
+    EXPECT_EQ(r.violations[0].rule, "result.mismatch") << r.report();
+  }
+}
 
 }  // namespace

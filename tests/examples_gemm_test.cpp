@@ -132,4 +132,29 @@ TEST(examples_Gemm, ScenarioVerifiesEveryRunAndRejectsBadShapes) {
   EXPECT_THROW(s->prepare("", v), std::invalid_argument);
 }
 
+// Each kind of numeric bug is a result mismatch, also when the MMA memo
+// (RunOptions::mma_memo_bytes) is warm with the correct kernel's MMAs and
+// when it is off: a stale accumulator, a missing K block, the wrong lane
+// half (and blockwise-fp8's wrong scale, in its own test).
+TEST(examples_Gemm, NumericBugsAreResultMismatchesWithTheMemoWarmOrOff) {
+  const ex::Scenario* s = ex::find_scenario("gemm");
+  ASSERT_NE(s, nullptr);
+  for (const std::uint64_t cta_group : {1u, 2u}) {
+    ex::OptionValues v;
+    for (const auto& o : s->options) v[o.name] = o.def;
+    v["cta-group"] = cta_group;
+    if (s->resolve) s->resolve(v);
+    ASSERT_EQ(emu::run(s->prepare("", v), {}).status, emu::Status::ok);  // the memo now holds the right MMAs
+    for (const char* bug : {"stale-accumulator", "missing-k-block", "wrong-lane-half"})
+      for (const std::size_t memo : {emu::RunOptions{}.mma_memo_bytes, std::size_t{0}}) {
+        SCOPED_TRACE(std::string(bug) + " cta_group " + std::to_string(cta_group) + " memo " + std::to_string(memo));
+        emu::RunOptions o;
+        o.mma_memo_bytes = memo;
+        const auto r = emu::run(s->prepare(bug, v), o);
+        ASSERT_EQ(r.status, emu::Status::violation) << r.report();
+        EXPECT_EQ(r.violations[0].rule, "result.mismatch") << r.report();
+      }
+  }
+}
+
 }  // namespace
