@@ -109,6 +109,7 @@ void agrees_with_plain_model(std::uint32_t size) {
 }
 
 RC_GTEST_PROP(emu_ShadowTable, AgreesWithOneShadowPerLocationBlocksOf4, ()) { agrees_with_plain_model<4>(48); }
+RC_GTEST_PROP(emu_ShadowTable, AgreesWithOneShadowPerLocationBlocksOf8, ()) { agrees_with_plain_model<8>(96); }
 RC_GTEST_PROP(emu_ShadowTable, AgreesWithOneShadowPerLocationBlocksOf32, ()) { agrees_with_plain_model<32>(256); }
 
 // The compression is what makes it cheap: whole-block accesses keep a

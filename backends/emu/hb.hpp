@@ -122,6 +122,24 @@ class ShadowTable {
     return sp < 0 ? uniform_[i / kBlock] : cells_[static_cast<std::size_t>(sp) + i % kBlock];
   }
 
+  // The first location in [first, last) whose shadow satisfies `pred`, or
+  // `last`: read only, a uniform block asked once.
+  template <class Pred>
+  std::uint32_t find_first(std::uint32_t first, std::uint32_t last, Pred&& pred) const {
+    for (std::uint32_t i = first; i < last;) {
+      const std::uint32_t b = i / kBlock;
+      const std::uint32_t block_end = std::min(last, (b + 1) * kBlock);
+      if (split_[b] < 0) {
+        if (pred(uniform_[b])) return i;
+      } else {
+        for (std::uint32_t j = i; j < block_end; ++j)
+          if (pred(cells_[static_cast<std::size_t>(split_[b]) + j % kBlock])) return j;
+      }
+      i = block_end;
+    }
+    return last;
+  }
+
   // An access to [first, last), in ascending order. False when a visit
   // returned false.
   template <class Visit>

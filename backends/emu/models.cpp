@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
+#include <unordered_map>
 #include <utility>
 
 namespace wspipe::emu::model {
@@ -60,7 +62,7 @@ DPlace d_place(const MmaJob& job, const InstrDescriptor& i, std::uint32_t row, s
 }
 
 // Offsets of the 16-byte chunks of A and B one CTA reads, merged into ranges.
-std::vector<std::pair<std::uint32_t, std::uint32_t>> operand_ranges(const MmaJob& job, const Decoded& d) {
+std::vector<std::pair<std::uint32_t, std::uint32_t>> compute_operand_ranges(const MmaJob& job, const Decoded& d) {
   std::vector<std::uint32_t> chunks;
   const auto add = [&](const SmemDescriptor& desc, std::uint32_t rows) {
     for (std::uint32_t row = 0; row < rows; ++row)
@@ -79,6 +81,30 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> operand_ranges(const MmaJob
       ranges.emplace_back(c, 16);
   }
   return ranges;
+}
+
+// operand_ranges, remembered per thread: mma_check and mma_footprint ask
+// for the same few descriptor combinations at every MMA of every run.
+const std::vector<std::pair<std::uint32_t, std::uint32_t>>& operand_ranges(const MmaJob& job, const Decoded& d) {
+  struct Key {
+    std::uint64_t a, b;
+    std::uint32_t idesc;
+    int cta_group;
+    MmaKind kind;
+    bool operator==(const Key&) const = default;
+  };
+  struct Hash {
+    std::size_t operator()(const Key& k) const {
+      return std::hash<std::uint64_t>{}(k.a * 0x9e3779b97f4a7c15ull ^ k.b ^ (std::uint64_t{k.idesc} << 3) ^
+                                        static_cast<std::uint64_t>(k.cta_group) ^
+                                        (static_cast<std::uint64_t>(k.kind) << 40));
+    }
+  };
+  thread_local std::unordered_map<Key, std::vector<std::pair<std::uint32_t, std::uint32_t>>, Hash> known;
+  const Key key{job.a_desc, job.b_desc, job.idesc, job.cta_group, job.kind};
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  if (known.size() >= 4096) known.clear();
+  return known.emplace(key, compute_operand_ranges(job, d)).first->second;
 }
 
 }  // namespace
@@ -156,6 +182,9 @@ MmaFootprint mma_footprint(const MmaJob& job) {
 }
 
 namespace {
+
+using V4f = float __attribute__((vector_size(16)));
+using V4d = double __attribute__((vector_size(32)));
 
 // A decoder from an operand's bit patterns to floats (exact for every
 // tcgen05.mma input type): a table for the 8-bit formats, the bf16 shift,
@@ -280,7 +309,7 @@ const double* MmaMemo::find(std::uint64_t h, const std::vector<std::byte>& key) 
   const auto it = map_.find(h);
   if (it != map_.end())
     for (const auto& e : it->second)
-      if (e->key == key) {
+      if (e->key.size() == key.size() && std::memcmp(e->key.data(), key.data(), key.size()) == 0) {
         ++hits_;
         ++hits_since_full_;
         return e->products.data();
@@ -328,11 +357,19 @@ void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo) {
       const DPlace p = d_place(job, d.i, row, col0);
       std::uint32_t* cells = ctas[p.cta].tmem + std::size_t{p.lane} * kTmemColumns + p.col;
       const double* sums = products + std::size_t{row} * n + col0;
-      if (job.accumulate) {
-        for (std::uint32_t c = 0; c < segment; ++c)
-          cells[c] = std::bit_cast<std::uint32_t>(static_cast<float>(sums[c] + std::bit_cast<float>(cells[c])));
-      } else {
-        for (std::uint32_t c = 0; c < segment; ++c) cells[c] = std::bit_cast<std::uint32_t>(static_cast<float>(sums[c]));
+      // Four cells at a time (a segment is a multiple of 8 columns), with
+      // the compilers' portable vector types: the same conversions and
+      // additions as one cell at a time.
+      for (std::uint32_t c = 0; c < segment; c += 4) {
+        V4d sum;
+        std::memcpy(&sum, sums + c, sizeof sum);
+        if (job.accumulate) {
+          V4f old;
+          std::memcpy(&old, cells + c, sizeof old);
+          sum += __builtin_convertvector(old, V4d);
+        }
+        const V4f out = __builtin_convertvector(sum, V4f);
+        std::memcpy(cells + c, &out, sizeof out);
       }
     }
   }

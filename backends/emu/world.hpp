@@ -166,10 +166,10 @@ struct PairOp {
 
 // Race-checker shadow blocks (ShadowTable): 32 TMEM columns of one lane
 // (an MMA writes whole column ranges of every lane; tcgen05.ld reads runs of
-// columns), 4 words of shared memory (the 16-byte chunk TMA and the tensor
-// core move as a unit).
+// columns), 8 words of shared memory (TMA writes whole tiles; an MMA reads
+// 32 bytes of K per operand row, which a swizzled layout keeps together).
 constexpr std::uint32_t kTmemShadowBlock = 32;
-constexpr std::uint32_t kSmemShadowBlock = 4;
+constexpr std::uint32_t kSmemShadowBlock = 8;
 
 struct Cta {
   std::uint32_t cluster = 0;

@@ -268,21 +268,26 @@ bool World::tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, 
   const Cta& c = ctas_[cta];
   if (c.tmem_shadow.empty()) return true;
   const Clock& mine = clocks_[w.id];
+  // The first access to these cells not ordered before this warp's clock.
+  auto unordered = [&mine](const Shadow& s) -> const Access* {
+    if (!happens_before(s.write, mine)) return &s.write;
+    for (const Access& r : s.reads)
+      if (!happens_before(r, mine)) return &r;
+    return nullptr;
+  };
   for (std::uint32_t lane = 0; lane < kTmemLanes; ++lane) {
-    for (std::uint32_t k = col; k < col + cols; ++k) {
-      const Shadow& s = c.tmem_shadow.at(static_cast<std::uint32_t>(cell(lane, k)));
-      const Access* other = happens_before(s.write, mine) ? nullptr : &s.write;
-      for (const Access& r : s.reads)
-        if (other == nullptr && !happens_before(r, mine)) other = &r;
-      if (other == nullptr) continue;
-      const AccessInfo& i = access_infos_[other->info];
-      fail(w, "tmem.dealloc-unordered", obj,
-           "tcgen05.dealloc by " + w.name + " is not ordered after " + actor_name(i.actor) + "'s " + i.what +
-               " of TMEM lane " + std::to_string(lane) + ", column " + std::to_string(k) +
-               ": nothing (a barrier wait, or the commit of the MMA) orders that access before the dealloc",
-           loc, nullptr, describe_access(*other));
-      return false;
-    }
+    const auto first = static_cast<std::uint32_t>(cell(lane, col));
+    const std::uint32_t at =
+        c.tmem_shadow.find_first(first, first + cols, [&](const Shadow& s) { return unordered(s) != nullptr; });
+    if (at == first + cols) continue;
+    const Access* other = unordered(c.tmem_shadow.at(at));
+    const AccessInfo& i = access_infos_[other->info];
+    fail(w, "tmem.dealloc-unordered", obj,
+         "tcgen05.dealloc by " + w.name + " is not ordered after " + actor_name(i.actor) + "'s " + i.what +
+             " of TMEM lane " + std::to_string(lane) + ", column " + std::to_string(at % kTmemColumns) +
+             ": nothing (a barrier wait, or the commit of the MMA) orders that access before the dealloc",
+         loc, nullptr, describe_access(*other));
+    return false;
   }
   return true;
 }
@@ -479,17 +484,16 @@ void World::tmem_wait(bool loads, const SourceLoc& loc) {
 std::uint32_t World::frag_lane(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc) {
   if (in_lane_) return kSecondLane;  // lane 31's own registers; the warp's fiber made the checks
   Warp& w = warp();
-  const std::uint32_t active = lanes(w.active);
-  if (killing_ || stopping_) return active == 0 ? 0 : static_cast<std::uint32_t>(std::countr_zero(w.active));
+  if (killing_ || stopping_) return w.active == 0 ? 0 : static_cast<std::uint32_t>(std::countr_zero(w.active));
   if (reg >= regs) {
     fail(w, "kernel.check", "", "fragment register " + std::to_string(reg) + " of a fragment of " +
                                     std::to_string(regs) + " registers per thread",
          loc);
     return 0;
   }
-  if (active != 1) {
+  if (w.active == 0 || (w.active & (w.active - 1)) != 0) {  // not exactly one lane
     fail(w, "warp.lane-idx-divergent", "",
-         "a fragment register accessed with " + std::to_string(active) +
+         "a fragment register accessed with " + std::to_string(lanes(w.active)) +
              " lanes active: registers are per thread; use for_each_lane",
          loc);
     return 0;
