@@ -14,6 +14,9 @@
 //                   cta_group 1), random strategy, trace off, race checker
 //                   on, with the lane-divergence mode off and on; items =
 //                   scheduling steps (the same steps either way).
+//   BM_EmuTrace:    `ring` (4 stages, 4096 items) and `gemm` (defaults,
+//                   cta_group 1), random strategy, race checker on, with
+//                   the trace off and on; items = schedules (runs).
 //   BM_Explore:     emu::explore() over `ring` (defaults) or `gemm`
 //                   (defaults, cta_group 1) with 1 or 2 jobs, random
 //                   strategy; items = schedules (runs).
@@ -21,7 +24,9 @@
 // After the table, prints one line per emulator configuration, the
 // speed-up of 2 jobs over 1 (`jobs2_speedup ring=... gemm=...`), the
 // lane-divergence mode's slowdown (`lane_divergence_cost ring=... gemm=...`,
-// time with the mode over time without) and, last,
+// time with the mode over time without), the trace's
+// (`trace_ratio ring=... gemm=...`: schedules/s with the trace on over
+// schedules/s with it off) and, last,
 // `ratio=<steps per second / yields per second>` for the configuration
 // `wspipe explore` uses (random strategy, trace off, race checker on). Each scheduling step
 // may switch fibers once, so the ratio says how much of a step is the
@@ -103,18 +108,18 @@ wspipe::examples::OptionValues defaults(const wspipe::examples::Scenario& sc) {
 }
 
 // Runs the scenario's correct kernel once per iteration (seeds 1, 2, ...);
-// items = scheduling steps.
+// items = scheduling steps, or schedules (runs) with `per_run`.
 void run_correct(benchmark::State& state, const wspipe::examples::Scenario& sc,
-                 const wspipe::examples::OptionValues& values, wspipe::emu::RunOptions opts) {
-  std::int64_t steps = 0;
+                 const wspipe::examples::OptionValues& values, wspipe::emu::RunOptions opts, bool per_run = false) {
+  std::int64_t items = 0;
   std::uint64_t seed = 1;
   for (auto _ : state) {
     opts.strategy.seed = seed++;
     auto r = wspipe::emu::run(sc.prepare("", values), opts);
     if (r.status != wspipe::emu::Status::ok) state.SkipWithError((sc.name + " failed").c_str());
-    steps += static_cast<std::int64_t>(r.steps);
+    items += per_run ? 1 : static_cast<std::int64_t>(r.steps);
   }
-  state.SetItemsProcessed(steps);
+  state.SetItemsProcessed(items);
 }
 
 void BM_EmuGemm(benchmark::State& state) {
@@ -129,13 +134,20 @@ void BM_EmuGemm(benchmark::State& state) {
 }
 BENCHMARK(BM_EmuGemm)->ArgsProduct({{1, 2}, {1, 0}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// `ring` (4 stages, kItems items) or `gemm` (defaults, cta_group 1), and
+// its option values.
+const wspipe::examples::Scenario* ring_or_gemm(bool gemm, wspipe::examples::OptionValues& values) {
+  const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(gemm ? "gemm" : "ring");
+  values = defaults(*sc);
+  if (!gemm) values["items"] = kItems;
+  return sc;
+}
+
 // The lane-divergence mode's cost: the same runs with lane 31 on a second
 // fiber per warp, compared at every wait and collective.
 void BM_EmuLanes(benchmark::State& state) {
-  const bool gemm = state.range(0) != 0;
-  const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(gemm ? "gemm" : "ring");
-  wspipe::examples::OptionValues values = defaults(*sc);
-  if (!gemm) values["items"] = kItems;
+  wspipe::examples::OptionValues values;
+  const wspipe::examples::Scenario* sc = ring_or_gemm(state.range(0) != 0, values);
   wspipe::emu::RunOptions opts;
   opts.trace = false;
   opts.lane_divergence = state.range(1) != 0;
@@ -143,6 +155,20 @@ void BM_EmuLanes(benchmark::State& state) {
   state.SetLabel(sc->name + (opts.lane_divergence ? " lanes" : " warp"));
 }
 BENCHMARK(BM_EmuLanes)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The trace's cost: `ring` (4 stages, 4096 items) and `gemm` (defaults,
+// cta_group 1), random strategy, race checker on, with RunOptions::trace
+// off and on; items = schedules (runs, seeds 1, 2, ...), so the per-run
+// work of the trace counts as well as its per-event work.
+void BM_EmuTrace(benchmark::State& state) {
+  wspipe::examples::OptionValues values;
+  const wspipe::examples::Scenario* sc = ring_or_gemm(state.range(0) != 0, values);
+  wspipe::emu::RunOptions opts;
+  opts.trace = state.range(1) != 0;
+  run_correct(state, *sc, values, opts, /*per_run=*/true);
+  state.SetLabel(sc->name + (opts.trace ? " trace" : " no-trace"));
+}
+BENCHMARK(BM_EmuTrace)->Args({0, 0})->Args({0, 1})->Args({1, 0})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Whole explorations: schedules per second with 1 or 2 threads.
 void BM_Explore(benchmark::State& state) {
@@ -211,8 +237,14 @@ int main(int argc, char** argv) {
   double main_ratio = -1;
   std::map<std::string, double> explore;  // label -> schedules/s
   std::map<std::string, double> lanes;    // label -> steps/s
+  std::map<std::string, double> traced;   // label -> schedules/s
   for (const auto& [name, r] : reporter.rate) {
     if (name.rfind("BM_EmuLanes", 0) == 0) lanes[reporter.label[name]] = r;
+    if (name.rfind("BM_EmuTrace", 0) == 0) {
+      traced[reporter.label[name]] = r;
+      std::printf("schedules/s: %.3e  (%s)\n", r, reporter.label[name].c_str());
+      continue;
+    }
     if (name.rfind("BM_Explore", 0) == 0) {
       explore[reporter.label[name]] = r;
       std::printf("schedules/s: %.3e  (%s)\n", r, reporter.label[name].c_str());
@@ -231,6 +263,10 @@ int main(int argc, char** argv) {
   if (lanes.size() == 4) {
     std::printf("lane_divergence_cost ring=%.2f gemm=%.2f\n", lanes["ring warp"] / lanes["ring lanes"],
                 lanes["gemm warp"] / lanes["gemm lanes"]);
+  }
+  if (traced.size() == 4) {
+    std::printf("trace_ratio ring=%.2f gemm=%.2f\n", traced["ring trace"] / traced["ring no-trace"],
+                traced["gemm trace"] / traced["gemm no-trace"]);
   }
   if (main_ratio < 0) {
     std::puts("ratio=unavailable (BM_EmuRing random no-trace did not run)");
