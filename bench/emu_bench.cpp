@@ -28,6 +28,9 @@
 //                   (defaults) with 1 and 2 jobs; gemm cta_group 2,
 //                   blockwise-fp8 (defaults) and gemm 1024x1024x1024 on 4
 //                   clusters with 1; items = schedules (runs).
+//   BM_EmuTrace:    `ring` (4 stages, 4096 items) and `gemm` (defaults,
+//                   cta_group 1), random strategy, race checker on, with
+//                   the trace off and on; items = schedules (runs).
 //
 // After the table, prints one line per emulator configuration, the
 // speed-up of 2 jobs over 1 (`jobs2_speedup ring=... gemm=...`), the
@@ -35,9 +38,11 @@
 // gemm_cta2_ratio=... blockwise_fp8_ratio=...`), the large GEMM's seconds
 // per schedule (`gemm_1024_seconds_per_schedule=...`), the
 // lane-divergence mode's slowdown (`lane_divergence_cost ring=... gemm=...`,
-// time with the mode over time without), the cost per step of a grid of 16
-// or 64 mostly idle CTAs over that of 4 busy ones (`grid_step_cost
-// 16/4=... 64/4=...`, race checker off, then on) and, last,
+// time with the mode over time without), the trace's
+// (`trace_ratio ring=... gemm=...`: schedules/s with the trace on over
+// schedules/s with it off), the cost per step of a grid of 16 or 64 mostly
+// idle CTAs over that of 4 busy ones (`grid_step_cost 16/4=... 64/4=...`,
+// race checker off, then on) and, last,
 // `ratio=<steps per second / yields per second>` for the configuration
 // `wspipe explore` uses (random strategy, trace off, race checker on). Each scheduling step
 // may switch fibers once, so the ratio says how much of a step is the
@@ -123,18 +128,18 @@ wspipe::examples::OptionValues defaults(const wspipe::examples::Scenario& sc) {
 }
 
 // Runs the scenario's correct kernel once per iteration (seeds 1, 2, ...);
-// items = scheduling steps.
+// items = scheduling steps, or schedules (runs) with `per_run`.
 void run_correct(benchmark::State& state, const wspipe::examples::Scenario& sc,
-                 const wspipe::examples::OptionValues& values, wspipe::emu::RunOptions opts) {
-  std::int64_t steps = 0;
+                 const wspipe::examples::OptionValues& values, wspipe::emu::RunOptions opts, bool per_run = false) {
+  std::int64_t items = 0;
   std::uint64_t seed = 1;
   for (auto _ : state) {
     opts.strategy.seed = seed++;
     auto r = wspipe::emu::run(sc.prepare("", values), opts);
     if (r.status != wspipe::emu::Status::ok) state.SkipWithError((sc.name + " failed").c_str());
-    steps += static_cast<std::int64_t>(r.steps);
+    items += per_run ? 1 : static_cast<std::int64_t>(r.steps);
   }
-  state.SetItemsProcessed(steps);
+  state.SetItemsProcessed(items);
 }
 
 void BM_EmuGemm(benchmark::State& state) {
@@ -149,13 +154,20 @@ void BM_EmuGemm(benchmark::State& state) {
 }
 BENCHMARK(BM_EmuGemm)->ArgsProduct({{1, 2}, {1, 0}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// `ring` (4 stages, kItems items) or `gemm` (defaults, cta_group 1), and
+// its option values.
+const wspipe::examples::Scenario* ring_or_gemm(bool gemm, wspipe::examples::OptionValues& values) {
+  const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(gemm ? "gemm" : "ring");
+  values = defaults(*sc);
+  if (!gemm) values["items"] = kItems;
+  return sc;
+}
+
 // The lane-divergence mode's cost: the same runs with lane 31 on a second
 // fiber per warp, compared at every wait and collective.
 void BM_EmuLanes(benchmark::State& state) {
-  const bool gemm = state.range(0) != 0;
-  const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(gemm ? "gemm" : "ring");
-  wspipe::examples::OptionValues values = defaults(*sc);
-  if (!gemm) values["items"] = kItems;
+  wspipe::examples::OptionValues values;
+  const wspipe::examples::Scenario* sc = ring_or_gemm(state.range(0) != 0, values);
   wspipe::emu::RunOptions opts;
   opts.trace = false;
   opts.lane_divergence = state.range(1) != 0;
@@ -191,6 +203,20 @@ void BM_EmuGrid(benchmark::State& state) {
   state.SetLabel("grid " + std::to_string(state.range(0)) + (opts.race_check ? "" : " no-race-check"));
 }
 BENCHMARK(BM_EmuGrid)->ArgsProduct({{1, 4, 16, 64}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The trace's cost: `ring` (4 stages, 4096 items) and `gemm` (defaults,
+// cta_group 1), random strategy, race checker on, with RunOptions::trace
+// off and on; items = schedules (runs, seeds 1, 2, ...), so the per-run
+// work of the trace counts as well as its per-event work.
+void BM_EmuTrace(benchmark::State& state) {
+  wspipe::examples::OptionValues values;
+  const wspipe::examples::Scenario* sc = ring_or_gemm(state.range(0) != 0, values);
+  wspipe::emu::RunOptions opts;
+  opts.trace = state.range(1) != 0;
+  run_correct(state, *sc, values, opts, /*per_run=*/true);
+  state.SetLabel(sc->name + (opts.trace ? " trace" : " no-trace"));
+}
+BENCHMARK(BM_EmuTrace)->Args({0, 0})->Args({0, 1})->Args({1, 0})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Whole explorations: schedules per second with 1 or 2 threads, the way
 // `wspipe explore` runs them (random strategy, trace off, race checker on,
@@ -290,9 +316,15 @@ int main(int argc, char** argv) {
   std::map<std::string, double> explore;  // label -> schedules/s
   std::map<std::string, double> lanes;    // label -> steps/s
   std::map<std::string, double> grid;     // label -> steps/s
+  std::map<std::string, double> traced;   // label -> schedules/s
   for (const auto& [name, r] : reporter.rate) {
     if (name.rfind("BM_EmuLanes", 0) == 0) lanes[reporter.label[name]] = r;
     if (name.rfind("BM_EmuGrid", 0) == 0) grid[reporter.label[name]] = r;
+    if (name.rfind("BM_EmuTrace", 0) == 0) {
+      traced[reporter.label[name]] = r;
+      std::printf("schedules/s: %.3e  (%s)\n", r, reporter.label[name].c_str());
+      continue;
+    }
     if (name.rfind("BM_Explore", 0) == 0) {
       explore[reporter.label[name]] = r;
       std::printf("schedules/s: %.3e  (%s)\n", r, reporter.label[name].c_str());
@@ -320,6 +352,10 @@ int main(int argc, char** argv) {
   if (lanes.size() == 4) {
     std::printf("lane_divergence_cost ring=%.2f gemm=%.2f\n", lanes["ring warp"] / lanes["ring lanes"],
                 lanes["gemm warp"] / lanes["gemm lanes"]);
+  }
+  if (traced.size() == 4) {
+    std::printf("trace_ratio ring=%.2f gemm=%.2f\n", traced["ring trace"] / traced["ring no-trace"],
+                traced["gemm trace"] / traced["gemm no-trace"]);
   }
   // Cost per step (1 / steps per second) with 16 and 64 CTAs over 4.
   for (const char* rc : {" no-race-check", ""}) {

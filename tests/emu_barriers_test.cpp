@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/emu/emu.hpp"
@@ -362,6 +363,69 @@ TEST(emu_Determinism, SameSeedGivesIdenticalTraceBytes) {
     EXPECT_EQ(text, text_of(b.trace));
     EXPECT_EQ(json, json_of(b.trace));
   }
+}
+
+// A destroyed trace leaves its event storage to the next traced run on its
+// thread (emu::take_event_storage). The events must not depend on it: a run
+// on a fresh thread, one after a larger trace died and one after a smaller
+// one give the same bytes from every exporter, and the same report.
+TEST(emu_Determinism, ReusedEventStorageGivesIdenticalTraces) {
+  struct Out {
+    std::string text, json, report;
+    std::size_t events = 0;
+  };
+  auto capture = [](const emu::RunResult& r) {
+    return Out{text_of(r.trace), json_of(r.trace), r.report(), r.trace.events.size()};
+  };
+  const auto opts = with_strategy(emu::StrategyKind::random, 42);
+  for (RingBug bug : {RingBug::none, RingBug::no_release}) {
+    Out fresh;
+    std::thread([&] { fresh = capture(ring(16, bug, opts)); }).join();
+    ASSERT_GT(fresh.events, 0u);
+    if (bug == RingBug::no_release) {
+      EXPECT_TRUE(contains(fresh.report, "last events on")) << fresh.report;
+    }
+
+    std::size_t big = 0;
+    {
+      const auto larger = ring(200, RingBug::none, opts);
+      big = larger.trace.events.size();
+      ASSERT_GT(big, fresh.events);
+    }  // its storage goes to this thread's next traced run
+    const auto after_larger = ring(16, bug, opts);
+    EXPECT_GE(after_larger.trace.events.capacity(), big) << "the larger trace's storage was not reused";
+    const Out a = capture(after_larger);
+    EXPECT_EQ(a.events, fresh.events);
+    EXPECT_EQ(a.text, fresh.text);
+    EXPECT_EQ(a.json, fresh.json);
+    EXPECT_EQ(a.report, fresh.report);
+
+    { const auto smaller = ring(2, RingBug::none, opts); }
+    const Out b = capture(ring(16, bug, opts));
+    EXPECT_EQ(b.text, fresh.text);
+    EXPECT_EQ(b.json, fresh.json);
+    EXPECT_EQ(b.report, fresh.report);
+  }
+}
+
+// Traces that are kept, copied or moved keep their events whatever runs
+// after them; an untraced run records none, even with storage to spare.
+TEST(emu_Determinism, KeptTracesKeepTheirEvents) {
+  const auto opts = with_strategy(emu::StrategyKind::random, 7);
+  const auto kept = ring(16, RingBug::none, opts);
+  const std::string text = text_of(kept.trace);
+  emu::Trace copy = kept.trace;
+  emu::Trace moved_from = kept.trace;
+  const emu::Trace moved = std::move(moved_from);
+  for (std::uint32_t items : {200u, 4u}) {
+    { const auto other = ring(items, RingBug::none, with_strategy(emu::StrategyKind::random, 8)); }
+    auto untraced = opts;
+    untraced.trace = false;
+    EXPECT_TRUE(ring(items, RingBug::none, untraced).trace.events.empty());
+  }
+  EXPECT_EQ(text_of(kept.trace), text);
+  EXPECT_EQ(text_of(copy), text);
+  EXPECT_EQ(text_of(moved), text);
 }
 
 TEST(emu_Determinism, DifferentSeedsGiveDifferentSchedules) {

@@ -45,6 +45,41 @@ const char* to_string(EventKind k) {
   return "?";
 }
 
+namespace {
+
+// The storage kept for this thread's next trace. `spare_alive` is trivially
+// destructible, so that a Trace destroyed after this thread's spare (at
+// thread or program exit) sees it gone and frees its own storage.
+constexpr std::size_t kKeepEvents = (std::size_t{16} << 20) / sizeof(Event);  // 16 MiB
+thread_local bool spare_alive = false;
+struct Spare {
+  std::vector<Event> events;
+  Spare() { spare_alive = true; }
+  ~Spare() { spare_alive = false; }
+  Spare(const Spare&) = delete;
+  Spare& operator=(const Spare&) = delete;
+};
+Spare& spare() {
+  thread_local Spare s;
+  return s;
+}
+
+}  // namespace
+
+std::vector<Event> detail::take_event_storage() {
+  std::vector<Event> v;
+  v.swap(spare().events);
+  return v;
+}
+
+Trace::~Trace() {
+  if (!spare_alive || events.capacity() > kKeepEvents) return;
+  std::vector<Event>& keep = spare().events;
+  if (events.capacity() <= keep.capacity()) return;
+  events.clear();
+  keep.swap(events);
+}
+
 std::string json_quote(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {

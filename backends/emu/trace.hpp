@@ -65,6 +65,16 @@ struct TraceObject {
 };
 
 struct Trace {
+  Trace() = default;
+  Trace(const Trace&) = default;
+  Trace(Trace&&) noexcept = default;
+  Trace& operator=(const Trace&) = default;
+  Trace& operator=(Trace&&) noexcept = default;
+  // Hands the events' storage (not the events) to the next traced run on
+  // this thread, so that a thread's runs write their events into memory
+  // that is already allocated and mapped (detail::take_event_storage).
+  ~Trace();
+
   std::vector<TraceWarp> warps;
   std::vector<TraceObject> objects;
   std::vector<Event> events;
@@ -88,6 +98,13 @@ struct Trace {
   // The last `n` events on barrier `object`, oldest first.
   std::vector<const Event*> last_on(std::int32_t object, std::size_t n) const;
 };
+
+namespace detail {
+// An empty event vector for a new trace: the storage of the largest trace
+// destroyed on this thread since its last call (storage over 16 MiB is
+// freed, not kept), or none. The emulator calls it once per traced run.
+std::vector<Event> take_event_storage();
+}  // namespace detail
 
 // JSON string literal with escapes.
 std::string json_quote(const std::string& s);

@@ -319,6 +319,7 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
     for (const Warp& w : warps_) result_.trace.warps.push_back({w.name, w.cta});
     for (const Engine& e : engines_) result_.trace.warps.push_back({e.name, e.cta});
     result_.trace.strip_prefix = source_root_;
+    result_.trace.events = take_event_storage();
   }
 }
 
@@ -670,7 +671,8 @@ bool World::point(Warp& w, Block b, std::int32_t obj, std::uint32_t parity, std:
 void World::warp_main(Warp& w) {
   current_ = &w;
   w.block = Block::none;
-  if (!killing_) record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::start});
+  if (!killing_ && options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::start});
   body_();
   // The second lane must end too, with no operation lane 0 did not make.
   if (options_.lane_divergence) lanes_meet(w, LaneOp{.kind = LaneOp::Kind::exit, .lanes = 32});
@@ -712,7 +714,8 @@ void World::finish(Warp& w) {
     algo_->next = main_ctx_;
     return;
   }
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::exit});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::exit});
   if (cta.exited()) cta_exited(w);
   // barrier.cluster waits for the threads that have not exited.
   release_cluster_if_complete(cl);
@@ -803,8 +806,9 @@ void* World::shared_storage(std::size_t size, std::size_t align) {
 void World::syncwarp(const SourceLoc& loc) {
   Warp& w = warp();
   if (!lanes_agree(w, {.kind = LaneOp::Kind::syncwarp, .loc = loc}) || !point(w, loc)) return;
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::syncwarp, .file = loc.file_name(),
-          .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::syncwarp,
+            .file = loc.file_name(), .line = loc.line()});
 }
 
 // Every lane keeps its own copy of a pipeline cursor (DESIGN.md: each warp,
@@ -958,8 +962,9 @@ void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* ba
   m.init_warp = static_cast<std::int32_t>(w.id);
   bar.raw = kTag | (id + 1);
   if (options_.trace) result_.trace.objects.push_back({m.name, m.cta});
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
-          .kind = EventKind::init, .a = count, .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
+            .kind = EventKind::init, .a = count, .file = loc.file_name(), .line = loc.line()});
   if (lanes(w.active) > 1)
     fail(w, "mbarrier.init-live", object_label(id),
          "mbarrier.init executed by " + std::to_string(lanes(w.active)) +
@@ -976,9 +981,10 @@ void World::mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) {
   m->live = false;
   mark_list(mbar_list(static_cast<std::uint32_t>(m - mbars_.data())));  // its waiters cannot pass now
   bar.raw = 0;
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id),
-          .object = static_cast<std::int32_t>(m - mbars_.data()), .kind = EventKind::inval, .file = loc.file_name(),
-          .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id),
+            .object = static_cast<std::int32_t>(m - mbars_.data()), .kind = EventKind::inval, .file = loc.file_name(),
+            .line = loc.line()});
 }
 
 void World::fence_init(const SourceLoc& loc) {
@@ -998,8 +1004,9 @@ void World::fence_init(const SourceLoc& loc) {
       ++n;
     }
   }
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::fence_init, .a = n,
-          .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::fence_init, .a = n,
+            .file = loc.file_name(), .line = loc.line()});
 }
 
 bool World::check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc) {
@@ -1024,8 +1031,9 @@ void World::maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc
     m.done.swap(m.acc);
     m.acc.assign(clocks_.size(), 0);
   }
-  record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::phase,
-          .a = static_cast<std::int64_t>(m.phase), .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::phase,
+            .a = static_cast<std::int64_t>(m.phase), .file = loc.file_name(), .line = loc.line()});
   mark_list(mbar_list(id));
   // A waiter still blocked on a phase two behind can no longer see it: its
   // parity now names the current, incomplete phase (aliasing). The waiters
@@ -1074,8 +1082,9 @@ bool World::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_by
     if (m->acc.empty()) m->acc.assign(clocks_.size(), 0);
     release(comp, m->acc);
   }
-  record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::arrive,
-          .remote = remote, .a = count, .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::arrive,
+            .remote = remote, .a = count, .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
   maybe_complete(id, actor, loc);
   return !stopping_;
 }
@@ -1112,9 +1121,10 @@ void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const So
   const std::int64_t delta = delta_per_lane * lanes(w.active);
   m->tx += delta;
   if (!check_tx_range(id, w, loc)) return;
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
-          .kind = delta >= 0 ? EventKind::expect_tx : EventKind::complete_tx, .a = delta >= 0 ? delta : -delta,
-          .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
+            .kind = delta >= 0 ? EventKind::expect_tx : EventKind::complete_tx, .a = delta >= 0 ? delta : -delta,
+            .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
   // tx may return to 0 with no arrivals pending: that completes the phase
   // (observed on sm_90a, HARDWARE.md §1).
   maybe_complete(id, static_cast<std::int32_t>(w.id), loc);
@@ -1178,12 +1188,13 @@ bool World::mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind
     w.seen[id] = static_cast<std::int64_t>(after.phase) - 1;
     if (options_.race_check) acquire(w.id, after.done);
   }
-  record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
-          .object = static_cast<std::int32_t>(id), .kind = kind == WaitKind::wait       ? EventKind::wait
-                                            : kind == WaitKind::try_wait ? EventKind::try_wait
-                                                                         : EventKind::test_wait,
-          .a = parity, .b = ok ? static_cast<std::int64_t>(after.phase) - 1 : -1, .c = ok, .file = loc.file_name(),
-          .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
+            .object = static_cast<std::int32_t>(id), .kind = kind == WaitKind::wait       ? EventKind::wait
+                                              : kind == WaitKind::try_wait ? EventKind::try_wait
+                                                                           : EventKind::test_wait,
+            .a = parity, .b = ok ? static_cast<std::int64_t>(after.phase) - 1 : -1, .c = ok, .file = loc.file_name(),
+            .line = loc.line()});
   if (w.lane.publish) w.lane.ok = ok;
   return ok;
 }
@@ -1232,8 +1243,9 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
     if (nb.acc.empty()) nb.acc.assign(clocks_.size(), 0);
     release(w.id, nb.acc);
   }
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::named_arrive,
-          .a = id, .b = threads, .c = nb.arrived, .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::named_arrive,
+            .a = id, .b = threads, .c = nb.arrived, .file = loc.file_name(), .line = loc.line()});
   const std::uint64_t gen = nb.gen;
   if (nb.arrived == nb.expected) {
     nb.arrived = 0;
@@ -1251,8 +1263,9 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
   // barrier has completed again meanwhile, this acquires the later instance:
   // more than it should, which can only hide a race.)
   if (options_.race_check) acquire(w.id, ctas_[w.cta].named[id].done);
-  record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
-          .kind = EventKind::named_pass, .a = id, .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
+            .kind = EventKind::named_pass, .a = id, .file = loc.file_name(), .line = loc.line()});
 }
 
 void World::release_cluster_if_complete(Cluster& c) {
@@ -1279,15 +1292,17 @@ void World::cluster_sync(const SourceLoc& loc) {
     release(w.id, c.acc);
   }
   const std::uint64_t gen = c.gen;
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::cluster_arrive,
-          .a = c.arrived, .b = c.live_threads, .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::cluster_arrive,
+            .a = c.arrived, .b = c.live_threads, .file = loc.file_name(), .line = loc.line()});
   release_cluster_if_complete(c);
   if (!point(w, Block::cluster, -1, 0, gen, loc)) return;
   touch(Res::cluster, ctas_[w.cta].cluster);
   ++w.cluster_syncs;
   if (options_.race_check) acquire(w.id, clusters_[ctas_[w.cta].cluster].done);
-  record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
-          .kind = EventKind::cluster_pass, .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
+            .kind = EventKind::cluster_pass, .file = loc.file_name(), .line = loc.line()});
 }
 
 void World::cta_exited(Warp& w) {
@@ -1329,10 +1344,6 @@ void World::cta_exited(Warp& w) {
 
 // ------------------------------------------------------------ reporting
 
-void World::record(Event e) {
-  if (options_.trace) result_.trace.events.push_back(e);
-}
-
 void World::fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
                  const Warp* culprit, std::string other) {
   if (stopping_ || killing_) return;
@@ -1346,8 +1357,9 @@ void World::fail(Warp& w, std::string rule, std::string object, std::string mess
   v.file = rel(loc.file_name());
   v.line = loc.line();
   v.other = std::move(other);
-  record({.step = step_, .warp = static_cast<std::int32_t>(who.id), .kind = EventKind::violation,
-          .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(who.id), .kind = EventKind::violation,
+            .file = loc.file_name(), .line = loc.line()});
   result_.violations.push_back(std::move(v));
   result_.status = Status::violation;
   end(Status::violation, &w);

@@ -505,7 +505,11 @@ class World {
   void fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
             const Warp* culprit = nullptr, std::string other = {});
   std::string object_label(std::uint32_t id) const;
-  void record(Event e);
+  // Appends an event to the trace. Call sites test options_.trace first,
+  // so that an untraced run does not even build the event.
+  void record(const Event& e) {
+    if (options_.trace) result_.trace.events.push_back(e);
+  }
   BlockedWarp describe_blocked(const Warp& w) const;
 
   LaunchConfig launch_;

@@ -137,8 +137,9 @@ void World::mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t
   }
   stamp_issue(w, op, cta_group, loc);
   const auto d = InstrDescriptor::decode(idesc, kind).desc;
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::mma_issue, .a = d.m, .b = d.n,
-          .c = accumulate, .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::mma_issue, .a = d.m, .b = d.n,
+            .c = accumulate, .file = loc.file_name(), .line = loc.line()});
   enqueue(w.cta, true, std::move(op));
 }
 
@@ -166,8 +167,9 @@ void World::mma_commit(int cta_group, SharedMemBarrier& bar, std::uint16_t mask,
   if (multicast && !check_cta_mask(w, mask, "tcgen05.commit.multicast", loc)) return;
   AsyncOp op = issue_op(w, AsyncOp::Kind::commit, cta_group, bar, multicast ? mask : 0, loc);
   const std::int64_t id = barrier_at(w.cta, op.bar_offset);
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
-          .kind = EventKind::commit_issue, .a = op.mask, .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
+            .kind = EventKind::commit_issue, .a = op.mask, .file = loc.file_name(), .line = loc.line()});
   enqueue(w.cta, true, std::move(op));
 }
 
@@ -211,9 +213,10 @@ void World::tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, vo
   op.coords = coords;
   op.dst_offset = dst_offset;
   const std::int64_t id = barrier_at(w.cta, op.bar_offset);
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
-          .kind = EventKind::tma_issue, .a = static_cast<std::int64_t>(tma_box_bytes(map)), .b = op.mask, .file = loc.file_name(),
-          .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
+            .kind = EventKind::tma_issue, .a = static_cast<std::int64_t>(tma_box_bytes(map)), .b = op.mask,
+            .file = loc.file_name(), .line = loc.line()});
   enqueue(w.cta, false, std::move(op));
 }
 
@@ -225,8 +228,9 @@ void World::fence_proxy_async(const SourceLoc& loc) {
     w.proxy_fences.push_back(clocks_[w.id][w.id]);
     ++clocks_[w.id][w.id];  // later stores are not covered by this fence
   }
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::proxy_fence,
-          .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::proxy_fence,
+            .file = loc.file_name(), .line = loc.line()});
 }
 
 void World::smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc) {
@@ -283,8 +287,9 @@ void World::engine_tma(AsyncOp& op, std::uint32_t e) {
         !smem_range_access(cta, op.dst_offset, bytes, true, false, comp_engine(e), info, op.loc, &issuer))
       return;
     model::tma_copy(op.map, op.coords, ctas_[cta].smem, op.dst_offset);
-    record({.step = step_, .begin = op.step, .warp = actor, .kind = EventKind::tma_done, .a = bytes, .c = cta,
-            .file = op.loc.file_name(), .line = op.loc.line()});
+    if (options_.trace)
+      record({.step = step_, .begin = op.step, .warp = actor, .kind = EventKind::tma_done, .a = bytes, .c = cta,
+              .file = op.loc.file_name(), .line = op.loc.line()});
     // complete_tx on the destination's barrier, or on the pair's even CTA's
     // for .cta_group::2 (PTX "cp.async.bulk.tensor").
     const std::uint32_t bar_cta = op.cta_group == 2 ? pair_cta(cta, 0) : cta;
@@ -317,8 +322,9 @@ void World::engine_tma(AsyncOp& op, std::uint32_t e) {
       if (m.acc.empty()) m.acc.assign(clocks_.size(), 0);
       release(comp_engine(e), m.acc);
     }
-    record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::complete_tx,
-            .a = bytes, .b = m.pending, .c = m.tx, .file = op.loc.file_name(), .line = op.loc.line()});
+    if (options_.trace)
+      record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::complete_tx,
+              .a = bytes, .b = m.pending, .c = m.tx, .file = op.loc.file_name(), .line = op.loc.line()});
     maybe_complete(static_cast<std::uint32_t>(id), actor, op.loc);
     if (stopping_) return;
   }
@@ -374,8 +380,9 @@ void World::engine_mma(AsyncOp& op, std::uint32_t e) {
   thread_local model::MmaMemo memo;
   if (memo.budget() != options_.mma_memo_bytes) memo.set_budget(options_.mma_memo_bytes);
   model::mma_execute(op.job, mem, &memo);
-  record({.step = step_, .begin = op.step, .warp = actor, .kind = EventKind::mma_done, .file = op.loc.file_name(),
-          .line = op.loc.line()});
+  if (options_.trace)
+    record({.step = step_, .begin = op.step, .warp = actor, .kind = EventKind::mma_done, .file = op.loc.file_name(),
+            .line = op.loc.line()});
 }
 
 void World::engine_commit(AsyncOp& op, std::uint32_t e) {

@@ -109,8 +109,9 @@ void World::tmem_do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::ui
                                            "tcgen05.alloc's store of the TMEM address", loc);
     if (!smem_range_access(cta, dst_offset, sizeof addr, true, true, w.id, info, loc, &w)) return;
   }
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_alloc, .a = col,
-          .b = cols, .c = cta, .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_alloc, .a = col,
+            .b = cols, .c = cta, .file = loc.file_name(), .line = loc.line()});
 }
 
 void World::tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc) {
@@ -203,8 +204,9 @@ void World::tmem_relinquish(int cta_group, const SourceLoc& loc) {
       !check_cta_group(w, cta_group, "tcgen05.relinquish_alloc_permit", loc))
     return;
   ctas_[w.cta].relinquished = true;
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_relinquish,
-          .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_relinquish,
+            .file = loc.file_name(), .line = loc.line()});
 }
 
 bool World::tmem_check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols,
@@ -315,8 +317,9 @@ void World::tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols,
   if (cta_group == 1) {
     if (!tmem_check_dealloc(w, w.cta, col, cols, loc) || !tmem_dealloc_ordered(w, w.cta, col, cols, loc)) return;
     free_block(w.cta);
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_dealloc, .a = col,
-            .b = cols, .c = w.cta, .file = loc.file_name(), .line = loc.line()});
+    if (options_.trace)
+      record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_dealloc, .a = col,
+              .b = cols, .c = w.cta, .file = loc.file_name(), .line = loc.line()});
     return;
   }
   // cta_group::2: a collective of one warp per CTA of the pair; it frees the
@@ -348,8 +351,9 @@ void World::tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols,
   pair.active = false;
   ++pair.gen;
   tmem_changed(w.cta);
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_dealloc, .a = col,
-          .b = cols, .c = w.cta, .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_dealloc, .a = col,
+            .b = cols, .c = w.cta, .file = loc.file_name(), .line = loc.line()});
 }
 
 // Rules every tcgen05.ld/st checks before it touches a cell.
@@ -428,9 +432,10 @@ bool World::tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t
   if (w.ld_waited == w.ld_issued && w.st_waited == w.st_issued) w.pending_col0 = w.pending_col1 = col0;
   w.pending_col0 = std::min(w.pending_col0, col0);
   w.pending_col1 = std::max(w.pending_col1, col0 + num * tmem_shape_cols(shape) + half_split);
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id),
-          .kind = store ? EventKind::tmem_st : EventKind::tmem_ld, .a = lane0, .b = col0, .c = per,
-          .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id),
+            .kind = store ? EventKind::tmem_st : EventKind::tmem_ld, .a = lane0, .b = col0, .c = per,
+            .file = loc.file_name(), .line = loc.line()});
   return true;
 }
 
@@ -477,8 +482,9 @@ void World::tmem_wait(bool loads, const SourceLoc& loc) {
     w.st_waited = w.st_issued;
     if (options_.race_check) acquire(w.id, clocks_[comp_st(w)]);
   }
-  record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_wait, .a = loads ? 1 : 0,
-          .file = loc.file_name(), .line = loc.line()});
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_wait, .a = loads ? 1 : 0,
+            .file = loc.file_name(), .line = loc.line()});
 }
 
 std::uint32_t World::frag_lane(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc) {
