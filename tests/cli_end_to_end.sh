@@ -15,6 +15,9 @@ for s in rr random pct random,pct:2,pct:5; do
   "$W" explore ring --runs 1000 --strategy "$s" >"$tmp/out" 2>"$tmp/err" || fail "explore ring --strategy $s: exit $?"
 done
 "$W" explore ring --seconds 1 >"$tmp/out" 2>"$tmp/err" || fail "explore ring --seconds 1: exit $?"
+# the MMA memo changes speed, never results: off, it explores gemm just as clean
+"$W" explore gemm --runs 3 --jobs 1 --mma-memo-mib 0 >"$tmp/out" 2>"$tmp/err" || fail "explore gemm --mma-memo-mib 0: exit $?"
+grep -q "nothing found" "$tmp/out" || fail "explore gemm --mma-memo-mib 0 printed no summary"
 grep -q "nothing found" "$tmp/out" || fail "explore ring --seconds 1 printed no summary"
 
 # 2. each variant exits 1 within 100 runs with the outcome `wspipe list` promises,
@@ -107,6 +110,7 @@ expect_usage "items" run ring --items x
 expect_usage "unknown option" run ring --bogus 1
 expect_usage "strategy" run ring --strategy fifo
 expect_usage "runs" explore ring --runs 0
+expect_usage "mma-memo-mib" explore gemm --runs 1 --mma-memo-mib lots
 expect_usage "jobs" explore ring --jobs 0
 expect_usage "shard 3/2" explore ring --shard 3/2
 expect_usage "shard" explore ring --shard x

@@ -52,6 +52,8 @@ options:
   --shrink-seconds T   explore: time for shrinking           (default 20)
   --max-steps N        step budget per run; running out is a livelock (default 5000000)
   --spurious-try-wait  try_wait may time out on an incomplete phase
+  --mma-memo-mib N     memory per thread for the products of MMAs already computed,
+                       reused when an MMA's operands repeat (0: none; default 512)
   --lane-divergence    run each warp as two lanes (0 and 31) in lockstep and report
                        where they differ: a branch or an operand at a collective
                        instruction, elect or barrier wait (slower; variants whose
@@ -83,7 +85,7 @@ struct Args {
 // Options every scenario takes, and the commands each belongs to ("" = all).
 const std::map<std::string, std::string>& global_options() {
   static const std::map<std::string, std::string> m = {
-      {"strategy", ""},        {"seed", ""},           {"pct-depth", ""},   {"max-steps", ""},
+      {"strategy", ""},        {"seed", ""},           {"pct-depth", ""},   {"max-steps", ""}, {"mma-memo-mib", ""},
       {"trace", ""},           {"runs", "explore"},    {"seconds", "explore"}, {"jobs", "explore"},
       {"shard", "explore"},    {"preemptions", "explore"}, {"shrink-seconds", "explore"},
       {"schedule", "replay"}};
@@ -182,6 +184,7 @@ struct Plan {
   std::vector<emu::StrategySpec> portfolio;
   std::uint64_t seed = 1;
   std::uint64_t max_steps = emu::RunOptions{}.max_steps;
+  std::size_t mma_memo_bytes = emu::RunOptions{}.mma_memo_bytes;
   bool spurious = false;
   bool lanes = false;  // lane-divergence mode: --lane-divergence, or the variant needs it
   std::optional<std::string> trace_file;
@@ -195,6 +198,7 @@ struct Plan {
     o.max_steps = max_steps;
     o.spurious_try_wait = spurious;
     o.lane_divergence = lanes;
+    o.mma_memo_bytes = mma_memo_bytes;
     return o;
   }
 };
@@ -281,6 +285,11 @@ Plan plan(const Args& a, const Catalogue& cat) {
   if (auto it = a.opts.find("max-steps"); it != a.opts.end()) {
     p.max_steps = parse_u64("max-steps", it->second);
     if (p.max_steps == 0) throw UsageError("--max-steps must be positive");
+  }
+  if (auto it = a.opts.find("mma-memo-mib"); it != a.opts.end()) {
+    const std::uint64_t mib = parse_u64("mma-memo-mib", it->second);
+    if (mib > (std::uint64_t{1} << 20)) throw UsageError("--mma-memo-mib must be at most 1048576 (1 TiB)");
+    p.mma_memo_bytes = static_cast<std::size_t>(mib) << 20;
   }
   p.spurious = a.spurious;
   p.lanes = a.lanes || p.variant->lane_divergence;
@@ -503,6 +512,7 @@ int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ost
   o.portfolio = p.portfolio;
   o.first_seed = p.seed;
   o.max_steps = p.max_steps;
+  o.mma_memo_bytes = p.mma_memo_bytes;
   o.spurious_try_wait = p.spurious;
   o.lane_divergence = p.lanes;
   o.shrink = !a.no_shrink;

@@ -47,7 +47,7 @@ struct RunOptions {
   // the result is identical), keeping up to this many bytes of them across
   // runs. The runs of an exploration repeat their MMAs, so this is most of
   // the speed of exploring a tensor-heavy kernel; 0 computes every MMA.
-  std::size_t mma_memo_bytes = std::size_t{256} << 20;
+  std::size_t mma_memo_bytes = std::size_t{512} << 20;
   // Reports name source files relative to this directory: the kernel's
   // project root. Empty: wspipe's own source tree.
   std::string source_root;

@@ -154,6 +154,7 @@ RunOptions ExploreOptions::run_options() const {
   o.race_check = race_check;
   o.lane_divergence = lane_divergence;
   o.source_root = source_root;
+  o.mma_memo_bytes = mma_memo_bytes;
   return o;
 }
 

@@ -87,6 +87,7 @@ struct ExploreOptions {
   bool race_check = true;
   bool lane_divergence = false;  // as RunOptions::lane_divergence
   std::string source_root;  // as RunOptions::source_root
+  std::size_t mma_memo_bytes = RunOptions{}.mma_memo_bytes;  // as RunOptions::mma_memo_bytes, per job
   // When set, the failing run (shrunk) is written there as trace.json
   // (Chrome/Perfetto) and trace.txt; the directory is created if needed.
   std::string trace_dir;

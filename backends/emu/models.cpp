@@ -305,27 +305,37 @@ void MmaMemo::clear() {
   hits_since_full_ = refused_ = 0;
 }
 
-const double* MmaMemo::find(std::uint64_t h, const std::vector<std::byte>& key) {
+MmaMemo::Products MmaMemo::find(std::uint64_t h, const std::vector<std::byte>& key) {
   const auto it = map_.find(h);
   if (it != map_.end())
     for (const auto& e : it->second)
       if (e->key.size() == key.size() && std::memcmp(e->key.data(), key.data(), key.size()) == 0) {
         ++hits_;
         ++hits_since_full_;
-        return e->products.data();
+        if (e->wide.empty()) return {.narrow = e->narrow.data()};
+        return {.wide = e->wide.data()};
       }
   ++misses_;
-  return nullptr;
+  return {};
 }
 
 void MmaMemo::insert(std::uint64_t h, const std::vector<std::byte>& key, const std::vector<double>& products) {
-  const std::size_t size = sizeof(Entry) + key.size() + products.size() * sizeof(double);
+  const bool narrow = std::all_of(products.begin(), products.end(),
+                                  [](double x) { return static_cast<double>(static_cast<float>(x)) == x; });
+  const std::size_t size =
+      sizeof(Entry) + key.size() + products.size() * (narrow ? sizeof(float) : sizeof(double));
   if (bytes_ + size > budget_) {
     // Full. Start over when the entries kept are not the ones asked for.
     if (++refused_ >= entries_ && hits_since_full_ * 4 < refused_) clear();
     if (bytes_ + size > budget_) return;
   }
-  map_[h].push_back(std::make_unique<Entry>(Entry{key, products}));
+  auto e = std::make_unique<Entry>();
+  e->key = key;
+  if (narrow)
+    e->narrow.assign(products.begin(), products.end());
+  else
+    e->wide = products;
+  map_[h].push_back(std::move(e));
   bytes_ += size;
   ++entries_;
 }
@@ -337,16 +347,16 @@ void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo) {
   thread_local std::vector<std::byte> rows;
   thread_local std::vector<double> computed;
   gather(job, d.a, d.b, d.i, ctas, rows);
-  const double* products = nullptr;
+  MmaMemo::Products products;
   std::uint64_t h = 0;
   if (memo != nullptr && memo->budget() > 0) {
     h = hash_bytes(rows.data(), rows.size());
     products = memo->find(h, rows);
   }
-  if (products == nullptr) {
+  if (products.wide == nullptr && products.narrow == nullptr) {
     compute_products(rows, d.i, k, computed);
     if (memo != nullptr && memo->budget() > 0) memo->insert(h, rows, computed);
-    products = computed.data();
+    products.wide = computed.data();
   }
 
   // D's rows: each a run of columns in one TMEM lane, or two in Layout B
@@ -356,13 +366,19 @@ void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo) {
     for (std::uint32_t col0 = 0; col0 < n; col0 += segment) {
       const DPlace p = d_place(job, d.i, row, col0);
       std::uint32_t* cells = ctas[p.cta].tmem + std::size_t{p.lane} * kTmemColumns + p.col;
-      const double* sums = products + std::size_t{row} * n + col0;
+      const std::size_t at = std::size_t{row} * n + col0;
       // Four cells at a time (a segment is a multiple of 8 columns), with
       // the compilers' portable vector types: the same conversions and
       // additions as one cell at a time.
       for (std::uint32_t c = 0; c < segment; c += 4) {
         V4d sum;
-        std::memcpy(&sum, sums + c, sizeof sum);
+        if (products.wide != nullptr) {
+          std::memcpy(&sum, products.wide + at + c, sizeof sum);
+        } else {
+          V4f narrow;
+          std::memcpy(&narrow, products.narrow + at + c, sizeof narrow);
+          sum = __builtin_convertvector(narrow, V4d);
+        }
         if (job.accumulate) {
           V4f old;
           std::memcpy(&old, cells + c, sizeof old);

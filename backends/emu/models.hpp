@@ -89,15 +89,22 @@ class MmaMemo {
   std::uint64_t hits() const { return hits_; }
   std::uint64_t misses() const { return misses_; }
 
-  // The products for `key` (hash `h`), or nullptr.
-  const double* find(std::uint64_t h, const std::vector<std::byte>& key);
+  // The products for `key` (hash `h`): doubles, or floats when every one
+  // was exactly a float (half the memory; widened, the same values), or
+  // both null.
+  struct Products {
+    const double* wide = nullptr;
+    const float* narrow = nullptr;
+  };
+  Products find(std::uint64_t h, const std::vector<std::byte>& key);
   // Keeps `products` for `key` if the budget allows.
   void insert(std::uint64_t h, const std::vector<std::byte>& key, const std::vector<double>& products);
 
  private:
   struct Entry {
     std::vector<std::byte> key;
-    std::vector<double> products;
+    std::vector<double> wide;    // empty when narrow holds them
+    std::vector<float> narrow;
   };
   void clear();
   std::size_t budget_ = 0, bytes_ = 0, entries_ = 0;
