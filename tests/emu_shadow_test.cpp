@@ -98,7 +98,7 @@ void agrees_with_plain_model(std::uint32_t size) {
       for (std::size_t i = at.size(); i > 1; --i)
         std::swap(at[i - 1], at[*rc::gen::inRange<std::size_t>(0, i)]);
     }
-    const Access a{.comp = comp, .time = clocks[comp][comp], .info = static_cast<std::uint32_t>(step)};
+    const Access a{.comp = comp, .slot = comp, .time = clocks[comp][comp], .info = static_cast<std::uint32_t>(step)};
     const auto want = plain_access(plain, at, write, clocks[comp], a);
     const auto got = table_access(table, at, range, write, clocks[comp], a);
     RC_ASSERT(got == want);
@@ -126,10 +126,10 @@ TEST(emu_ShadowTable, WholeBlockAccessesStayUniform) {
       return (write ? shadow_write(s, c, a) : shadow_read(s, c, a)) == nullptr;
     };
   };
-  ASSERT_TRUE(table.access_range(0, 64, count(engine, {.comp = 0, .time = 1}, true)));  // a tile written
+  ASSERT_TRUE(table.access_range(0, 64, count(engine, {.comp = 0, .slot = 0, .time = 1}, true)));  // a tile written
   EXPECT_EQ(visits, 16);
   visits = 0;
-  ASSERT_TRUE(table.access_range(8, 10, count(engine, {.comp = 0, .time = 2}, false)));  // part of a block read
+  ASSERT_TRUE(table.access_range(8, 10, count(engine, {.comp = 0, .slot = 0, .time = 2}, false)));  // part of a block read
   EXPECT_EQ(visits, 2);
   visits = 0;
   // The warp, unordered with the engine, writes the whole tile: the first
@@ -138,7 +138,7 @@ TEST(emu_ShadowTable, WholeBlockAccessesStayUniform) {
   EXPECT_FALSE(table.access_range(0, 64, [&](Shadow& s, std::uint32_t i) {
     ++visits;
     where = i;
-    return shadow_write(s, warp, {.comp = 1, .time = 1}) == nullptr;
+    return shadow_write(s, warp, {.comp = 1, .slot = 1, .time = 1}) == nullptr;
   }));
   EXPECT_EQ(visits, 1);
   EXPECT_EQ(where, 0u);

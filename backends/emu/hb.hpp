@@ -2,7 +2,9 @@
 // shadow state of each checked location (a TMEM cell, a 4-byte word of
 // shared memory). DESIGN.md "Races".
 //
-// Clock components are the emulator's agents: each warp, each warp's
+// Clock components are the emulator's agents, numbered within their
+// cluster (nothing synchronises across clusters, so a clock needs only its
+// cluster's agents, and a step's cost does not grow with the grid): each warp, each warp's
 // tcgen05.ld and tcgen05.st agents (their accesses join the warp only at
 // tcgen05.wait::ld / wait::st), and each CTA's TMA engine and tensor core
 // (an async op carries its issuer's clock and completes on the engine's).
@@ -27,9 +29,12 @@ namespace wspipe::emu::detail {
 
 using Clock = std::vector<std::uint32_t>;
 
+// Clocks are per cluster (a cluster's agents synchronise only among
+// themselves): every clock joined into another is of the same cluster, and
+// of the same size.
 inline void join(Clock& into, const Clock& from) {
-  if (from.empty()) return;
-  for (std::size_t i = 0; i < into.size(); ++i) into[i] = std::max(into[i], from[i]);
+  const std::size_t n = std::min(into.size(), from.size());
+  for (std::size_t i = 0; i < n; ++i) into[i] = std::max(into[i], from[i]);
 }
 
 // One access: the component that made it, that component's time then, and
@@ -37,13 +42,14 @@ inline void join(Clock& into, const Clock& from) {
 // means "none".
 struct Access {
   std::uint32_t comp = 0;
+  std::uint32_t slot = 0;  // the component's index in its cluster's clocks
   std::uint32_t time = 0;
   std::uint32_t info = 0;
   bool operator==(const Access&) const = default;
 };
 
 // True when access `a` happens before an agent whose clock is `c`.
-inline bool happens_before(const Access& a, const Clock& c) { return a.time == 0 || c[a.comp] >= a.time; }
+inline bool happens_before(const Access& a, const Clock& c) { return a.time == 0 || c[a.slot] >= a.time; }
 
 struct Shadow {
   static constexpr std::size_t kReads = 3;

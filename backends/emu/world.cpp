@@ -288,9 +288,23 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
   }
   const std::uint32_t actors = static_cast<std::uint32_t>(warps_.size() + engines_.size());
   if (options_.race_check) {
+    // Components: warps, their ld agents, their st agents, engines; each
+    // numbered within its cluster, in that order.
     const std::size_t comps = 3 * warps_.size() + engines_.size();
-    clocks_.assign(comps, Clock(comps, 0));
-    for (std::size_t k = 0; k < comps; ++k) clocks_[k][k] = 1;
+    std::vector<std::uint32_t> cluster_of(comps);
+    slot_.assign(comps, 0);
+    cluster_comps_.assign(clusters_.size(), 0);
+    for (std::size_t k = 0; k < comps; ++k) {
+      const std::size_t w = k % warps_.size();
+      const std::uint32_t cta = k < 3 * warps_.size() ? warps_[w].cta : engines_[k - 3 * warps_.size()].cta;
+      cluster_of[k] = ctas_[cta].cluster;
+      slot_[k] = cluster_comps_[cluster_of[k]]++;
+    }
+    clocks_.resize(comps);
+    for (std::size_t k = 0; k < comps; ++k) {
+      clocks_[k].assign(cluster_comps_[cluster_of[k]], 0);
+      clocks_[k][slot_[k]] = 1;
+    }
   }
   // Every warp can start: all enabled, no engine yet. Waiter lists for the
   // barriers that exist from the start; an mbarrier's list comes with its init.
@@ -1029,7 +1043,7 @@ void World::maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc
   m.observed = false;
   if (options_.race_check) {
     m.done.swap(m.acc);
-    m.acc.assign(clocks_.size(), 0);
+    m.acc.assign(clock_size(m.cta), 0);
   }
   if (options_.trace)
     record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::phase,
@@ -1079,7 +1093,7 @@ bool World::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_by
   }
   m->pending -= count;
   if (options_.race_check) {
-    if (m->acc.empty()) m->acc.assign(clocks_.size(), 0);
+    if (m->acc.empty()) m->acc.assign(clock_size(m->cta), 0);
     release(comp, m->acc);
   }
   if (options_.trace)
@@ -1240,7 +1254,7 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
   }
   nb.arrived += 32;
   if (options_.race_check) {
-    if (nb.acc.empty()) nb.acc.assign(clocks_.size(), 0);
+    if (nb.acc.empty()) nb.acc.assign(clock_size(w.cta), 0);
     release(w.id, nb.acc);
   }
   if (options_.trace)
@@ -1253,7 +1267,7 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
     mark_list(named_list(w.cta, id));
     if (options_.race_check) {
       nb.done.swap(nb.acc);
-      nb.acc.assign(clocks_.size(), 0);
+      nb.acc.assign(clock_size(w.cta), 0);
     }
   }
   if (!sync) return;
@@ -1275,7 +1289,7 @@ void World::release_cluster_if_complete(Cluster& c) {
     mark_list(cluster_list(static_cast<std::uint32_t>(&c - clusters_.data())));
     if (options_.race_check) {
       c.done.swap(c.acc);
-      c.acc.assign(clocks_.size(), 0);
+      c.acc.assign(cluster_comps_[static_cast<std::size_t>(&c - clusters_.data())], 0);
     }
   }
 }
@@ -1288,7 +1302,7 @@ void World::cluster_sync(const SourceLoc& loc) {
   // barrier.cluster.arrive + wait: every non-exited thread of the cluster.
   c.arrived += lanes(w.active);
   if (options_.race_check) {
-    if (c.acc.empty()) c.acc.assign(clocks_.size(), 0);
+    if (c.acc.empty()) c.acc.assign(clock_size(w.cta), 0);
     release(w.id, c.acc);
   }
   const std::uint64_t gen = c.gen;
@@ -1422,7 +1436,7 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
 
 void World::release(std::uint32_t comp, Clock& into) {
   join(into, clocks_[comp]);
-  ++clocks_[comp][comp];
+  tick(comp);
 }
 
 void World::acquire(std::uint32_t comp, const Clock& from) { join(clocks_[comp], from); }
@@ -1484,7 +1498,7 @@ bool World::smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint
       const Warp& writer = warps_[prior.comp];
       const auto& f = writer.proxy_fences;
       const auto it = std::lower_bound(f.begin(), f.end(), prior.time);
-      if (it == f.end() || clocks_[comp][prior.comp] < *it) {
+      if (it == f.end() || clocks_[comp][prior.slot] < *it) {
         fail(*current_, "smem.missing-proxy-fence", object(),
              std::string(access_infos_[info].what) + " by " + actor_name(access_infos_[info].actor) +
                  " (async proxy) reads shared memory written by an ordinary store of " + writer.name +

@@ -442,7 +442,7 @@ class World {
   // Checks an access by component `comp` against a location's shadow and
   // records it; returns the earlier access it races with, or nullptr.
   const Access* shadow_check(Shadow& s, bool write, std::uint32_t comp, std::uint32_t info) {
-    const Access a{.comp = comp, .time = clocks_[comp][comp], .info = info};
+    const Access a{.comp = comp, .slot = slot_[comp], .time = clocks_[comp][slot_[comp]], .info = info};
     return write ? shadow_write(s, clocks_[comp], a) : shadow_read(s, clocks_[comp], a);
   }
   void report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, const std::string& object,
@@ -521,7 +521,12 @@ class World {
   std::vector<Warp> warps_;
   std::vector<Mbar> mbars_;
   std::vector<Engine> engines_;          // 2 per CTA: TMA engine, tensor core
-  std::vector<Clock> clocks_;            // per component
+  std::vector<Clock> clocks_;            // per component, over its cluster's components
+  std::vector<std::uint32_t> slot_;      // per component: its index in its cluster's clocks
+  std::vector<std::uint32_t> cluster_comps_;  // per cluster: its components (a clock's size)
+  std::size_t clock_size(std::uint32_t cta) const { return cluster_comps_[ctas_[cta].cluster]; }
+  void tick(std::uint32_t comp) { ++clocks_[comp][slot_[comp]]; }
+  std::uint32_t now(std::uint32_t comp) const { return clocks_[comp][slot_[comp]]; }
   std::vector<AccessInfo> access_infos_;
   int cta_group_ = 0;                    // of the kernel's tcgen05 instructions, once one ran
   SourceLoc cta_group_loc_{};

@@ -75,7 +75,7 @@ void World::stamp_issue(Warp& w, AsyncOp& op, int cta_group, const SourceLoc& lo
   op.cta_group = cta_group;
   if (options_.race_check) {
     op.clock = clocks_[w.id];
-    ++clocks_[w.id][w.id];
+    tick(w.id);
   }
 }
 
@@ -225,8 +225,8 @@ void World::fence_proxy_async(const SourceLoc& loc) {
   Warp& w = warp();
   if (killing_ || stopping_) return;
   if (options_.race_check) {
-    w.proxy_fences.push_back(clocks_[w.id][w.id]);
-    ++clocks_[w.id][w.id];  // later stores are not covered by this fence
+    w.proxy_fences.push_back(now(w.id));
+    tick(w.id);  // later stores are not covered by this fence
   }
   if (options_.trace)
     record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::proxy_fence,
@@ -262,7 +262,7 @@ bool World::engine_step(std::uint32_t e) {
     case AsyncOp::Kind::mma: engine_mma(op, e); break;
     case AsyncOp::Kind::commit: engine_commit(op, e); break;
   }
-  if (options_.race_check) ++clocks_[comp][comp];  // the next operation is a new access epoch
+  if (options_.race_check) tick(comp);  // the next operation is a new access epoch
   return !stopping_;
 }
 
@@ -319,7 +319,7 @@ void World::engine_tma(AsyncOp& op, std::uint32_t e) {
     m.tx -= bytes;
     if (!check_tx_range(static_cast<std::uint32_t>(id), *current_, op.loc)) return;
     if (options_.race_check) {
-      if (m.acc.empty()) m.acc.assign(clocks_.size(), 0);
+      if (m.acc.empty()) m.acc.assign(clock_size(m.cta), 0);
       release(comp_engine(e), m.acc);
     }
     if (options_.trace)

@@ -427,7 +427,7 @@ bool World::tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t
     else
       regs[i] = c.tmem[cells[i]];
   }
-  if (options_.race_check) ++clocks_[comp][comp];
+  if (options_.race_check) tick(comp);
   // Columns with an ld or st not yet waited for (for dealloc's check).
   if (w.ld_waited == w.ld_issued && w.st_waited == w.st_issued) w.pending_col0 = w.pending_col1 = col0;
   w.pending_col0 = std::min(w.pending_col0, col0);
