@@ -305,8 +305,8 @@ void MmaMemo::clear() {
   hits_since_full_ = refused_ = 0;
 }
 
-MmaMemo::Products MmaMemo::find(std::uint64_t h, const std::vector<std::byte>& key) {
-  const auto it = map_.find(h);
+MmaMemo::Products MmaMemo::find(const std::vector<std::byte>& key) {
+  const auto it = map_.find(hash_bytes(key.data(), key.size()));
   if (it != map_.end())
     for (const auto& e : it->second)
       if (e->key.size() == key.size() && std::memcmp(e->key.data(), key.data(), key.size()) == 0) {
@@ -319,7 +319,7 @@ MmaMemo::Products MmaMemo::find(std::uint64_t h, const std::vector<std::byte>& k
   return {};
 }
 
-void MmaMemo::insert(std::uint64_t h, const std::vector<std::byte>& key, const std::vector<double>& products) {
+void MmaMemo::insert(const std::vector<std::byte>& key, const std::vector<double>& products) {
   const bool narrow = std::all_of(products.begin(), products.end(),
                                   [](double x) { return static_cast<double>(static_cast<float>(x)) == x; });
   const std::size_t size =
@@ -335,7 +335,7 @@ void MmaMemo::insert(std::uint64_t h, const std::vector<std::byte>& key, const s
     e->narrow.assign(products.begin(), products.end());
   else
     e->wide = products;
-  map_[h].push_back(std::move(e));
+  map_[hash_bytes(key.data(), key.size())].push_back(std::move(e));
   bytes_ += size;
   ++entries_;
 }
@@ -347,15 +347,12 @@ void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo) {
   thread_local std::vector<std::byte> rows;
   thread_local std::vector<double> computed;
   gather(job, d.a, d.b, d.i, ctas, rows);
+  if (memo != nullptr && memo->budget() == 0) memo = nullptr;
   MmaMemo::Products products;
-  std::uint64_t h = 0;
-  if (memo != nullptr && memo->budget() > 0) {
-    h = hash_bytes(rows.data(), rows.size());
-    products = memo->find(h, rows);
-  }
+  if (memo != nullptr) products = memo->find(rows);
   if (products.wide == nullptr && products.narrow == nullptr) {
     compute_products(rows, d.i, k, computed);
-    if (memo != nullptr && memo->budget() > 0) memo->insert(h, rows, computed);
+    if (memo != nullptr) memo->insert(rows, computed);  // a miss hashes the rows again: rare
     products.wide = computed.data();
   }
 

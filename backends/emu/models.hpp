@@ -89,16 +89,16 @@ class MmaMemo {
   std::uint64_t hits() const { return hits_; }
   std::uint64_t misses() const { return misses_; }
 
-  // The products for `key` (hash `h`): doubles, or floats when every one
+  // The products for `key`: doubles, or floats when every one
   // was exactly a float (half the memory; widened, the same values), or
   // both null.
   struct Products {
     const double* wide = nullptr;
     const float* narrow = nullptr;
   };
-  Products find(std::uint64_t h, const std::vector<std::byte>& key);
+  Products find(const std::vector<std::byte>& key);
   // Keeps `products` for `key` if the budget allows.
-  void insert(std::uint64_t h, const std::vector<std::byte>& key, const std::vector<double>& products);
+  void insert(const std::vector<std::byte>& key, const std::vector<double>& products);
 
  private:
   struct Entry {

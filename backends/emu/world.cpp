@@ -433,9 +433,7 @@ void World::refresh() {
   tl_sched_evaluations += dirty_.size();
   for (const std::uint32_t a : dirty_) {
     marked_[a] = 0;
-    const Move now = a < num_warps()                             ? movable(warps_[a])
-                     : engines_[a - num_warps()].queue.empty() ? Move::no
-                                                                : Move::progress;
+    const Move now = move_of(a);
     const auto was = static_cast<Move>(moves_[a]);
     if (now == was) continue;
     moves_[a] = static_cast<std::uint8_t>(now);
@@ -472,8 +470,7 @@ void World::check_enabled() const {
     tries += w.block == Block::mbar_try ? 1 : 0;
     visit(w.id, movable(w));
   }
-  for (std::uint32_t e = 0; e < engines_.size(); ++e)
-    visit(num_warps() + e, engines_[e].queue.empty() ? Move::no : Move::progress);
+  for (std::uint32_t e = 0; e < engines_.size(); ++e) visit(num_warps() + e, move_of(num_warps() + e));
   const auto spinning = static_cast<std::size_t>(std::count(spin_.begin(), spin_.end(), std::uint8_t{1}));
   g_sched_checks.fetch_add(1, std::memory_order_relaxed);
   if (same && k == enabled_.size() && spinning == spinning_ && unfinished == unfinished_ &&

@@ -400,6 +400,12 @@ class World {
   void unblocked(Warp& w);  // w goes on: off it
   void refresh();
   void check_enabled() const;
+  // movable() for any actor: a warp's, or an engine's (it can move while
+  // its queue holds an operation).
+  Move move_of(std::uint32_t actor) const {
+    if (actor < num_warps()) return movable(warps_[actor]);
+    return engines_[actor - num_warps()].queue.empty() ? Move::no : Move::progress;
+  }
   std::uint32_t num_warps() const { return static_cast<std::uint32_t>(warps_.size()); }
   std::string actor_name(std::int32_t actor) const;
   // A kernel source file relative to the source root, and "file:line".
