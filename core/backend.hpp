@@ -123,6 +123,22 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64
   { B::template tma_load<2, 3>(map, ptr, bar, coords, loc) } -> std::same_as<void>;
   { B::template tma_load_multicast<1>(map, ptr, bar, coords, mask, loc) } -> std::same_as<void>;
   { B::template tma_load_multicast<2, 5>(map, ptr, bar, coords, mask, loc) } -> std::same_as<void>;
+  // TMA stores and bulk async-groups (single-thread issue: inside elect_one).
+  // tma_store<Rank>(map, src, coords): cp.async.bulk.tensor.<Rank>d.global.
+  // shared::cta.tile.bulk_group: writes the box at `coords` of the map's
+  // tensor from shared memory at `src` (elements outside the tensor are not
+  // written). It joins the issuing thread's open bulk async-group, which
+  // bulk_commit_group() closes (cp.async.bulk.commit_group; with no stores
+  // it makes an empty group). bulk_wait_group<N>() (cp.async.bulk.wait_group
+  // N) returns once at most the N most recent committed groups are pending
+  // (their writes done and visible to this thread); bulk_wait_group_read<N>()
+  // (.read) only waits for their reads of shared memory, after which the
+  // source may be reused. N is an immediate in PTX: a template argument.
+  { B::template tma_store<2>(map, ptr, coords, loc) } -> std::same_as<void>;
+  { B::template tma_store<3>(map, ptr, coords, loc) } -> std::same_as<void>;
+  { B::bulk_commit_group(loc) } -> std::same_as<void>;
+  { B::template bulk_wait_group<0>(loc) } -> std::same_as<void>;
+  { B::template bulk_wait_group_read<1>(loc) } -> std::same_as<void>;
   // fence.proxy.async.shared::cta: orders this thread's generic-proxy
   // shared-memory writes before later async-proxy accesses (tensor core, TMA).
   { B::fence_proxy_async(loc) } -> std::same_as<void>;

@@ -594,6 +594,41 @@ struct CudaBackendFor {
     }
   }
 
+  // ---- TMA stores and bulk async-groups (PTX "cp.async.bulk.tensor",
+  // shared::cta -> global; "cp.async.bulk.commit_group";
+  // "cp.async.bulk.wait_group"). sm_90 and later: both backends. Single-
+  // thread issue, inside elect_one; the groups are the issuing thread's, so
+  // that thread commits and waits. The tile must be written by ordinary
+  // stores, then fence_proxy_async, then a barrier among the writers,
+  // before the store is issued. Elements outside the tensor are not written.
+  template <std::uint32_t Rank = 2>
+  WSPIPE_CUDA_OP void tma_store(const TmaMap& map, const void* smem_src, TmaCoords coords,
+                                SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    const auto c = detail::tma_coords<Rank>(coords);
+    ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_global, ::cuda::ptx::space_shared, &map, c.c, smem_src);
+  }
+  WSPIPE_CUDA_OP void bulk_commit_group(SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    ::cuda::ptx::cp_async_bulk_commit_group();
+  }
+  // Until at most the N most recent committed groups are pending: their
+  // writes to global memory are done and visible to this thread.
+  template <int N>
+  WSPIPE_CUDA_OP void bulk_wait_group(SourceLoc loc = SourceLoc::current()) {
+    static_assert(N >= 0, "bulk_wait_group<N>: N (groups left pending) must be >= 0");
+    (void)loc;
+    ::cuda::ptx::cp_async_bulk_wait_group(::cuda::ptx::n32_t<N>{});
+  }
+  // .read: until those groups have finished reading their shared-memory
+  // sources (the tiles may be reused; their global writes may still be in flight).
+  template <int N>
+  WSPIPE_CUDA_OP void bulk_wait_group_read(SourceLoc loc = SourceLoc::current()) {
+    static_assert(N >= 0, "bulk_wait_group_read<N>: N (groups left pending) must be >= 0");
+    (void)loc;
+    ::cuda::ptx::cp_async_bulk_wait_group_read(::cuda::ptx::n32_t<N>{});
+  }
+
   // fence.proxy.async.shared::cta (PTX 9.7.13.4 "membar/fence"): this
   // thread's generic-proxy shared-memory writes become visible to later
   // async-proxy reads (tensor core, TMA store); needed before the barrier

@@ -205,6 +205,24 @@ WSPIPE_TMA_KERNELS(2, 5)
 #endif
 #undef WSPIPE_TMA_KERNELS
 
+// ---- TMA stores (every rank; sm_90a and sm_100a) and bulk async-groups
+#define WSPIPE_TMA_STORE_KERNEL(R)                                                                              \
+  extern "C" __global__ void wspipe_op_tma_store_rank##R(const __grid_constant__ CUtensorMap map,               \
+                                                         TmaCoords coords) {                                    \
+    B::tma_store<R>(map, ops().tile, coords);                                                                   \
+  }
+WSPIPE_TMA_STORE_KERNEL(1)
+WSPIPE_TMA_STORE_KERNEL(2)
+WSPIPE_TMA_STORE_KERNEL(3)
+WSPIPE_TMA_STORE_KERNEL(4)
+WSPIPE_TMA_STORE_KERNEL(5)
+#undef WSPIPE_TMA_STORE_KERNEL
+extern "C" __global__ void wspipe_op_bulk_commit_group() { B::bulk_commit_group(); }
+extern "C" __global__ void wspipe_op_bulk_wait_group_0() { B::bulk_wait_group<0>(); }
+extern "C" __global__ void wspipe_op_bulk_wait_group_3() { B::bulk_wait_group<3>(); }
+extern "C" __global__ void wspipe_op_bulk_wait_group_read_0() { B::bulk_wait_group_read<0>(); }
+extern "C" __global__ void wspipe_op_bulk_wait_group_read_3() { B::bulk_wait_group_read<3>(); }
+
 // ---- proxy fence and shared-memory tiles
 extern "C" __global__ void wspipe_op_fence_proxy_async() { B::fence_proxy_async(); }
 extern "C" __global__ void wspipe_op_smem_addr(std::uint32_t* out) { out[threadIdx.x] = B::smem_addr(ops().tile); }

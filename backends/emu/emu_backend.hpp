@@ -209,6 +209,26 @@ struct EmuBackend {
     static_assert(Rank >= 1 && Rank <= kTmaMaxRank, "tma_load_multicast<CtaGroup, Rank>: Rank must be in [1, 5]");
     detail::World::current().tma_load(CtaGroup, Rank, map, dst, bar, coords, cta_mask, true, loc);
   }
+  // TMA stores and bulk async-groups (world_store.cpp): single-thread issue
+  // of the store; the groups are the warp's (its issuing lane's).
+  template <std::uint32_t Rank = 2>
+  static void tma_store(const TmaMap& map, const void* src, TmaCoords coords, SourceLoc loc = SourceLoc::current()) {
+    static_assert(Rank >= 1 && Rank <= kTmaMaxRank, "tma_store<Rank>: Rank must be in [1, 5]");
+    detail::World::current().tma_store(Rank, map, src, coords, loc);
+  }
+  static void bulk_commit_group(SourceLoc loc = SourceLoc::current()) {
+    detail::World::current().bulk_commit_group(loc);
+  }
+  template <int N>
+  static void bulk_wait_group(SourceLoc loc = SourceLoc::current()) {
+    static_assert(N >= 0, "bulk_wait_group<N>: N (groups left pending) must be >= 0");
+    detail::World::current().bulk_wait_group(static_cast<std::uint32_t>(N), false, loc);
+  }
+  template <int N>
+  static void bulk_wait_group_read(SourceLoc loc = SourceLoc::current()) {
+    static_assert(N >= 0, "bulk_wait_group_read<N>: N (groups left pending) must be >= 0");
+    detail::World::current().bulk_wait_group(static_cast<std::uint32_t>(N), true, loc);
+  }
   static void fence_proxy_async(SourceLoc loc = SourceLoc::current()) {
     detail::World::current().fence_proxy_async(loc);
   }

@@ -388,14 +388,19 @@ void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo) {
   }
 }
 
-std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t smem_bytes) {
+std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t smem_bytes, const char* what) {
   if (const char* e = tensor_map_error(m)) return e;
   // 128-byte aligned always; a swizzled box starts its pattern at the repeat
   // (8 rows of the swizzle width), as the MMA descriptor's base offset 0 assumes.
   const std::uint32_t align = m.swizzle == SmemSwizzle::none ? 128 : 8 * swizzle_bytes(m.swizzle);
   if (dst_offset % align != 0)
-    return "the shared-memory destination " + std::to_string(dst_offset) + " must be " + std::to_string(align) +
-           "-byte aligned";
+    return std::string("the shared-memory ")
+        .append(what)
+        .append(" ")
+        .append(std::to_string(dst_offset))
+        .append(" must be ")
+        .append(std::to_string(align))
+        .append("-byte aligned");
   const std::uint64_t box_bytes = tma_box_bytes(m);
   if (dst_offset + box_bytes > smem_bytes)
     return "the box [" + std::to_string(dst_offset) + ", " + std::to_string(dst_offset + box_bytes) +
@@ -444,6 +449,40 @@ void tma_copy(const TensorMap& m, const TmaCoords& c, std::byte* smem, std::uint
         std::memset(dst, 0, eb);
       else
         std::memcpy(dst, global + src + static_cast<std::uint64_t>(x) * eb, eb);
+    }
+  }
+}
+
+void tma_store_gather(const TensorMap& m, const std::byte* smem, std::uint32_t src_offset, std::byte* box) {
+  // Whole 16-byte chunks, each where the swizzle put it (as tma_copy writes them).
+  const auto bytes = static_cast<std::uint32_t>(tma_box_bytes(m));
+  for (std::uint32_t b = 0; b < bytes; b += 16) std::memcpy(box + b, smem + swizzle_address(m.swizzle, src_offset + b), 16);
+}
+
+void tma_store_scatter(const TensorMap& m, const TmaCoords& c, const std::byte* box) {
+  const std::uint32_t eb = elem_bytes(m.dtype);
+  // The store writes the tensor that the map describes; the map holds a
+  // const pointer because loads share it.
+  auto* global = static_cast<std::byte*>(const_cast<void*>(m.global));
+  const std::uint32_t row_bytes = m.box[0] * eb;
+  const auto rows = static_cast<std::uint32_t>(tma_box_bytes(m) / row_bytes);
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    bool inside = true;
+    std::uint64_t dst = 0;
+    std::uint32_t rest = r;
+    for (std::uint32_t dim = 1; dim < m.rank; ++dim) {
+      const std::int64_t x = std::int64_t{c.c[dim]} + rest % m.box[dim];
+      rest /= m.box[dim];
+      if (x < 0 || static_cast<std::uint64_t>(x) >= m.dims[dim])
+        inside = false;
+      else
+        dst += static_cast<std::uint64_t>(x) * m.strides[dim];
+    }
+    if (!inside) continue;  // not written
+    for (std::uint32_t e = 0; e < m.box[0]; ++e) {
+      const std::int64_t x = std::int64_t{c.c[0]} + e;
+      if (x < 0 || static_cast<std::uint64_t>(x) >= m.dims[0]) continue;
+      std::memcpy(global + dst + static_cast<std::uint64_t>(x) * eb, box + r * row_bytes + e * eb, eb);
     }
   }
 }

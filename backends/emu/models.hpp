@@ -132,7 +132,10 @@ void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo = nullptr)
 // issued, or "" when it can: the map itself (tensor_map_error), the
 // destination's alignment (128 bytes; the swizzle's repeat, 256/512/1024
 // bytes, when swizzled) and the box not fitting in [0, smem_bytes).
-std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t smem_bytes);
+// `what` names the shared-memory operand in the message: a TMA store checks
+// its source with the same rules.
+std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t smem_bytes,
+                      const char* what = "destination");
 
 // Performs a checked TMA tiled load: the box at `c` (innermost dimension
 // first) lands row-major in shared memory, innermost dimension contiguous,
@@ -140,5 +143,17 @@ std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t 
 // the swizzle of its absolute shared-memory address. Elements with any
 // coordinate outside [0, dims) are written as zero bytes.
 void tma_copy(const TensorMap& m, const TmaCoords& c, std::byte* smem, std::uint32_t dst_offset);
+
+// A checked TMA tensor store (shared::cta -> global), the inverse of
+// tma_copy with the same layout and swizzle, in its two steps (PTX
+// "cp.async.bulk.wait_group": .read waits for the first only).
+// tma_store_gather reads the box at [src_offset, src_offset +
+// tma_box_bytes(m)) of shared memory into `box` (row-major, unswizzled);
+// tma_store_scatter writes `box` to the tensor at `c`, skipping every
+// element with a coordinate outside [0, dims): PTX "Tensor Access Modes"
+// (tile mode): out-of-bound elements are not written to global memory. The
+// tensor is the map's `global`, which a store writes through.
+void tma_store_gather(const TensorMap& m, const std::byte* smem, std::uint32_t src_offset, std::byte* box);
+void tma_store_scatter(const TensorMap& m, const TmaCoords& c, const std::byte* box);
 
 }  // namespace wspipe::emu::model

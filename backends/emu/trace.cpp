@@ -40,6 +40,11 @@ const char* to_string(EventKind k) {
     case EventKind::tma_issue: return "tma.load";
     case EventKind::tma_done: return "tma.done";
     case EventKind::proxy_fence: return "fence.proxy.async";
+    case EventKind::tma_store_issue: return "tma.store";
+    case EventKind::tma_store_read: return "tma.store.read";
+    case EventKind::tma_store_done: return "tma.store.done";
+    case EventKind::bulk_commit: return "cp.async.bulk.commit_group";
+    case EventKind::bulk_wait: return "cp.async.bulk.wait_group";
     case EventKind::violation: return "violation";
   }
   return "?";
@@ -158,6 +163,13 @@ std::string Trace::describe(const Event& e) const {
       return "tma delivered " + n(e.a) + " bytes into cta" + n(e.c) + " (issued at step " +
              n(static_cast<std::int64_t>(e.begin)) + ")";
     case EventKind::proxy_fence: return "fence.proxy.async";
+    case EventKind::tma_store_issue: return "tma store issued " + n(e.a) + " bytes (bulk group " + n(e.b) + ")";
+    case EventKind::tma_store_read:
+      return "tma store read " + n(e.a) + " bytes of shared memory (issued at step " + n(static_cast<std::int64_t>(e.begin)) + ")";
+    case EventKind::tma_store_done:
+      return "tma store wrote " + n(e.a) + " bytes to global memory (issued at step " + n(static_cast<std::int64_t>(e.begin)) + ")";
+    case EventKind::bulk_commit: return "cp.async.bulk.commit_group: group " + n(e.a) + " (" + n(e.b) + " stores)";
+    case EventKind::bulk_wait: return std::string(e.b ? "cp.async.bulk.wait_group.read " : "cp.async.bulk.wait_group ") + n(e.a);
     case EventKind::violation: return "VIOLATION";
   }
   return "?";
@@ -220,7 +232,8 @@ void Trace::write_chrome_json(std::ostream& out) const {
     // issue to completion (on the engine's track).
     const std::uint64_t begin = (e.kind == EventKind::wait || e.kind == EventKind::named_pass ||
                                  e.kind == EventKind::cluster_pass || e.kind == EventKind::try_wait ||
-                                 e.kind == EventKind::mma_done || e.kind == EventKind::tma_done)
+                                 e.kind == EventKind::mma_done || e.kind == EventKind::tma_done ||
+                                 e.kind == EventKind::tma_store_done)
                                     ? std::min(e.begin, e.step)
                                     : e.step;
     std::string args = "\"step\":" + std::to_string(e.step);

@@ -38,6 +38,11 @@ enum class EventKind : std::uint8_t {
   tma_issue,        // TMA load issued           a = bytes, b = CTA mask
   tma_done,         // TMA delivered             a = bytes, c = destination CTA (begin = issue step)
   proxy_fence,      // fence.proxy.async
+  tma_store_issue,  // TMA store issued          a = bytes, b = bulk group
+  tma_store_read,   // it read its shared-memory source  a = bytes (begin = issue step)
+  tma_store_done,   // its global writes done    a = bytes (begin = issue step)
+  bulk_commit,      // cp.async.bulk.commit_group  a = the group, b = stores in it
+  bulk_wait,        // cp.async.bulk.wait_group returned  a = N, b = .read (1/0)
   violation,     // the run stopped on a broken rule
 };
 

@@ -359,6 +359,8 @@ World::Move World::movable(const Warp& w) const {
                  ? Move::progress
                  : Move::no;
     case Block::tmem_pair: return ctas_[pair_cta(w.cta, 0)].pair.gen > w.target ? Move::progress : Move::no;
+    // The waiter is the stores' issuer: the engine marks it at each step.
+    case Block::bulk_wait: return bulk_done(w, w.target, w.parity != 0) ? Move::progress : Move::no;
   }
   return Move::no;
 }
@@ -394,6 +396,7 @@ void World::blocked(Warp& w) {
     case Block::cluster: list = cluster_list(ctas_[w.cta].cluster); break;
     case Block::tmem_alloc:
     case Block::tmem_pair: list = tmem_list(w.cta); break;
+    case Block::bulk_wait:  // no list: the TMA engine marks the issuer (world_store.cpp)
     case Block::none:
     case Block::not_started:
     case Block::finished: return;
@@ -1328,6 +1331,7 @@ void World::cta_exited(Warp& w) {
   // TMEM, or arrives on its barriers, would do so after it is gone (on
   // hardware: a launch failure, HARDWARE.md §6 bug 15). The same rule as an
   // operation reaching the CTA after its exit (world_async.cpp).
+  if (store_reading_at_exit(w)) return;
   std::string what;
   if (cta_has_async_in_flight(w.cta, &what)) {
     fail(w, "async.target-exited", cta_label(w.cta),
@@ -1424,6 +1428,11 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
       b.op = w.block == Block::tmem_alloc ? "tcgen05.alloc" : "tcgen05 cta_group::2 collective";
       b.object = "Tensor Memory (" + cta_label(w.cta) + ")";
       b.state = tmem_describe_blocked(w);
+      break;
+    case Block::bulk_wait:
+      b.op = w.parity != 0 ? "cp.async.bulk.wait_group.read" : "cp.async.bulk.wait_group";
+      b.object = "bulk async-groups of " + w.name;
+      b.state = bulk_describe_blocked(w);
       break;
   }
   if (object >= 0 && options_.trace) {

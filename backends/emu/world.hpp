@@ -32,6 +32,7 @@ enum class Block : std::uint8_t {
   cluster,      // barrier.cluster.wait: until the cluster generation passes `target`
   tmem_alloc,   // tcgen05.alloc: until `target` columns are free (both CTAs for cta_group::2)
   tmem_pair,    // cta_group::2 alloc/dealloc: until the peer CTA's warp has joined and it is done
+  bulk_wait,    // cp.async.bulk.wait_group: until the warp's bulk groups before `target` are done (parity 1: .read)
   finished,
 };
 
@@ -101,6 +102,16 @@ struct SecondLane {
   std::vector<std::uint32_t> regs;
 };
 
+// A bulk async-group (PTX "cp.async.bulk.commit_group"): the TMA stores
+// committed together, counted until their shared-memory reads and their
+// global writes are done, and the releases of those completions, which
+// cp.async.bulk.wait_group[.read] acquires.
+struct BulkGroup {
+  std::uint32_t reading = 0;  // stores that have not read their shared-memory source yet
+  std::uint32_t writing = 0;  // stores whose global writes are not done yet
+  Clock read_done, write_done;
+};
+
 struct Warp {
   std::uint32_t id = 0;    // actor id: global warp index
   std::uint32_t cta = 0;   // global CTA index
@@ -128,6 +139,12 @@ struct Warp {
   // This warp's clock value at each fence.proxy.async, ascending.
   std::vector<std::uint32_t> proxy_fences;
   SecondLane lane;  // lane-divergence mode only
+  // Bulk async-groups (world_store.cpp). PTX keeps them per thread; they
+  // are kept per warp here: a TMA store is issued by one elected lane, so
+  // the warp's groups are that lane's (the other lanes' are empty).
+  // bulk_groups[g] for g < size() - 1 are committed, in commit order; the
+  // last one is the open group that the next commit closes (made on first use).
+  std::vector<BulkGroup> bulk_groups;
   // The scheduler's waiter list this warp is on while it blocks (an index
   // into World::lists_, -1: none) and its place there; its place in
   // World::try_waiters_ while it blocks in try_wait (-1: not there).
@@ -202,7 +219,7 @@ struct Cluster {
 // An operation issued to an asynchronous engine, completed when the
 // scheduler picks the engine.
 struct AsyncOp {
-  enum class Kind : std::uint8_t { tma, mma, commit };
+  enum class Kind : std::uint8_t { tma, mma, commit, tma_store };
   Kind kind = Kind::tma;
   std::uint32_t issuer = 0;  // warp id
   std::uint64_t step = 0;    // issue step
@@ -215,6 +232,13 @@ struct AsyncOp {
   TensorMap map{};
   TmaCoords coords{};
   std::uint32_t dst_offset = 0;
+  // tma_store (map, coords; dst_offset is the source in shared memory): it
+  // completes in two engine steps, PTX "cp.async.bulk.wait_group" telling
+  // the reads of the source (.read) from the writes to global memory. The
+  // first reads the box into `staged`; the second writes it.
+  std::uint32_t group = 0;  // the issuer's bulk group (index into Warp::bulk_groups)
+  bool read_done = false;
+  std::vector<std::byte> staged;
   // mma
   model::MmaJob job{};
   model::MmaFootprint footprint{};
@@ -322,6 +346,11 @@ class World {
   void tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, void* dst, SharedMemBarrier& bar, const TmaCoords& coords,
                 std::uint16_t mask, bool multicast, const SourceLoc& loc);
   void fence_proxy_async(const SourceLoc& loc);
+  // TMA stores and bulk async-groups (world_store.cpp)
+  void tma_store(std::uint32_t rank, const TensorMap& map, const void* src, const TmaCoords& coords,
+                 const SourceLoc& loc);
+  void bulk_commit_group(const SourceLoc& loc);
+  void bulk_wait_group(std::uint32_t n, bool read, const SourceLoc& loc);
   std::uint32_t smem_offset(const void* p);
   void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc);
 
@@ -490,6 +519,15 @@ class World {
   void enqueue(std::uint32_t cta, bool tensor, AsyncOp op);
   std::int64_t barrier_at(std::uint32_t cta, std::uint32_t offset) const;
   bool cta_has_async_in_flight(std::uint32_t cta, std::string* what) const;
+  // TMA stores and bulk async-groups (world_store.cpp). engine_tma_store:
+  // one of a store's two steps; true when the store must run again (its
+  // write step). bulk_done: whether the warp's groups [0, upto) have read
+  // (read_only) or completed. store_reading_at_exit: the CTA exits while a
+  // store still reads its shared memory (a violation; false after it).
+  bool engine_tma_store(AsyncOp& op, std::uint32_t e);
+  bool bulk_done(const Warp& w, std::uint64_t upto, bool read_only) const;
+  bool store_reading_at_exit(Warp& w);
+  std::string bulk_describe_blocked(const Warp& w) const;
 
   // Models.
   Mbar* resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc);

@@ -50,6 +50,9 @@ bool World::cta_has_async_in_flight(std::uint32_t cta, std::string* what) const 
   for (const Engine& e : engines_) {
     if (ctas_[e.cta].cluster != ctas_[cta].cluster) continue;
     for (const AsyncOp& op : e.queue) {
+      // A TMA store touches its CTA only while it reads shared memory, which
+      // store_reading_at_exit reports; its global writes may outlive the CTA.
+      if (op.kind == AsyncOp::Kind::tma_store) continue;
       bool hits = e.cta == cta || ((op.mask >> rank) & 1u) != 0;
       if (op.cta_group == 2 && pair_cta(e.cta, 0) == pair_cta(cta, 0)) hits = true;
       if (!hits) continue;
@@ -261,6 +264,10 @@ bool World::engine_step(std::uint32_t e) {
     case AsyncOp::Kind::tma: engine_tma(op, e); break;
     case AsyncOp::Kind::mma: engine_mma(op, e); break;
     case AsyncOp::Kind::commit: engine_commit(op, e); break;
+    case AsyncOp::Kind::tma_store:
+      // Its write step comes next, still ahead of the later operations.
+      if (engine_tma_store(op, e)) eng.queue.push_front(std::move(op));
+      break;
   }
   if (options_.race_check) tick(comp);  // the next operation is a new access epoch
   return !stopping_;
