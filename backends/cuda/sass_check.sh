@@ -368,6 +368,22 @@ for g in $([ "$tensor" = 1 ] && echo 1 2 || echo 1); do
   done
 done
 
+# TMA stores and bulk async-groups (sm_90a and sm_100a): UTMASTG.<rank>D;
+# commit_group is UTMACMDFLUSH; wait_group N is DEPBAR.LE SB0, N, and the
+# full wait also invalidates L1 (CCTL.IVALL: the writes made visible to this
+# thread), which .read, waiting for the reads of shared memory only, does not.
+for r in 1 2 3 4 5; do
+  expect "wspipe_op_tma_store_rank$r" "${I}UTMASTG\.${r}D \[UR[0-9]+\], \[UR[0-9]+\]$" \
+    "tma_store<$r>: cp.async.bulk.tensor.${r}d.global.shared::cta"
+done
+expect wspipe_op_bulk_commit_group "${I}UTMACMDFLUSH$" 'bulk_commit_group: cp.async.bulk.commit_group'
+for n in 0 3; do
+  expect "wspipe_op_bulk_wait_group_$n" "${I}DEPBAR\.LE SB0, 0x$n$" "bulk_wait_group<$n>: cp.async.bulk.wait_group $n"
+  expect "wspipe_op_bulk_wait_group_$n" "${I}CCTL\.IVALL$" "bulk_wait_group<$n>: writes made visible"
+  expect "wspipe_op_bulk_wait_group_read_$n" "${I}DEPBAR\.LE SB0, 0x$n$" "bulk_wait_group_read<$n>: .read"
+  reject "wspipe_op_bulk_wait_group_read_$n" 'CCTL' "bulk_wait_group_read<$n>: reads only, no invalidation"
+done
+
 # proxy fence; shared-memory tiles: smem_addr is address arithmetic, the
 # access hooks add no instruction
 expect wspipe_op_fence_proxy_async "${I}FENCE\.VIEW\.ASYNC\.S$" 'fence_proxy_async: fence.proxy.async.shared::cta'
