@@ -233,7 +233,7 @@ void Trace::write_chrome_json(std::ostream& out) const {
     const std::uint64_t begin = (e.kind == EventKind::wait || e.kind == EventKind::named_pass ||
                                  e.kind == EventKind::cluster_pass || e.kind == EventKind::try_wait ||
                                  e.kind == EventKind::mma_done || e.kind == EventKind::tma_done ||
-                                 e.kind == EventKind::tma_store_done)
+                                 e.kind == EventKind::tma_store_done || e.kind == EventKind::bulk_wait)
                                     ? std::min(e.begin, e.step)
                                     : e.step;
     std::string args = "\"step\":" + std::to_string(e.step);

@@ -127,6 +127,9 @@ void World::bulk_wait_group(std::uint32_t n, bool read, const SourceLoc& loc) {
   const std::uint64_t upto = c > n ? c - n : 0;
   const bool done = bulk_done(w, upto, read);
   if (!point(w, done ? Block::none : Block::bulk_wait, -1, read ? 1 : 0, upto, loc)) return;
+  // What it observed depends on the TMA engine's progress: a footprint
+  // entry, so that reducing strategies do not treat the two as commuting.
+  touch(Res::engine, 2 * w.cta);
   if (options_.race_check) {
     // The completions of the groups waited for happen before what follows.
     for (std::uint64_t g = 0; g < upto; ++g) {
@@ -135,7 +138,7 @@ void World::bulk_wait_group(std::uint32_t n, bool read, const SourceLoc& loc) {
     }
   }
   if (options_.trace)
-    record({.step = step_, .begin = w.since, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::bulk_wait,
+    record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::bulk_wait,
             .a = n, .b = read ? 1 : 0, .file = loc.file_name(), .line = loc.line()});
 }
 
