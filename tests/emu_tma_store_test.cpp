@@ -90,6 +90,33 @@ TEST(emu_TmaStore, WritesTheBoxThroughTheMapUnderEveryStrategy) {
   }
 }
 
+// Lane-divergence mode runs lane 31 beside the warp: the store, the commit
+// and the waits are the elected lane's, performed once.
+TEST(emu_TmaStore, LaneDivergenceModeStoresOnce) {
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    Global out;
+    emu::RunOptions opts = with_strategy(emu::StrategyKind::random, seed);
+    opts.lane_divergence = true;
+    auto r = run1([&] {
+      auto& s = B::shared_storage<StoreSmem>();
+      fill(s.tile[0], 0);
+      B::fence_proxy_async();
+      B::elect_one([&] {
+        B::tma_store(out.map, s.tile[0], {{0, 48}});
+        B::bulk_commit_group();
+        B::bulk_wait_group_read<0>();
+      });
+      fill(s.tile[0], 1);
+      B::elect_one([] { B::bulk_wait_group<0>(); });
+    }, opts);
+    ASSERT_EQ(r.status, emu::Status::ok) << r.report();
+    EXPECT_TRUE(out.holds(48, 0)) << "seed " << seed;
+    std::size_t stores = 0;
+    for (const auto& e : r.trace.events) stores += e.kind == emu::EventKind::tma_store_issue;
+    EXPECT_EQ(stores, 1u);
+  }
+}
+
 // A swizzled load then a store with the same swizzle: the store is the
 // load's inverse, so the tile comes back unchanged, wherever the swizzle
 // moved its 16-byte chunks in shared memory.
