@@ -492,7 +492,8 @@ TEST(emu_TmaStore, BadOperandsFireWithTheLoadsMessages) {
   ASSERT_EQ(outcome(multi), "tma.multi-lane") << multi.report();
   EXPECT_TRUE(contains(multi.violations[0].message, "TMA store issued by 32 lanes")) << multi.report();
   // A source not aligned to 128 bytes.
-  auto misaligned = store([&](StoreSmem& s) { B::elect_one([&] { B::tma_store(out.map, s.tile[0] + 16, {{0, 0}}); }); });
+  auto misaligned =
+      store([&](StoreSmem& s) { B::elect_one([&] { B::tma_store(out.map, s.tile[0] + 16, {{0, 0}}); }); });
   ASSERT_EQ(outcome(misaligned), "tma.invalid") << misaligned.report();
   EXPECT_TRUE(contains(misaligned.violations[0].message, "the shared-memory source 16 must be 128-byte aligned"))
       << misaligned.report();

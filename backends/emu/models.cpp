@@ -456,7 +456,8 @@ void tma_copy(const TensorMap& m, const TmaCoords& c, std::byte* smem, std::uint
 void tma_store_gather(const TensorMap& m, const std::byte* smem, std::uint32_t src_offset, std::byte* box) {
   // Whole 16-byte chunks, each where the swizzle put it (as tma_copy writes them).
   const auto bytes = static_cast<std::uint32_t>(tma_box_bytes(m));
-  for (std::uint32_t b = 0; b < bytes; b += 16) std::memcpy(box + b, smem + swizzle_address(m.swizzle, src_offset + b), 16);
+  for (std::uint32_t b = 0; b < bytes; b += 16)
+    std::memcpy(box + b, smem + swizzle_address(m.swizzle, src_offset + b), 16);
 }
 
 void tma_store_scatter(const TensorMap& m, const TmaCoords& c, const std::byte* box) {

@@ -165,11 +165,14 @@ std::string Trace::describe(const Event& e) const {
     case EventKind::proxy_fence: return "fence.proxy.async";
     case EventKind::tma_store_issue: return "tma store issued " + n(e.a) + " bytes (bulk group " + n(e.b) + ")";
     case EventKind::tma_store_read:
-      return "tma store read " + n(e.a) + " bytes of shared memory (issued at step " + n(static_cast<std::int64_t>(e.begin)) + ")";
+      return "tma store read " + n(e.a) + " bytes of shared memory (issued at step " +
+             n(static_cast<std::int64_t>(e.begin)) + ")";
     case EventKind::tma_store_done:
-      return "tma store wrote " + n(e.a) + " bytes to global memory (issued at step " + n(static_cast<std::int64_t>(e.begin)) + ")";
+      return "tma store wrote " + n(e.a) + " bytes to global memory (issued at step " +
+             n(static_cast<std::int64_t>(e.begin)) + ")";
     case EventKind::bulk_commit: return "cp.async.bulk.commit_group: group " + n(e.a) + " (" + n(e.b) + " stores)";
-    case EventKind::bulk_wait: return std::string(e.b ? "cp.async.bulk.wait_group.read " : "cp.async.bulk.wait_group ") + n(e.a);
+    case EventKind::bulk_wait:
+      return std::string(e.b ? "cp.async.bulk.wait_group.read " : "cp.async.bulk.wait_group ").append(n(e.a));
     case EventKind::violation: return "VIOLATION";
   }
   return "?";
