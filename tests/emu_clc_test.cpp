@@ -154,6 +154,29 @@ TEST(ClcPersistent, ExploredSchedulesCoverEveryTileOnce) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// Bounded exhaustive search over a small grid: every schedule within the
+// preemption bound, the CLC completions and launches included, covers every
+// tile once.
+TEST(ClcPersistent, ExhaustiveSearchCoversEveryTileOnce) {
+  auto opts = wspipe::test::fixed_runs(20000);
+  opts.portfolio = {{emu::StrategyKind::exhaustive}};
+  opts.preemptions = 1;
+  const emu::ExploreResult r = emu::explore(
+      [] {
+        auto p = std::make_shared<Persistent>();
+        p->clusters = 3;
+        p->active = 2;
+        emu::Kernel k = p->kernel();
+        k.body = [p] { p->body(); };
+        k.verify = [p, v = k.verify] { return v(); };
+        return k;
+      },
+      opts);
+  EXPECT_TRUE(r.ok()) << r.report();
+  EXPECT_TRUE(r.complete) << r.report();
+  EXPECT_GT(r.runs, 10u);
+}
+
 // The coverage property can fail: a kernel that drops the tile of the
 // cluster it canceled leaves that tile undone in some schedule.
 TEST(ClcPersistent, DroppedStolenTileIsFound) {

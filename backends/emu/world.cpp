@@ -342,8 +342,11 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
     result_.trace.num_ctas = num_ctas;
     for (const Warp& w : warps_) result_.trace.warps.push_back({w.name, w.cta});
     for (const Engine& e : engines_) result_.trace.warps.push_back({e.name, e.cta});
-    for (std::uint32_t a = 0; a < clc_actors(); ++a)
-      result_.trace.warps.push_back({clc_actor_name(clc_base() + a), clusters_[a / 2 < clusters_.size() ? a / 2 : 0].first_cta});
+    // The CLC units shown with their cluster's first CTA, the launcher with CTA 0.
+    for (std::uint32_t a = 0; a < clc_actors(); ++a) {
+      const std::uint32_t cta = a / 2 < clusters_.size() ? clusters_[a / 2].first_cta : 0;
+      result_.trace.warps.push_back({clc_actor_name(clc_base() + a), cta});
+    }
     result_.trace.strip_prefix = source_root_;
     result_.trace.events = take_event_storage();
   }
