@@ -207,6 +207,22 @@ TEST(ClcPersistent, MulticastClusterOfTwoCoversEveryTileOnce) {
   }
 }
 
+// The persistent kernel under lane-divergence mode and with the race checker
+// off: the CLC operations behave the same.
+TEST(ClcPersistent, LaneDivergenceAndNoRaceCheck) {
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    for (const bool lanes : {true, false}) {
+      Persistent p;
+      const emu::Kernel k = p.kernel();
+      emu::RunOptions o = with_strategy(emu::StrategyKind::random, seed);
+      o.lane_divergence = lanes;
+      o.race_check = lanes;
+      const emu::RunResult r = emu::run(k, o);
+      ASSERT_EQ(outcome(r), "ok") << "seed " << seed << "\n" << r.report();
+    }
+  }
+}
+
 // Every cluster running from the start (the default): try_cancel fails at
 // once, each cluster processes its own tile.
 TEST(ClcPersistent, AllClustersRunningEveryRequestFails) {
