@@ -22,6 +22,7 @@ using wspipe::ClcResponse;
 using wspipe::SharedMemBarrier;
 using wspipe::test::B;
 using wspipe::test::contains;
+using wspipe::test::elected_arrive;
 using wspipe::test::init_bar;
 using wspipe::test::outcome;
 using wspipe::test::with_strategy;
@@ -430,6 +431,62 @@ TEST(ClcRules, DecodingBytesNoRequestWroteFires) {
     (void)B::clc_is_canceled(s.resp);
   }, {});
   EXPECT_VIOLATION_AT(r, "clc.not-a-response", line);
+}
+
+// A scheduler warp (0) asks and a worker warp (1) decodes each response.
+// Reusing the response for the next request before the worker has read the
+// last one is a race on its bytes; an "empty" barrier the worker arrives on
+// and the scheduler waits for orders them.
+struct TwoWarpClc {
+  ClcResponse resp;
+  SharedMemBarrier full, empty;
+};
+emu::RunResult two_warp_run(bool with_empty, std::uint64_t seed) {
+  emu::LaunchConfig l = launch(4, 1, 1, 2);
+  l.smem_bytes = sizeof(TwoWarpClc);
+  return emu::run(l, [with_empty] {
+    auto& s = B::shared_storage<TwoWarpClc>();
+    if (B::warp_idx() == 0) {
+      init_bar(s.full, 1);
+      init_bar(s.empty, 1);
+    }
+    B::named_sync(1, 64);
+    for (std::uint32_t round = 0;; ++round) {
+      if (B::warp_idx() == 0) {
+        if (with_empty && round > 0) B::wait(s.empty, (round - 1) & 1u);
+        B::elect_one([&] {
+          B::arrive_expect_tx(s.full, sizeof(ClcResponse));
+          B::clc_try_cancel(s.resp, s.full);
+        });
+      }
+      B::wait(s.full, round & 1u);
+      const bool canceled = B::clc_is_canceled(s.resp);
+      if (B::warp_idx() == 1) elected_arrive(s.empty);
+      if (!canceled) break;
+    }
+    if (B::warp_idx() == 0 && with_empty) B::named_sync(2, 64);  // the worker's last read before exit
+    if (B::warp_idx() == 1 && with_empty) B::named_sync(2, 64);
+  }, with_strategy(emu::StrategyKind::random, seed));
+}
+
+TEST(ClcRules, ResponseReusedBeforeConsumerReadIsARace) {
+  bool caught = false;
+  for (std::uint64_t seed = 1; seed <= 100 && !caught; ++seed) {
+    const emu::RunResult r = two_warp_run(false, seed);
+    const std::string o = outcome(r);
+    ASSERT_TRUE(o == "ok" || o == "race.smem" || o == "clc.response-before-completion" ||
+                o == "mbarrier.arrive-before-wait")
+        << r.report();
+    caught = o == "race.smem";
+  }
+  EXPECT_TRUE(caught);
+}
+
+TEST(ClcRules, ResponseReusedAfterEmptyBarrierIsQuiet) {
+  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+    const emu::RunResult r = two_warp_run(true, seed);
+    ASSERT_EQ(outcome(r), "ok") << "seed " << seed << "\n" << r.report();
+  }
 }
 
 // A CTA that exits while its request is in flight: the response would land

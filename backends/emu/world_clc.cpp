@@ -294,8 +294,11 @@ void World::clc_complete(ClcRequest& req, std::uint32_t cluster, bool grant, std
 // ------------------------------------------------------------ query_cancel
 
 bool World::clc_is_canceled(const ClcResponse& resp, const SourceLoc& loc) {
+  // While the run is torn down every operation is a no-op; a response then
+  // reads as failed, so that a persistent loop driven by it ends.
+  if (stopping_ || killing_) return false;
   const bool canceled = (resp.word[0] & 1u) != 0 && (resp.word[0] & ~1u) == kClcTag;
-  if (in_lane_ || stopping_ || killing_) return canceled;
+  if (in_lane_) return canceled;
   Warp& w = warp();
   if (!clc_read(resp, "clusterlaunchcontrol.query_cancel.is_canceled", w, loc)) return false;
   // The CTA has observed a failed request: no further try_cancel (PTX).
