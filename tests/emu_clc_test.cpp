@@ -44,6 +44,14 @@ emu::LaunchConfig launch(std::uint32_t clusters, std::uint32_t active, std::uint
   return l;
 }
 
+// The default policy (an empty replayed schedule): the running warp goes on
+// while it can, so a request stays in flight until the warp blocks.
+emu::RunOptions default_policy() {
+  emu::RunOptions o;
+  o.strategy.kind = emu::StrategyKind::replay;
+  return o;
+}
+
 // One elected lane arms `full` for the 16-byte response and requests.
 void request(ClcSmem& s) {
   B::elect_one([&] {
@@ -278,7 +286,7 @@ TEST(ClcRules, ReadBeforeCompletionFires) {
     request(s);
     line = __LINE__ + 1;
     if (B::clc_is_canceled(s.resp)) B::wait(s.full, 0);
-  }, with_strategy(emu::StrategyKind::round_robin));
+  }, default_policy());
   EXPECT_VIOLATION_AT(r, "clc.response-before-completion", line);
 }
 
@@ -433,6 +441,49 @@ TEST(ClcRules, DecodingBytesNoRequestWroteFires) {
   EXPECT_VIOLATION_AT(r, "clc.not-a-response", line);
 }
 
+TEST(ClcRules, SecondRequestIntoResponseInFlightFires) {
+  int line = 0;
+  const emu::RunResult r = emu::run(launch(3, 1), [&] {
+    auto& s = B::shared_storage<ClcSmem>();
+    init_bar(s.full, 2);
+    B::elect_one([&] {
+      B::arrive_expect_tx(s.full, sizeof(ClcResponse));
+      B::clc_try_cancel(s.resp, s.full);
+      B::arrive_expect_tx(s.full, sizeof(ClcResponse));
+      line = __LINE__ + 1;
+      B::clc_try_cancel(s.resp, s.full);
+    });
+    B::wait(s.full, 0);
+  }, default_policy());
+  EXPECT_VIOLATION_AT(r, "clc.response-in-flight", line);
+}
+
+// Two requests in flight, each with its own response: quiet.
+TEST(ClcRules, TwoRequestsWithTwoResponsesAreQuiet) {
+  struct Two {
+    ClcResponse resp[2];
+    SharedMemBarrier full;
+  };
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    emu::LaunchConfig l = launch(4, 1);
+    l.smem_bytes = sizeof(Two);
+    const emu::RunResult r = emu::run(l, [] {
+      auto& s = B::shared_storage<Two>();
+      init_bar(s.full, 2);
+      B::elect_one([&] {
+        for (auto& resp : s.resp) {
+          B::arrive_expect_tx(s.full, sizeof(ClcResponse));
+          B::clc_try_cancel(resp, s.full);
+        }
+      });
+      B::wait(s.full, 0);
+      for (const auto& resp : s.resp)
+        if (B::clc_is_canceled(resp)) (void)B::clc_first_ctaid(resp);
+    }, with_strategy(emu::StrategyKind::random, seed));
+    ASSERT_EQ(outcome(r), "ok") << "seed " << seed << "\n" << r.report();
+  }
+}
+
 // A scheduler warp (0) asks and a worker warp (1) decodes each response.
 // Reusing the response for the next request before the worker has read the
 // last one is a race on its bytes; an "empty" barrier the worker arrives on
@@ -496,7 +547,7 @@ TEST(ClcRules, ExitWithRequestInFlightFires) {
     auto& s = B::shared_storage<ClcSmem>();
     init_bar(s.full, 1);
     request(s);
-  }, with_strategy(emu::StrategyKind::round_robin));
+  }, default_policy());
   ASSERT_EQ(outcome(r), "async.target-exited") << r.report();
   EXPECT_TRUE(contains(r.violations[0].message, "try_cancel")) << r.report();
 }
@@ -515,7 +566,7 @@ TEST(ClcRules, MulticastIntoExitedCtaFires) {
       });
       B::wait(s.full, 0);
     }
-  }, with_strategy(emu::StrategyKind::round_robin));
+  }, default_policy());
   EXPECT_EQ(outcome(r), "async.target-exited") << r.report();
 }
 
@@ -535,7 +586,7 @@ TEST(ClcRules, MulticastResponseReachesEveryCta) {
     const std::uint32_t first = B::clc_is_canceled(s.resp) ? B::clc_first_ctaid(s.resp).x : 1000;
     B::elect_one([&] { (*firsts)[B::cta_rank()] = first; });
     B::cluster_sync();
-  }, with_strategy(emu::StrategyKind::round_robin));
+  }, default_policy());
   EXPECT_OK(r);
   EXPECT_EQ((*firsts)[0], (*firsts)[1]);
 }

@@ -204,6 +204,20 @@ void World::clc_try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multic
     fail(w, "clc.try-cancel-after-failure", offset_label(resp_offset, w.cta), m, loc);
     return;
   }
+  // A second request into a response that one in flight will still write:
+  // the two completions overwrite each other in an order nothing fixes, and
+  // the reader cannot tell which response it decodes. Give each request in
+  // flight its own response (a ring of them, as the pipelines do).
+  for (const ClcRequest& r : clc_queue_[c.cluster]) {
+    const bool same_cta = r.cta == w.cta || r.multicast || multicast;
+    if (r.resp_offset != resp_offset || !same_cta) continue;
+    std::string m = op;
+    m.append(" into a response that a try_cancel issued by ").append(warps_[r.issuer].name).append(" at ")
+        .append(where(r.loc)).append(" (step ").append(std::to_string(r.step))
+        .append(") will still write: use one response per request in flight");
+    fail(w, "clc.response-in-flight", offset_label(resp_offset, w.cta), m, loc);
+    return;
+  }
   ClcRequest req;
   req.issuer = w.id;
   req.cta = w.cta;
