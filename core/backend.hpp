@@ -18,12 +18,19 @@
 // kernels stay one source, but calling one fails to compile with a message
 // naming the operation and the architecture. Code that needs them can say
 // so up front with TensorMemoryBackend.
+//
+// Capability: B::kClusterLaunchControl says whether cluster launch control
+// (clusterlaunchcontrol.try_cancel / query_cancel) exists: sm_100a and the
+// emulator, not sm_90a. The same arrangement: declared everywhere, a
+// compile error naming the operation where it is missing, and
+// ClusterLaunchControlBackend for code that needs it.
 #pragma once
 
 #include <concepts>
 #include <cstdint>
 
 #include "barrier.hpp"
+#include "clc.hpp"
 #include "config.hpp"
 #include "tcgen05.hpp"
 #include "tma.hpp"
@@ -45,7 +52,7 @@ struct ProbeStorage {
 template <class B>
 concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64_t u64, std::uint16_t mask,
                            std::uint32_t* u32p, void* ptr, bool cond, SourceLoc loc, TmaCoords coords,
-                           const typename B::TmaMap& map, typename B::template Frag<4>& frag) {
+                           const typename B::TmaMap& map, typename B::template Frag<4>& frag, ClcResponse& resp) {
   // Operations that can break a rule take the caller's location last.
   // identity
   { B::warp_idx() } -> std::same_as<std::uint32_t>;  // warp index in the CTA
@@ -158,7 +165,27 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64
 
   // capability: Tensor Memory, tcgen05 and .cta_group::2 (sm_100a)
   { B::kTensorMemory } -> std::convertible_to<bool>;
+
+  // cluster launch control (PTX "clusterlaunchcontrol.try_cancel",
+  // "clusterlaunchcontrol.query_cancel"; sm_100 only). try_cancel (single
+  // thread: inside elect_one) asks to cancel the launch of a cluster that
+  // has not started; on completion it writes the 16-byte response to `resp`
+  // and performs complete_tx(16) on `bar`, both in this CTA's shared memory.
+  // The multicast form (.multicast::cluster::all) writes the response and
+  // performs the complete_tx at the same offsets in every CTA of the
+  // cluster. After a wait on `bar` observed that phase, clc_is_canceled
+  // reads the response; clc_first_ctaid decodes a successful one only.
+  { B::clc_try_cancel(resp, bar, loc) } -> std::same_as<void>;
+  { B::clc_try_cancel_multicast(resp, bar, loc) } -> std::same_as<void>;
+  { B::clc_is_canceled(resp, loc) } -> std::same_as<bool>;
+  { B::clc_first_ctaid(resp, loc) } -> std::same_as<ClcCtaId>;
+  { B::kClusterLaunchControl } -> std::convertible_to<bool>;
 };
+
+// A backend whose cluster launch control operations exist (sm_100a, the
+// emulator).
+template <class B>
+concept ClusterLaunchControlBackend = Backend<B> && B::kClusterLaunchControl;
 
 // A backend whose Tensor Memory operations exist (sm_100a, the emulator).
 template <class B>

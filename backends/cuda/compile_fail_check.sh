@@ -38,6 +38,8 @@ expect_reject 1 'HopperBackend \(sm_90a\) has no tmem_alloc \(tcgen05\.alloc\)' 
 expect_reject 2 'HopperBackend \(sm_90a\) has no mma \(tcgen05\.mma\)' 'mma'
 expect_reject 3 'HopperBackend \(sm_90a\) has no \.cta_group::2 TMA loads' 'tma_load<2>'
 expect_reject 4 'TensorMemoryBackend' 'TmemAllocation<HopperBackend>'
+expect_reject 6 'HopperBackend \(sm_90a\) has no clc_try_cancel \(clusterlaunchcontrol\.try_cancel\)' 'clc_try_cancel'
+expect_reject 7 'HopperBackend \(sm_90a\) has no clc_is_canceled' 'clc_is_canceled'
 expect_reject 5 'CudaBackend: tmem_wait_load \(tcgen05\.wait::ld\) is compiled in a device pass that is not sm_100a' \
   'CudaBackend in an sm_90a pass'
 [ "$failures" -eq 0 ] && echo "compile_fail_check: all refused as expected" && exit 0

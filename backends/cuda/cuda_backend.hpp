@@ -251,6 +251,16 @@ __device__ __forceinline__ void cp_async_bulk_tensor_multicast_cta_group_2(std::
                 "wspipe::cuda::CudaBackend: " op " is compiled in a device pass that is not sm_100a: build the "   \
                 "kernels that use it with -gencode arch=compute_100a,code=sm_100a only")
 
+// Cluster launch control exists on sm_100 only (PTX ISA 8.6); the same two
+// checks, with its own message.
+#define WSPIPE_CUDA_CLC_ONLY(op)                                                                                   \
+  static_assert(kClusterLaunchControl, "wspipe::cuda::HopperBackend (sm_90a) has no " op                           \
+                                       ": cluster launch control exists on sm_100a only (use CudaBackend, built "  \
+                                       "with -gencode arch=compute_100a,code=sm_100a)");                           \
+  static_assert(!kClusterLaunchControl || WSPIPE_CUDA_PASS_HAS_TCGEN05,                                           \
+                "wspipe::cuda::CudaBackend: " op " is compiled in a device pass that is not sm_100a: build the "   \
+                "kernels that use it with -gencode arch=compute_100a,code=sm_100a only")
+
 template <CudaArch Arch>
 struct CudaBackendFor {
   static constexpr CudaArch kArch = Arch;
@@ -694,6 +704,46 @@ struct CudaBackendFor {
       __trap();
     }
   }
+
+  // ---- cluster launch control (PTX "clusterlaunchcontrol.try_cancel",
+  // "clusterlaunchcontrol.query_cancel"; PTX ISA 8.6, sm_100, the multicast
+  // form sm_100a). try_cancel is single-thread issue (inside elect_one): the
+  // request is asynchronous, writes the 16-byte response to `resp` and
+  // performs complete_tx(16) on `bar` (arm it with expect_tx(16) first);
+  // both must be in this CTA's shared memory, `resp` 16-byte aligned (the
+  // type guarantees it). The multicast form writes the response and signals
+  // the barrier at the same offsets in every CTA of the cluster, none of
+  // which may have exited. If the CTA has observed a failed response, a
+  // further try_cancel is undefined. Read the response only after a wait on
+  // `bar` observed the phase; get_first_ctaid of a failed one is undefined.
+  static constexpr bool kClusterLaunchControl = Arch == CudaArch::sm_100a;
+  WSPIPE_CUDA_OP void clc_try_cancel(ClcResponse& resp, SharedMemBarrier& bar, SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_CLC_ONLY("clc_try_cancel (clusterlaunchcontrol.try_cancel)");
+    (void)loc;
+    ::cuda::ptx::clusterlaunchcontrol_try_cancel(&resp, &bar.raw);
+  }
+  WSPIPE_CUDA_OP void clc_try_cancel_multicast(ClcResponse& resp, SharedMemBarrier& bar,
+                                               SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_CLC_ONLY("clc_try_cancel_multicast (clusterlaunchcontrol.try_cancel.multicast::cluster::all)");
+    (void)loc;
+    ::cuda::ptx::clusterlaunchcontrol_try_cancel_multicast(&resp, &bar.raw);
+  }
+  // query_cancel takes the response in registers: one 16-byte load from
+  // shared memory (after the wait, whose asm clobbers memory), then decode.
+  WSPIPE_CUDA_OP bool clc_is_canceled(const ClcResponse& resp, SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_CLC_ONLY("clc_is_canceled (clusterlaunchcontrol.query_cancel.is_canceled)");
+    (void)loc;
+    const ClcResponse r = resp;
+    return ::cuda::ptx::clusterlaunchcontrol_query_cancel_is_canceled(r);
+  }
+  WSPIPE_CUDA_OP ClcCtaId clc_first_ctaid(const ClcResponse& resp, SourceLoc loc = SourceLoc::current()) {
+    WSPIPE_CUDA_CLC_ONLY("clc_first_ctaid (clusterlaunchcontrol.query_cancel.get_first_ctaid)");
+    (void)loc;
+    const ClcResponse r = resp;
+    std::uint32_t v[4];
+    ::cuda::ptx::clusterlaunchcontrol_query_cancel_get_first_ctaid(v, r);
+    return ClcCtaId{v[0], v[1], v[2]};  // the fourth element is unspecified (PTX)
+  }
 };
 
 using CudaBackend = CudaBackendFor<CudaArch::sm_100a>;
@@ -703,6 +753,7 @@ using HopperBackend = CudaBackendFor<CudaArch::sm_90a>;
 
 #undef WSPIPE_CUDA_OP
 #undef WSPIPE_CUDA_SM100_ONLY
+#undef WSPIPE_CUDA_CLC_ONLY
 #undef WSPIPE_CUDA_PASS_HAS_TCGEN05
 
 // The concept's requires-expression names the operations only in unevaluated
@@ -711,3 +762,4 @@ using HopperBackend = CudaBackendFor<CudaArch::sm_90a>;
 static_assert(wspipe::Backend<wspipe::cuda::CudaBackend>, "CudaBackend must model wspipe::Backend");
 static_assert(wspipe::Backend<wspipe::cuda::HopperBackend>, "HopperBackend must model wspipe::Backend");
 static_assert(wspipe::cuda::CudaBackend::kTensorMemory && !wspipe::cuda::HopperBackend::kTensorMemory);
+static_assert(wspipe::cuda::CudaBackend::kClusterLaunchControl && !wspipe::cuda::HopperBackend::kClusterLaunchControl);

@@ -177,6 +177,17 @@ extern "C" __global__ void wspipe_op_mma_commit_multicast_cg1(std::uint16_t mask
 extern "C" __global__ void wspipe_op_mma_commit_multicast_cg2(std::uint16_t mask) {
   B::mma_commit_multicast<2>(ops_bar(), mask);
 }
+// cluster launch control (sm_100 only)
+__device__ __forceinline__ wspipe::ClcResponse& ops_clc() {
+  return *reinterpret_cast<wspipe::ClcResponse*>(ops().tile);
+}
+extern "C" __global__ void wspipe_op_clc_try_cancel() { B::clc_try_cancel(ops_clc(), ops_bar()); }
+extern "C" __global__ void wspipe_op_clc_try_cancel_multicast() { B::clc_try_cancel_multicast(ops_clc(), ops_bar()); }
+extern "C" __global__ void wspipe_op_clc_query_cancel(std::uint32_t* out) {
+  const bool canceled = B::clc_is_canceled(ops_clc());
+  const wspipe::ClcCtaId id = canceled ? B::clc_first_ctaid(ops_clc()) : wspipe::ClcCtaId{};
+  out[threadIdx.x] = canceled ? id.x + id.y + id.z : ~0u;
+}
 #endif  // WSPIPE_DEVICE_BUILD_HOPPER
 
 // ---- TMA: every rank, both CtaGroups (cta_group 1 only on sm_90a), unicast

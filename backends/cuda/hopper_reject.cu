@@ -31,5 +31,9 @@ extern "C" __global__ void reject(std::uint32_t cols, const __grid_constant__ CU
   (void)alloc;
 #elif WSPIPE_REJECT_CASE == 5
   C::tmem_wait_load();  // CudaBackend compiled in an sm_90a pass
+#elif WSPIPE_REJECT_CASE == 6
+  H::clc_try_cancel(*reinterpret_cast<wspipe::ClcResponse*>(s.tile), s.bar);  // cluster launch control on Hopper
+#elif WSPIPE_REJECT_CASE == 7
+  (void)H::clc_is_canceled(*reinterpret_cast<wspipe::ClcResponse*>(s.tile));
 #endif
 }

@@ -254,6 +254,24 @@ struct EmuBackend {
   static void check(bool cond, const char* what, SourceLoc loc = SourceLoc::current()) {
     detail::World::current().check(cond, what, loc);
   }
+
+  // ---- cluster launch control (world_clc.cpp; the launch model is
+  // LaunchConfig::max_active_clusters). Decode the response where it lies
+  // in shared memory: the emulator checks that read against the write.
+  static constexpr bool kClusterLaunchControl = true;  // the emulator models sm_100a
+  static void clc_try_cancel(ClcResponse& resp, SharedMemBarrier& bar, SourceLoc loc = SourceLoc::current()) {
+    detail::World::current().clc_try_cancel(resp, bar, false, loc);
+  }
+  static void clc_try_cancel_multicast(ClcResponse& resp, SharedMemBarrier& bar,
+                                       SourceLoc loc = SourceLoc::current()) {
+    detail::World::current().clc_try_cancel(resp, bar, true, loc);
+  }
+  static bool clc_is_canceled(const ClcResponse& resp, SourceLoc loc = SourceLoc::current()) {
+    return detail::World::current().clc_is_canceled(resp, loc);
+  }
+  static ClcCtaId clc_first_ctaid(const ClcResponse& resp, SourceLoc loc = SourceLoc::current()) {
+    return detail::World::current().clc_first_ctaid(resp, loc);
+  }
 };
 
 static_assert(Backend<EmuBackend>);

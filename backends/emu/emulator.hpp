@@ -22,6 +22,16 @@ struct LaunchConfig {
   std::uint32_t warps_per_cta = 1;  // 1..32
   std::size_t smem_bytes = 0;       // per CTA; shared_storage<T>() needs sizeof(T) <= this
   std::vector<std::string> warp_roles;  // optional names by CTA warp index ("producer")
+  // Cluster launch (docs/emulator-models.md "Cluster launch control"): how
+  // many clusters the GPU runs at once. 0 (the default): every cluster runs
+  // from the start, and a clusterlaunchcontrol.try_cancel completes at once,
+  // failed (there is nothing left to cancel). 1..num_clusters: the first
+  // that many clusters start; each of the others launches when a running
+  // one has exited and the scheduler picks the launch, unless a try_cancel
+  // cancels it first. try_cancel completions and launches are then actor
+  // steps the scheduler explores (one launcher, and per cluster a CLC unit
+  // that grants and one that refuses).
+  std::uint32_t max_active_clusters = 0;
 };
 
 struct RunOptions {

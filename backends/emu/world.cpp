@@ -248,6 +248,11 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
     throw BadLaunch("warps_per_cta must be in [1, 32], got " + std::to_string(launch.warps_per_cta));
   if (launch.smem_bytes > 228 * 1024)
     throw BadLaunch("smem_bytes " + std::to_string(launch.smem_bytes) + " exceeds 228 KiB per CTA");
+  if (launch.max_active_clusters > launch.num_clusters) {
+    std::string m = "max_active_clusters must be 0 (all) or in [1, num_clusters = ";
+    m.append(std::to_string(launch.num_clusters)).append("], got ").append(std::to_string(launch.max_active_clusters));
+    throw BadLaunch(m);
+  }
 
   const std::uint32_t num_ctas = launch.num_clusters * launch.cluster_size;
   ctas_.resize(num_ctas);
@@ -286,17 +291,21 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
     engines_[e].tensor = (e % 2) != 0;
     engines_[e].name = cta_label(e / 2) + (engines_[e].tensor ? "/tensor-core" : "/tma");
   }
-  const std::uint32_t actors = static_cast<std::uint32_t>(warps_.size() + engines_.size());
+  clc_modeled_ = launch.max_active_clusters != 0;
+  const std::uint32_t actors = static_cast<std::uint32_t>(warps_.size() + engines_.size()) + clc_actors();
   if (options_.race_check) {
-    // Components: warps, their ld agents, their st agents, engines; each
-    // numbered within its cluster, in that order.
-    const std::size_t comps = 3 * warps_.size() + engines_.size();
+    // Components: warps, their ld agents, their st agents, engines, the
+    // clusters' CLC units; each numbered within its cluster, in that order.
+    const std::size_t comps = 3 * warps_.size() + engines_.size() + clusters_.size();
     std::vector<std::uint32_t> cluster_of(comps);
     slot_.assign(comps, 0);
     cluster_comps_.assign(clusters_.size(), 0);
     for (std::size_t k = 0; k < comps; ++k) {
       const std::size_t w = k % warps_.size();
-      const std::uint32_t cta = k < 3 * warps_.size() ? warps_[w].cta : engines_[k - 3 * warps_.size()].cta;
+      const std::size_t clc = 3 * warps_.size() + engines_.size();
+      const std::uint32_t cta = k < 3 * warps_.size() ? warps_[w].cta
+                                : k < clc            ? engines_[k - 3 * warps_.size()].cta
+                                                     : clusters_[k - clc].first_cta;
       cluster_of[k] = ctas_[cta].cluster;
       slot_[k] = cluster_comps_[cluster_of[k]]++;
     }
@@ -316,6 +325,7 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
   std::fill_n(moves_.begin(), warps_.size(), static_cast<std::uint8_t>(Move::progress));
   unfinished_ = num_warps();
   marked_.assign(actors, 0);
+  clc_setup();  // the clusters that do not start: their warps leave the enabled set
   lists_.resize(mbar_list(0));
   const int check = g_sched_check.load();
   sched_check_ = check < 0 ? sched_check_default() : check != 0;
@@ -332,6 +342,11 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
     result_.trace.num_ctas = num_ctas;
     for (const Warp& w : warps_) result_.trace.warps.push_back({w.name, w.cta});
     for (const Engine& e : engines_) result_.trace.warps.push_back({e.name, e.cta});
+    // The CLC units shown with their cluster's first CTA, the launcher with CTA 0.
+    for (std::uint32_t a = 0; a < clc_actors(); ++a) {
+      const std::uint32_t cta = a / 2 < clusters_.size() ? clusters_[a / 2].first_cta : 0;
+      result_.trace.warps.push_back({clc_actor_name(clc_base() + a), cta});
+    }
     result_.trace.strip_prefix = source_root_;
     result_.trace.events = take_event_storage();
   }
@@ -345,8 +360,8 @@ World::~World() {
 
 World::Move World::movable(const Warp& w) const {
   switch (w.block) {
-    case Block::none:
-    case Block::not_started: return Move::progress;
+    case Block::none: return Move::progress;
+    case Block::not_started: return cluster_launched(ctas_[w.cta].cluster) ? Move::progress : Move::no;
     case Block::finished: return Move::no;
     case Block::mbar: return phase_done(mbars_[w.obj], w.parity) ? Move::progress : Move::no;
     case Block::mbar_try:
@@ -374,6 +389,7 @@ std::string World::rel(const char* file) const {
 std::string World::actor_name(std::int32_t actor) const {
   if (actor < 0) return "";
   const auto a = static_cast<std::uint32_t>(actor);
+  if (a >= clc_base()) return clc_actor_name(a);
   return a < warps_.size() ? warps_[a].name : engines_[a - warps_.size()].name;
 }
 
@@ -474,6 +490,7 @@ void World::check_enabled() const {
     visit(w.id, movable(w));
   }
   for (std::uint32_t e = 0; e < engines_.size(); ++e) visit(num_warps() + e, move_of(num_warps() + e));
+  for (std::uint32_t a = clc_base(); a < clc_base() + clc_actors(); ++a) visit(a, clc_move(a));
   const auto spinning = static_cast<std::size_t>(std::count(spin_.begin(), spin_.end(), std::uint8_t{1}));
   g_sched_checks.fetch_add(1, std::memory_order_relaxed);
   if (same && k == enabled_.size() && spinning == spinning_ && unfinished == unfinished_ &&
@@ -494,6 +511,8 @@ void World::check_enabled() const {
   }
   for (std::uint32_t e = 0; e < engines_.size(); ++e)
     if (!engines_[e].queue.empty()) add(full, engines_[e].name, false);
+  for (std::uint32_t a = clc_base(); a < clc_base() + clc_actors(); ++a)
+    if (clc_move(a) != Move::no) add(full, clc_actor_name(a), false);
   std::fprintf(stderr,
                "wspipe: scheduler check failed at step %llu: the enabled set kept at events differs from movable()\n"
                "  kept:      %s (%zu spinning, %u unfinished, %zu in try_wait)\n"
@@ -583,6 +602,13 @@ bool World::dispatch(Warp* self) {
     last_actor_ = pick;
     fp_open_ = track_fp_;
     ++step_;
+    if (pick >= clc_base()) {
+      // A CLC unit completes a try_cancel, or the launcher launches a
+      // cluster (world_clc.cpp); the scheduler picks again.
+      clc_step(pick);
+      if (stopping_ || killing_) return false;
+      continue;
+    }
     if (pick >= num_warps()) {
       // An engine completes its oldest operation on the running fiber, and
       // the scheduler picks again.
@@ -730,6 +756,7 @@ void World::finish(Warp& w) {
   Cluster& cl = clusters_[cta.cluster];
   --cta.live_warps;
   cl.live_threads -= 32;
+  if (cl.live_threads == 0) clc_cluster_exited(cta.cluster);
   if (killing_) {
     algo_->next = main_ctx_;
     return;
@@ -1333,7 +1360,7 @@ void World::cta_exited(Warp& w) {
   // operation reaching the CTA after its exit (world_async.cpp).
   if (store_reading_at_exit(w)) return;
   std::string what;
-  if (cta_has_async_in_flight(w.cta, &what)) {
+  if (cta_has_async_in_flight(w.cta, &what) || clc_pending_for(w.cta, &what)) {
     fail(w, "async.target-exited", cta_label(w.cta),
          "the CTA exited while " + what + " was still in flight into it (drain the pipeline before exiting)", w.loc);
     return;
@@ -1394,7 +1421,9 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
   b.line = w.loc.line();
   std::int32_t object = -1;
   switch (w.block) {
-    case Block::not_started: b.op = "not started"; break;
+    case Block::not_started:
+      b.op = cluster_launched(ctas_[w.cta].cluster) ? "not started" : "not launched (its cluster waits for a launch slot)";
+      break;
     case Block::none: b.op = "running"; break;
     case Block::finished: b.op = "finished"; break;
     case Block::mbar:

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/barrier.hpp"
+#include "core/clc.hpp"
 #include "core/config.hpp"
 #include "core/tcgen05.hpp"
 #include "core/tma.hpp"
@@ -264,6 +265,18 @@ struct AccessInfo {
   SourceLoc loc{};
 };
 
+// Cluster launch control (world_clc.cpp): a clusterlaunchcontrol.try_cancel
+// waiting in its cluster's CLC unit until the scheduler completes it.
+struct ClcRequest {
+  std::uint32_t issuer = 0;  // warp id
+  std::uint32_t cta = 0;     // the issuing CTA
+  std::uint32_t resp_offset = 0, bar_offset = 0;  // in shared memory
+  bool multicast = false;    // .multicast::cluster::all: every CTA of the cluster
+  std::uint64_t step = 0;
+  SourceLoc loc{};
+  Clock clock;  // the issuer's clock at issue
+};
+
 class DirectedAlgorithm;
 
 // Test hooks of the scheduler's incremental enabled set. With the check on,
@@ -354,6 +367,11 @@ class World {
   std::uint32_t smem_offset(const void* p);
   void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc);
 
+  // Cluster launch control (world_clc.cpp)
+  void clc_try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multicast, const SourceLoc& loc);
+  bool clc_is_canceled(const ClcResponse& resp, const SourceLoc& loc);
+  ClcCtaId clc_first_ctaid(const ClcResponse& resp, const SourceLoc& loc);
+
  private:
   friend class DirectedAlgorithm;
 
@@ -433,6 +451,7 @@ class World {
   // its queue holds an operation).
   Move move_of(std::uint32_t actor) const {
     if (actor < num_warps()) return movable(warps_[actor]);
+    if (actor >= clc_base()) return clc_move(actor);
     return engines_[actor - num_warps()].queue.empty() ? Move::no : Move::progress;
   }
   std::uint32_t num_warps() const { return static_cast<std::uint32_t>(warps_.size()); }
@@ -544,6 +563,35 @@ class World {
   bool check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc);
   void release_cluster_if_complete(Cluster& c);
   void cta_exited(Warp& w);
+
+  // Cluster launch control (world_clc.cpp). Actors after the engines, only
+  // with LaunchConfig::max_active_clusters set: per cluster k a CLC unit
+  // that completes its oldest request by cancelling a cluster (clc_base() +
+  // 2k) and one that completes it failed (clc_base() + 2k + 1), then the
+  // launcher. Race-checker components: one per cluster, after the engines'.
+  enum class Launch : std::uint8_t { running, unlaunched, canceled };
+  std::uint32_t clc_base() const { return num_warps() + static_cast<std::uint32_t>(engines_.size()); }
+  std::uint32_t clc_actors() const { return clc_modeled_ ? 2 * static_cast<std::uint32_t>(clusters_.size()) + 1 : 0; }
+  std::uint32_t launcher_actor() const { return clc_base() + 2 * static_cast<std::uint32_t>(clusters_.size()); }
+  std::uint32_t comp_clc(std::uint32_t cluster) const {
+    return 3 * num_warps() + static_cast<std::uint32_t>(engines_.size()) + cluster;
+  }
+  bool cluster_launched(std::uint32_t cluster) const { return cluster_launch_[cluster] == Launch::running; }
+  Move clc_move(std::uint32_t actor) const;
+  std::string clc_actor_name(std::uint32_t actor) const;
+  void clc_setup();                       // the constructor's part: launch state, actors
+  void clc_step(std::uint32_t actor);     // a CLC unit or the launcher moves
+  void clc_complete(ClcRequest& req, std::uint32_t cluster, bool grant, std::int32_t actor);
+  void clc_cluster_exited(std::uint32_t cluster);  // from finish(): a launch slot frees
+  void clc_cancel(std::uint32_t cluster);          // its warps never run
+  bool clc_pending_for(std::uint32_t cta, std::string* what) const;
+  bool clc_read(const ClcResponse& resp, const char* op, Warp& w, const SourceLoc& loc);
+  std::vector<Launch> cluster_launch_;    // per cluster
+  std::vector<std::deque<ClcRequest>> clc_queue_;  // per cluster: requests in flight, oldest first
+  std::vector<std::uint8_t> clc_failed_seen_;      // per CTA: it observed a failed response
+  std::uint32_t next_unlaunched_ = 0;  // clusters below it are running, exited or canceled
+  std::uint32_t clusters_running_ = 0;
+  bool clc_modeled_ = false;
 
   // Reporting.
   void fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
