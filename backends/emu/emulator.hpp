@@ -22,6 +22,13 @@ struct LaunchConfig {
   std::uint32_t warps_per_cta = 1;  // 1..32
   std::size_t smem_bytes = 0;       // per CTA; shared_storage<T>() needs sizeof(T) <= this
   std::vector<std::string> warp_roles;  // optional names by CTA warp index ("producer")
+  // Co-resident CTAs: how many CTAs share each SM (1..32). CTAs of one
+  // cluster are on different SMs; clusters are grouped in launch order,
+  // `ctas_per_sm` to a group, and the rank-r CTAs of a group's clusters
+  // share one SM, with its Tensor Memory allocator (512 columns, PTX
+  // "tcgen05.alloc": it blocks until enough columns are free). Checked at
+  // launch against sm_100's per-SM limits (shared memory, warps).
+  std::uint32_t ctas_per_sm = 1;
 };
 
 struct RunOptions {

@@ -248,6 +248,7 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
     throw BadLaunch("warps_per_cta must be in [1, 32], got " + std::to_string(launch.warps_per_cta));
   if (launch.smem_bytes > 228 * 1024)
     throw BadLaunch("smem_bytes " + std::to_string(launch.smem_bytes) + " exceeds 228 KiB per CTA");
+  check_coresidency(launch);
 
   const std::uint32_t num_ctas = launch.num_clusters * launch.cluster_size;
   ctas_.resize(num_ctas);
