@@ -26,6 +26,7 @@ using wspipe::test::outcome;
 using wspipe::test::with_strategy;
 
 struct Smem {
+  wspipe::SharedMemBarrier hold;
   std::uint32_t addr[2];
 };
 constexpr std::size_t kSmem = 64;
@@ -158,13 +159,18 @@ TEST(emu_Coresident, CtaPairsSpanTwoSmsAndWaitOnBoth) {
 // ------------------------------------------------------------ per CTA
 
 TEST(emu_Coresident, AnotherCtasColumnsAreNotThisCtasToAccessOrFree) {
-  // cta0 allocates [0, 256); cta1, on the same SM, loads from and then
-  // deallocates column 0: it owns no such allocation.
+  // cta0 takes 256 columns and holds them, waiting on a barrier no one
+  // completes; cta1, on the same SM, takes the other 256, then loads from or
+  // deallocates cta0's: it owns no such allocation, and the report names
+  // the CTA that does.
   std::uint32_t line = 0;
   auto run_with = [&](bool dealloc) {
     return emu::run(launch(2, 2), [&, dealloc] {
       if (B::cluster_idx() == 0) {
-        B::tmem_dealloc<1>(alloc_col(256), 256);
+        const std::uint32_t a = alloc_col(256);
+        wspipe::test::init_bar(smem().hold, 1, "hold");
+        B::wait(smem().hold, 0);  // never completes: the run ends on cta1's violation first
+        B::tmem_dealloc<1>(a, 256);
         return;
       }
       B::tmem_alloc<1>(&smem().addr[0], 256);
@@ -179,8 +185,11 @@ TEST(emu_Coresident, AnotherCtasColumnsAreNotThisCtasToAccessOrFree) {
   };
   auto ld = run_with(false);
   EXPECT_VIOLATION_AT(ld, "tmem.unallocated-access", line);
+  EXPECT_TRUE(contains(ld.violations[0].message, "are allocated by cta0/w0")) << ld.report();
   auto free = run_with(true);
   EXPECT_VIOLATION_AT(free, "tmem.dealloc-unallocated", line);
+  EXPECT_TRUE(contains(free.violations[0].message, "(cta0) are allocated by cta0/w0"))
+      << free.report();
 }
 
 TEST(emu_Coresident, RelinquishIsPerCtaAndSoIsTheSizeRule) {

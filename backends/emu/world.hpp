@@ -481,6 +481,9 @@ class World {
     for (std::uint32_t k = first; k < last; ++k) f(clusters_[k].first_cta + rank);
   }
   static void check_coresidency(const LaunchConfig& launch);  // throws BadLaunch
+  // For a report of CTA `cta` touching columns it does not own: "" or which
+  // co-resident CTA's allocation overlaps [col, col + cols), and who made it.
+  std::string tmem_coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const;
 
   // Tensor Memory helpers (world_tmem.cpp).
   void tmem_ensure(Cta& c);

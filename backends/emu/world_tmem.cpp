@@ -62,6 +62,26 @@ void World::check_coresidency(const LaunchConfig& launch) {
   }
 }
 
+std::string World::tmem_coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const {
+  std::string note;
+  for_each_on_sm(cta, [&](std::uint32_t peer) {
+    if (peer == cta || !note.empty()) return;
+    for (const TmemBlock& b : ctas_[peer].tmem_live) {
+      if (!(col < b.col + b.cols && b.col < col + cols)) continue;
+      note.append("; ")
+          .append(cols_label(b.col, b.cols, peer))
+          .append(" are allocated by ")
+          .append(warps_[b.warp].name)
+          .append(" at ")
+          .append(where(b.loc))
+          .append(", a CTA on the same SM: an allocation is its CTA's alone (PTX: \"ownership ... is held by a "
+                  "single CTA\")");
+      return;
+    }
+  });
+  return note;
+}
+
 std::uint32_t World::pair_cta(std::uint32_t cta, std::uint32_t rank_in_pair) const {
   return cta - (ctas_[cta].rank & 1u) + rank_in_pair;
 }
@@ -87,8 +107,8 @@ const TmemBlock* World::tmem_block_covering(const Cta& c, std::uint32_t col, std
 // columns x 128 lanes, but tcgen05.alloc "blocks if the requested amount of
 // Tensor Memory is not available and unblocks as soon as [it] becomes
 // available", relinquish_alloc_permit gives up "the right to allocate", and
-// .exclusive (PTX 9.4) allocations bar "other CTA[s]" from allocating: the
-// CTAs on one SM allocate from one pool. Each allocation is owned by the CTA
+// .exclusive allocations bar "other CTA[s]" from allocating (PTX 9.4, as
+// quoted by third parties): the CTAs on one SM allocate from one pool. Each allocation is owned by the CTA
 // that made it (tmem_live), which alone may access and deallocate it.
 std::int64_t World::tmem_first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const {
   auto overlaps = [&](const Cta& c, std::uint32_t col) {
@@ -275,7 +295,8 @@ bool World::tmem_check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, st
       .append(std::to_string(col))
       .append(" names no live allocation (live: ")
       .append(live.empty() ? "none" : live)
-      .append("); PTX: taddr and nCols must be those of a previous tcgen05.alloc (ptxas traps)");
+      .append("); PTX: taddr and nCols must be those of a previous tcgen05.alloc (ptxas traps)")
+      .append(tmem_coresident_owner(cta, col, cols));
   fail(w, "tmem.dealloc-unallocated", cols_label(col, cols, cta), std::move(msg), loc);
   return false;
 }
@@ -425,7 +446,7 @@ bool World::tmem_access(Warp& w, TmemShape shape, std::uint32_t num, std::uint32
   if (col + cols > kTmemColumns || tmem_block_covering(ctas_[w.cta], col, cols) == nullptr) {
     fail(w, "tmem.unallocated-access", cols_label(col, cols, w.cta),
          std::string(op) + " of columns [" + std::to_string(col) + ", " + std::to_string(col + cols) +
-             ") outside every live allocation of this CTA",
+             ") outside every live allocation of this CTA" + tmem_coresident_owner(w.cta, col, cols),
          loc);
     return false;
   }
