@@ -110,13 +110,23 @@ TEST(emu_Coresident, OneCtaPerSmKeepsAPoolPerCta) {
 
 TEST(emu_Coresident, TwoCtasOf512SerialiseOnTheFirstsDealloc) {
   // The second alloc blocks until the first CTA deallocates, under every
-  // schedule tried; both get column 0.
+  // schedule tried: the two never hold columns at once, and both get
+  // column 0.
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
-    std::uint32_t got[2] = {99, 99};
-    auto r = emu::run(launch(2, 2), [&] { alloc_once(512, got); }, with_strategy(emu::StrategyKind::random, seed));
+    bool live[2] = {false, false};
+    std::uint32_t col[2] = {99, 99};
+    auto r = emu::run(launch(2, 2), [&] {
+      const std::uint32_t me = B::cluster_idx();
+      col[me] = tmem_col(alloc_col(512));
+      live[me] = true;
+      B::check(!live[me ^ 1u], "two CTAs on one SM both hold 512 columns");
+      B::tmem_relinquish<1>();  // a scheduling point while this CTA holds the columns
+      live[me] = false;
+      B::tmem_dealloc<1>(tmem_addr(0, col[me]), 512);
+    }, with_strategy(emu::StrategyKind::random, seed));
     EXPECT_OK(r);
-    EXPECT_EQ(got[0], 0u);
-    EXPECT_EQ(got[1], 0u);
+    EXPECT_EQ(col[0], 0u);
+    EXPECT_EQ(col[1], 0u);
   }
 }
 
@@ -154,6 +164,30 @@ TEST(emu_Coresident, CtaPairsSpanTwoSmsAndWaitOnBoth) {
     }, with_strategy(emu::StrategyKind::random, seed));
     EXPECT_OK(r);
   }
+}
+
+TEST(emu_Coresident, CtaPairAllocWaitsForTheColumnsOfBothSms) {
+  // Each pair takes all 512 columns on both its SMs and keeps them (it
+  // waits on a barrier no one completes): the pair that comes second waits
+  // in tcgen05.alloc for columns held on each of its two SMs by a CTA of the
+  // other pair, a deadlock whose report names both holders.
+  auto r = emu::run(launch(2, 2, 2), [&] {
+    B::cluster_sync();
+    B::tmem_alloc<2>(&smem().addr[0], 512);
+    wspipe::test::init_bar(smem().hold, 1, "hold");
+    B::wait(smem().hold, 0);
+  }, {});
+  ASSERT_EQ(r.status, emu::Status::deadlock) << r.report();
+  const emu::BlockedWarp* alloc = nullptr;
+  for (const emu::BlockedWarp& b : r.blocked)
+    if (b.op == "tcgen05.alloc") alloc = &b;
+  ASSERT_NE(alloc, nullptr) << r.report();
+  const std::string& state = alloc->state;
+  std::size_t others = 0;
+  for (auto at = state.find("(another CTA on this SM)"); at != std::string::npos;
+       at = state.find("(another CTA on this SM)", at + 1))
+    ++others;
+  EXPECT_EQ(others, 2u) << r.report();  // one holder on each SM of the pair
 }
 
 // ------------------------------------------------------------ per CTA
