@@ -16,7 +16,7 @@ using cli::OptionValues;
 using cli::Scenario;
 using cli::VariantSpec;
 
-// The built-in catalogue: ring, tile-reduce, gemm, blockwise-fp8.
+// The built-in catalogue: ring, tile-reduce, gemm, blockwise-fp8, tmem-coresident.
 const Catalogue& catalogue();
 const Scenario* find_scenario(const std::string& name);
 
@@ -29,5 +29,6 @@ emu::LaunchConfig warp_specialized_launch(std::uint32_t clusters, std::uint32_t 
 Scenario make_gemm_scenario();
 Scenario make_blockwise_fp8_scenario();
 Scenario make_tile_reduce_scenario();
+Scenario make_tmem_coresident_scenario();
 
 }  // namespace wspipe::examples

@@ -19,10 +19,11 @@ scenarios=$(awk '$1 !~ /\// && $2 == "expect=ok" && $1 != "ring" {print $1}' "$t
 [[ -n "$scenarios" ]] || fail "wspipe list shows no example scenarios"
 
 # 1. correct kernels: $RUNS (200) runs each, cta_group 1 and 2 (gemm: both dtypes;
-# tile-reduce: clusters of 1 and 2)
+# tile-reduce: clusters of 1 and 2; tmem-coresident: 1, 2 and 4 CTAs per SM)
 for s in $scenarios; do
   configs=("--cta-group 1" "--cta-group 2")
   [[ "$s" == tile-reduce ]] && configs=("--cluster 1" "--cluster 2" "--cluster 2 --clusters 2 --stages 1")
+  [[ "$s" == tmem-coresident ]] && configs=("--ctas-per-sm 1" "--ctas-per-sm 2" "--ctas-per-sm 4 --clusters 8 --cols 128")
   [[ "$s" == gemm ]] && configs=("--cta-group 1 --dtype bf16" "--cta-group 1 --dtype fp8"
                                  "--cta-group 2 --dtype bf16" "--cta-group 2 --dtype fp8"
                                  "--cluster 2" "--manual-a 1")

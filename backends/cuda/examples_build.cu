@@ -18,6 +18,7 @@
 #include "examples/blockwise_fp8_host.hpp"
 #include "examples/gemm.hpp"
 #include "examples/gemm_host.hpp"
+#include "examples/tmem_coresident.hpp"
 
 namespace {
 
@@ -29,6 +30,14 @@ using wspipe::examples::GemmArgs;
 using wspipe::examples::GemmConfig;
 
 }  // namespace
+
+// tmem-coresident (examples/tmem_coresident.hpp): one warp per CTA, both
+// variants, so that the emulator's co-residency scenario stays a kernel that
+// compiles for the GPU.
+extern "C" __global__ void __launch_bounds__(32) wspipe_tmem_coresident(std::uint32_t cols, bool two_step) {
+  using wspipe::examples::CoresidentBug;
+  wspipe::examples::tmem_coresident_kernel<B>(cols, two_step ? CoresidentBug::two_step_alloc : CoresidentBug::none);
+}
 
 // The instantiations: (CtaGroup, ClusterSize, Stages, AccumStages, dtype).
 // Each shape and dtype with the usual double-buffered accumulator over four

@@ -32,6 +32,13 @@ struct LaunchConfig {
   // steps the scheduler explores (one launcher, and per cluster a CLC unit
   // that grants and one that refuses).
   std::uint32_t max_active_clusters = 0;
+  // Co-resident CTAs: how many CTAs share each SM (1..32). CTAs of one
+  // cluster are on different SMs; clusters are grouped in launch order,
+  // `ctas_per_sm` to a group, and the rank-r CTAs of a group's clusters
+  // share one SM, with its Tensor Memory allocator (512 columns, PTX
+  // "tcgen05.alloc": it blocks until enough columns are free). Checked at
+  // launch against sm_100's per-SM limits (shared memory, warps).
+  std::uint32_t ctas_per_sm = 1;
 };
 
 struct RunOptions {

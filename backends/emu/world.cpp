@@ -253,6 +253,7 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
     m.append(std::to_string(launch.num_clusters)).append("], got ").append(std::to_string(launch.max_active_clusters));
     throw BadLaunch(m);
   }
+  check_coresidency(launch);
 
   const std::uint32_t num_ctas = launch.num_clusters * launch.cluster_size;
   ctas_.resize(num_ctas);

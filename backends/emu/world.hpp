@@ -3,6 +3,7 @@
 // EmuBackend's operations call into the World of the run in progress.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <boost/fiber/all.hpp>
 #include <cstddef>
@@ -442,7 +443,11 @@ class World {
     return static_cast<std::uint32_t>(ctas_.size() * 17 + clusters_.size()) + id;
   }
   // TMEM columns or a cta_group::2 collective of CTA `cta`'s pair changed.
-  void tmem_changed(std::uint32_t cta) { mark_list(tmem_list(cta)); }
+  // The columns are the SM's (co-resident CTAs): every CTA on the SM may
+  // have an alloc waiting for them, on its pair's list.
+  void tmem_changed(std::uint32_t cta) {
+    for_each_on_sm(cta, [this](std::uint32_t peer) { mark_list(tmem_list(peer)); });
+  }
   void blocked(Warp& w);    // w waits at a point (w.block set): onto its object's list
   void unblocked(Warp& w);  // w goes on: off it
   void refresh();
@@ -506,6 +511,27 @@ class World {
   // async proxy reads (checks fence.proxy.async after generic writes).
   bool smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
                          std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit);
+
+  // Co-resident CTAs (LaunchConfig::ctas_per_sm). The SM of CTA `cta`:
+  // clusters in groups of ctas_per_sm, the rank-r CTAs of a group on one SM
+  // (a cluster's CTAs are on different SMs, so a cta_group::2 pair spans
+  // two). for_each_on_sm calls f(c) for every CTA c on `cta`'s SM, `cta`
+  // included, ascending; with one CTA per SM, for `cta` alone.
+  std::uint32_t sm_of(std::uint32_t cta) const {
+    const Cta& c = ctas_[cta];
+    return c.cluster / launch_.ctas_per_sm * launch_.cluster_size + c.rank;
+  }
+  template <class F>
+  void for_each_on_sm(std::uint32_t cta, F&& f) const {
+    const std::uint32_t per = launch_.ctas_per_sm, rank = ctas_[cta].rank;
+    const std::uint32_t first = ctas_[cta].cluster / per * per;
+    const auto last = std::min(first + per, static_cast<std::uint32_t>(clusters_.size()));
+    for (std::uint32_t k = first; k < last; ++k) f(clusters_[k].first_cta + rank);
+  }
+  static void check_coresidency(const LaunchConfig& launch);  // throws BadLaunch
+  // For a report of CTA `cta` touching columns it does not own: "" or which
+  // co-resident CTA's allocation overlaps [col, col + cols), and who made it.
+  std::string tmem_coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const;
 
   // Tensor Memory helpers (world_tmem.cpp).
   void tmem_ensure(Cta& c);

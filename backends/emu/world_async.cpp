@@ -134,7 +134,9 @@ void World::mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t
       fail(w, "tmem.unallocated-access",
            "TMEM columns [" + std::to_string(r.col0) + ", " + std::to_string(r.col0 + r.cols) + ") (" +
                cta_label(cta) + ")",
-           "tcgen05.mma writes D into columns outside every live allocation of " + cta_label(cta), loc);
+           "tcgen05.mma writes D into columns outside every live allocation of " + cta_label(cta) +
+               tmem_coresident_owner(cta, r.col0, r.cols),
+           loc);
       return;
     }
   }

@@ -26,6 +26,62 @@ LaneOp tmem_op(LaneOp::Kind kind, TmemShape shape, std::uint32_t num, std::uint3
 
 }  // namespace
 
+// Co-resident CTAs (LaunchConfig::ctas_per_sm). sm_100's per-SM limits
+// (CUDA C++ Programming Guide, technical specifications for compute
+// capability 10.0): at most 32 resident CTAs and 64 resident warps; 228 KiB
+// of shared memory, of which 1 KiB per CTA is reserved for the system, so
+// one CTA gets at most 227 KiB. Tensor Memory is not a launch limit: it is
+// allocated at run time, and tcgen05.alloc blocks until columns are free.
+void World::check_coresidency(const LaunchConfig& launch) {
+  constexpr std::uint32_t kMaxCtasPerSm = 32, kMaxWarpsPerSm = 64;
+  constexpr std::size_t kSmemPerSm = 228 * 1024, kSmemReservedPerCta = 1024;
+  const std::uint32_t per = launch.ctas_per_sm;
+  if (per < 1 || per > kMaxCtasPerSm)
+    throw BadLaunch("ctas_per_sm must be in [1, 32] (sm_100: at most 32 resident CTAs per SM), got " +
+                    std::to_string(per));
+  if (std::size_t{per} * launch.warps_per_cta > kMaxWarpsPerSm) {
+    std::string msg = "ctas_per_sm ";
+    msg.append(std::to_string(per))
+        .append(" CTAs of ")
+        .append(std::to_string(launch.warps_per_cta))
+        .append(" warps do not fit one SM: sm_100 holds at most 64 resident warps per SM");
+    throw BadLaunch(msg);
+  }
+  const std::size_t need = std::size_t{per} * (launch.smem_bytes + kSmemReservedPerCta);
+  if (need > kSmemPerSm) {
+    std::string msg = "ctas_per_sm ";
+    msg.append(std::to_string(per))
+        .append(" CTAs of smem_bytes ")
+        .append(std::to_string(launch.smem_bytes))
+        .append(" need ")
+        .append(std::to_string(need))
+        .append(" bytes of shared memory with the 1 KiB the system reserves per CTA; an sm_100 SM has 228 KiB (")
+        .append(std::to_string(kSmemPerSm))
+        .append(" bytes), at most 227 KiB for one CTA");
+    throw BadLaunch(msg);
+  }
+}
+
+std::string World::tmem_coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const {
+  std::string note;
+  for_each_on_sm(cta, [&](std::uint32_t peer) {
+    if (peer == cta || !note.empty()) return;
+    for (const TmemBlock& b : ctas_[peer].tmem_live) {
+      if (!(col < b.col + b.cols && b.col < col + cols)) continue;
+      note.append("; ")
+          .append(cols_label(b.col, b.cols, peer))
+          .append(" are allocated by ")
+          .append(warps_[b.warp].name)
+          .append(" at ")
+          .append(where(b.loc))
+          .append(", a CTA on the same SM: an allocation is its CTA's alone (PTX: \"ownership ... is held by a "
+                  "single CTA\")");
+      return;
+    }
+  });
+  return note;
+}
+
 std::uint32_t World::pair_cta(std::uint32_t cta, std::uint32_t rank_in_pair) const {
   return cta - (ctas_[cta].rank & 1u) + rank_in_pair;
 }
@@ -46,15 +102,27 @@ const TmemBlock* World::tmem_block_covering(const Cta& c, std::uint32_t col, std
 }
 
 // Aligned first fit: the lowest multiple of `cols` whose columns are free
-// (in both CTAs of the pair for cta_group::2), or -1.
+// (on the SMs of both CTAs of the pair for cta_group::2), or -1. The 512
+// columns are the SM's: PTX "Tensor Memory" gives each CTA a view of 512
+// columns x 128 lanes, but tcgen05.alloc "blocks if the requested amount of
+// Tensor Memory is not available and unblocks as soon as [it] becomes
+// available", relinquish_alloc_permit gives up "the right to allocate", and
+// .exclusive allocations bar "other CTA[s]" from allocating (PTX 9.4, as
+// quoted by third parties): the CTAs on one SM allocate from one pool. Each allocation is owned by the CTA
+// that made it (tmem_live), which alone may access and deallocate it.
 std::int64_t World::tmem_first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const {
   auto overlaps = [&](const Cta& c, std::uint32_t col) {
     return std::any_of(c.tmem_live.begin(), c.tmem_live.end(),
                        [&](const TmemBlock& b) { return col < b.col + b.cols && b.col < col + cols; });
   };
+  auto taken_on_sm = [&](std::uint32_t on, std::uint32_t col) {
+    bool taken = false;
+    for_each_on_sm(on, [&](std::uint32_t peer) { taken = taken || overlaps(ctas_[peer], col); });
+    return taken;
+  };
   for (std::uint32_t col = 0; col + cols <= kTmemColumns; col += cols) {
-    bool taken = overlaps(ctas_[cta], col);
-    if (cta_group == 2) taken = taken || overlaps(ctas_[pair_cta(cta, 0)], col) || overlaps(ctas_[pair_cta(cta, 1)], col);
+    bool taken = taken_on_sm(cta, col);
+    if (cta_group == 2) taken = taken || taken_on_sm(pair_cta(cta, 0), col) || taken_on_sm(pair_cta(cta, 1), col);
     if (!taken) return col;
   }
   return -1;
@@ -227,7 +295,8 @@ bool World::tmem_check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, st
       .append(std::to_string(col))
       .append(" names no live allocation (live: ")
       .append(live.empty() ? "none" : live)
-      .append("); PTX: taddr and nCols must be those of a previous tcgen05.alloc (ptxas traps)");
+      .append("); PTX: taddr and nCols must be those of a previous tcgen05.alloc (ptxas traps)")
+      .append(tmem_coresident_owner(cta, col, cols));
   fail(w, "tmem.dealloc-unallocated", cols_label(col, cols, cta), std::move(msg), loc);
   return false;
 }
@@ -377,7 +446,7 @@ bool World::tmem_access(Warp& w, TmemShape shape, std::uint32_t num, std::uint32
   if (col + cols > kTmemColumns || tmem_block_covering(ctas_[w.cta], col, cols) == nullptr) {
     fail(w, "tmem.unallocated-access", cols_label(col, cols, w.cta),
          std::string(op) + " of columns [" + std::to_string(col) + ", " + std::to_string(col + cols) +
-             ") outside every live allocation of this CTA",
+             ") outside every live allocation of this CTA" + tmem_coresident_owner(w.cta, col, cols),
          loc);
     return false;
   }
@@ -514,16 +583,33 @@ std::uint32_t World::frag_lane(std::uint64_t token, std::uint32_t reg, std::uint
 }
 
 std::string World::tmem_describe_blocked(const Warp& w) const {
+  // The live allocations on the SM(s) it allocates from; those of other CTAs
+  // (co-resident ones) are what an alloc waits for that its own CTA cannot free.
   std::string live;
+  bool others = false;
   for (std::uint32_t r = 0; r < (w.block == Block::tmem_alloc && w.parity == 2 ? 2u : 1u); ++r) {
-    const std::uint32_t cta = w.parity == 2 ? pair_cta(w.cta, r) : w.cta;
-    for (const TmemBlock& b : ctas_[cta].tmem_live)
-      live += (live.empty() ? "" : ", ") + cols_label(b.col, b.cols, cta) + " held by " + warps_[b.warp].name +
-              " since step " + std::to_string(b.step);
+    const std::uint32_t on = w.parity == 2 ? pair_cta(w.cta, r) : w.cta;
+    for_each_on_sm(on, [&](std::uint32_t cta) {
+      const bool own = cta == w.cta || (w.parity == 2 && (cta == pair_cta(w.cta, 0) || cta == pair_cta(w.cta, 1)));
+      for (const TmemBlock& b : ctas_[cta].tmem_live) {
+        if (!live.empty()) live.append(", ");
+        live.append(cols_label(b.col, b.cols, cta)).append(" held by ").append(warps_[b.warp].name);
+        if (!own) live.append(" (another CTA on this SM)");
+        live.append(" since step ").append(std::to_string(b.step));
+        others = others || !own;
+      }
+    });
   }
-  if (w.block == Block::tmem_alloc)
-    return "needs " + std::to_string(w.target) + " free aligned columns; live allocations: " +
-           (live.empty() ? "none" : live);
+  if (w.block == Block::tmem_alloc) {
+    std::string msg = "needs ";
+    msg.append(std::to_string(w.target)).append(" free aligned columns");
+    if (launch_.ctas_per_sm > 1) msg.append(" of SM ").append(std::to_string(sm_of(w.cta)));
+    msg.append("; live allocations: ").append(live.empty() ? "none" : live);
+    if (others)
+      msg.append("; columns held by a co-resident CTA are freed only by its own tcgen05.dealloc (the 512 columns "
+                 "are the SM's, shared by its CTAs)");
+    return msg;
+  }
   const PairOp& p = ctas_[pair_cta(w.cta, 0)].pair;
   return std::string("waits for the peer CTA's warp to join its cta_group::2 ") + (p.dealloc ? "dealloc" : "alloc") +
          " (one warp of each CTA of the pair must issue it)";
