@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -408,6 +409,21 @@ std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t 
   return {};
 }
 
+// Box row `r` (rows numbered over the outer dimensions, dimension 1
+// fastest): the byte offset of its element x = 0 in the tensor, or nothing
+// when an outer coordinate is out of bounds (loads fill the row with zeros,
+// stores skip it).
+static std::optional<std::uint64_t> box_row_offset(const TensorMap& m, const TmaCoords& c, std::uint32_t r) {
+  std::uint64_t offset = 0;
+  for (std::uint32_t dim = 1; dim < m.rank; ++dim) {
+    const std::int64_t x = std::int64_t{c.c[dim]} + r % m.box[dim];
+    r /= m.box[dim];
+    if (x < 0 || static_cast<std::uint64_t>(x) >= m.dims[dim]) return std::nullopt;
+    offset += static_cast<std::uint64_t>(x) * m.strides[dim];
+  }
+  return offset;
+}
+
 void tma_copy(const TensorMap& m, const TmaCoords& c, std::byte* smem, std::uint32_t dst_offset) {
   const std::uint32_t eb = elem_bytes(m.dtype);
   const auto* global = static_cast<const std::byte*>(m.global);
@@ -420,23 +436,13 @@ void tma_copy(const TensorMap& m, const TmaCoords& c, std::byte* smem, std::uint
   const bool row_inside = x0 >= 0 && static_cast<std::uint64_t>(x0) + m.box[0] <= m.dims[0];
   for (std::uint32_t r = 0; r < rows; ++r) {
     const std::uint32_t row_dst = dst_offset + r * row_bytes;
-    bool inside = true;
-    std::uint64_t src = 0;
-    std::uint32_t rest = r;  // the row's position in the outer dimensions
-    for (std::uint32_t dim = 1; dim < m.rank; ++dim) {
-      const std::int64_t x = std::int64_t{c.c[dim]} + rest % m.box[dim];
-      rest /= m.box[dim];
-      if (x < 0 || static_cast<std::uint64_t>(x) >= m.dims[dim])
-        inside = false;
-      else
-        src += static_cast<std::uint64_t>(x) * m.strides[dim];
-    }
-    if (!inside) {
+    const std::optional<std::uint64_t> row = box_row_offset(m, c, r);
+    if (!row) {
       for (std::uint32_t b = 0; b < row_bytes; b += 16) std::memset(smem + swizzle_address(m.swizzle, row_dst + b), 0, 16);
       continue;
     }
     if (row_inside) {
-      const std::byte* from = global + src + static_cast<std::uint64_t>(x0) * eb;
+      const std::byte* from = global + *row + static_cast<std::uint64_t>(x0) * eb;
       for (std::uint32_t b = 0; b < row_bytes; b += 16)
         std::memcpy(smem + swizzle_address(m.swizzle, row_dst + b), from + b, 16);
       continue;
@@ -448,7 +454,7 @@ void tma_copy(const TensorMap& m, const TmaCoords& c, std::byte* smem, std::uint
       if (x < 0 || static_cast<std::uint64_t>(x) >= m.dims[0])
         std::memset(dst, 0, eb);
       else
-        std::memcpy(dst, global + src + static_cast<std::uint64_t>(x) * eb, eb);
+        std::memcpy(dst, global + *row + static_cast<std::uint64_t>(x) * eb, eb);
     }
   }
 }
@@ -468,22 +474,12 @@ void tma_store_scatter(const TensorMap& m, const TmaCoords& c, const std::byte* 
   const std::uint32_t row_bytes = m.box[0] * eb;
   const auto rows = static_cast<std::uint32_t>(tma_box_bytes(m) / row_bytes);
   for (std::uint32_t r = 0; r < rows; ++r) {
-    bool inside = true;
-    std::uint64_t dst = 0;
-    std::uint32_t rest = r;
-    for (std::uint32_t dim = 1; dim < m.rank; ++dim) {
-      const std::int64_t x = std::int64_t{c.c[dim]} + rest % m.box[dim];
-      rest /= m.box[dim];
-      if (x < 0 || static_cast<std::uint64_t>(x) >= m.dims[dim])
-        inside = false;
-      else
-        dst += static_cast<std::uint64_t>(x) * m.strides[dim];
-    }
-    if (!inside) continue;  // not written
+    const std::optional<std::uint64_t> dst = box_row_offset(m, c, r);
+    if (!dst) continue;  // not written
     for (std::uint32_t e = 0; e < m.box[0]; ++e) {
       const std::int64_t x = std::int64_t{c.c[0]} + e;
       if (x < 0 || static_cast<std::uint64_t>(x) >= m.dims[0]) continue;
-      std::memcpy(global + dst + static_cast<std::uint64_t>(x) * eb, box + r * row_bytes + e * eb, eb);
+      std::memcpy(global + *dst + static_cast<std::uint64_t>(x) * eb, box + r * row_bytes + e * eb, eb);
     }
   }
 }
