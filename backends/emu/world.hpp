@@ -220,13 +220,19 @@ struct Cluster {
 
 // An operation issued to an asynchronous engine, completed when the
 // scheduler picks the engine.
-struct AsyncOp {
-  enum class Kind : std::uint8_t { tma, mma, commit, tma_store };
-  Kind kind = Kind::tma;
+// Who issued an asynchronous operation, when and where, and the issuer's
+// clock at issue (World::stamp_issue): the operation happens after what the
+// warp did so far, and not before what it does next.
+struct Issued {
   std::uint32_t issuer = 0;  // warp id
   std::uint64_t step = 0;    // issue step
   SourceLoc loc{};
   Clock clock;               // the issuer's clock at issue
+};
+
+struct AsyncOp : Issued {
+  enum class Kind : std::uint8_t { tma, mma, commit, tma_store };
+  Kind kind = Kind::tma;
   int cta_group = 1;
   std::uint16_t mask = 0;    // destination CTA ranks (TMA, commit); bit of the own rank when not multicast
   std::uint32_t bar_offset = 0;  // the mbarrier's offset in shared memory
@@ -268,14 +274,10 @@ struct AccessInfo {
 
 // Cluster launch control (world_clc.cpp): a clusterlaunchcontrol.try_cancel
 // waiting in its cluster's CLC unit until the scheduler completes it.
-struct ClcRequest {
-  std::uint32_t issuer = 0;  // warp id
+struct ClcRequest : Issued {
   std::uint32_t cta = 0;     // the issuing CTA
   std::uint32_t resp_offset = 0, bar_offset = 0;  // in shared memory
   bool multicast = false;    // .multicast::cluster::all: every CTA of the cluster
-  std::uint64_t step = 0;
-  SourceLoc loc{};
-  Clock clock;  // the issuer's clock at issue
 };
 
 class DirectedAlgorithm;
@@ -552,7 +554,7 @@ class World {
   std::string tmem_describe_blocked(const Warp& w) const;
 
   // Async engines (world_async.cpp).
-  void stamp_issue(Warp& w, AsyncOp& op, int cta_group, const SourceLoc& loc);
+  void stamp_issue(Warp& w, Issued& op, const SourceLoc& loc);
   AsyncOp issue_op(Warp& w, AsyncOp::Kind kind, int cta_group, SharedMemBarrier& bar, std::uint16_t mask,
                    const SourceLoc& loc);
   bool check_cta_mask(Warp& w, std::uint16_t mask, const char* op, const SourceLoc& loc);

@@ -69,13 +69,10 @@ bool World::cta_has_async_in_flight(std::uint32_t cta, std::string* what) const 
 
 // ------------------------------------------------------------ issue
 
-// Who issued `op`, when and where, and the issuer's clock: the operation
-// happens after what the warp did so far, and not before what it does next.
-void World::stamp_issue(Warp& w, AsyncOp& op, int cta_group, const SourceLoc& loc) {
+void World::stamp_issue(Warp& w, Issued& op, const SourceLoc& loc) {
   op.issuer = w.id;
   op.step = step_;
   op.loc = loc;
-  op.cta_group = cta_group;
   if (options_.race_check) {
     op.clock = clocks_[w.id];
     tick(w.id);
@@ -89,7 +86,8 @@ AsyncOp World::issue_op(Warp& w, AsyncOp::Kind kind, int cta_group, SharedMemBar
   const Cta& c = ctas_[w.cta];
   AsyncOp op;
   op.kind = kind;
-  stamp_issue(w, op, cta_group, loc);
+  op.cta_group = cta_group;
+  stamp_issue(w, op, loc);
   op.mask = mask != 0 ? mask : static_cast<std::uint16_t>(1u << c.rank);
   op.bar_offset = static_cast<std::uint32_t>(reinterpret_cast<std::byte*>(&bar) - c.smem);
   return op;
@@ -140,7 +138,8 @@ void World::mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t
       return;
     }
   }
-  stamp_issue(w, op, cta_group, loc);
+  op.cta_group = cta_group;
+  stamp_issue(w, op, loc);
   const auto d = InstrDescriptor::decode(idesc, kind).desc;
   if (options_.trace)
     record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::mma_issue, .a = d.m, .b = d.n,

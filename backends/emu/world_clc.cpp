@@ -219,17 +219,11 @@ void World::clc_try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multic
     return;
   }
   ClcRequest req;
-  req.issuer = w.id;
   req.cta = w.cta;
   req.resp_offset = resp_offset;
   req.bar_offset = static_cast<std::uint32_t>(reinterpret_cast<std::byte*>(&bar) - c.smem);
   req.multicast = multicast;
-  req.step = step_;
-  req.loc = loc;
-  if (options_.race_check) {
-    req.clock = clocks_[w.id];
-    tick(w.id);
-  }
+  stamp_issue(w, req, loc);
   const std::uint32_t k = c.cluster;
   if (!clc_modeled_) {
     // Every cluster is running: there is nothing to cancel, and the request

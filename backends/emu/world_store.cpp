@@ -86,7 +86,7 @@ void World::tma_store(std::uint32_t rank, const TensorMap& map, const void* src,
   }
   AsyncOp op;
   op.kind = AsyncOp::Kind::tma_store;
-  stamp_issue(w, op, 1, loc);
+  stamp_issue(w, op, loc);
   op.mask = static_cast<std::uint16_t>(1u << c.rank);
   op.map = map;
   op.coords = coords;
