@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/silicon.sh [ARGS...]: build wspipe_silicon (backends/cuda/silicon.cu)
 # with nvcc alone and run it: `all` by default, or the ARGS given
-# (ring | tile-reduce | variants | conformance [--seed S] [--count N]);
+# (ring | tile-reduce | tma-store | clusters | variants | conformance
+# [--seed S] [--count N]);
 # `tools/silicon.sh ring-cost [ITEMS] [REPS]` builds and runs the
 # abstraction's cost benchmark (backends/cuda/ring_cost.cu) instead. For a GPU machine
 # that has the CUDA toolkit but not the rest of wspipe's dependencies (no

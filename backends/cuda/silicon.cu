@@ -6,17 +6,23 @@
 //                                stages 1..8, items up to 100,000, one CTA and a full grid of rings
 //   wspipe_silicon tile-reduce   the tile-reduce example (TMA, multicast in clusters of 2), every
 //                                stage count and cluster shape, against the host reference
+//   wspipe_silicon tma-store     TMA stores and bulk async-groups: load, rewrite with ordinary stores,
+//                                store; swizzled and unswizzled maps, boxes past the tensor's edges,
+//                                up to 3 groups in flight; every word of the output and its guards;
+//                                then which box origins the TMA accepts (probes, each in a process)
+//   wspipe_silicon clusters      clusters of 2x1 to 16x1: multicast along x, along y and to a subset,
+//                                remote arrivals; what landed in every CTA, and its rank and position
 //   wspipe_silicon variants      each broken ring and tile-reduce variant in a process of its own, under a watchdog
 //                                (bounded waits that trap) and a host timeout: hang, trap, wrong
 //                                result or silently correct
 //   wspipe_silicon conformance [--seed S] [--count N]
 //                                N mbarrier programs (mbar_program.hpp), every wait's result; programs
 //                                that trap are isolated in processes of their own
-//   wspipe_silicon all           all four
+//   wspipe_silicon all           all six
 //
 // Results go to stdout and, as files, to $WSPIPE_SILICON_OUT (default: the
-// working directory): ring.txt, tile_reduce.txt, variants.txt,
-// mbarrier_conformance.txt. The
+// working directory): ring.txt, tile_reduce.txt, tma_store.txt,
+// clusters.txt, variants.txt, mbarrier_conformance.txt. The
 // conformance file is what tests/silicon_conformance_test.cpp compares the
 // emulator with (tests/data/).
 //
@@ -42,6 +48,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -51,6 +58,10 @@
 #include "backends/cuda/launch.hpp"
 #include "backends/cuda/mbar_program.hpp"
 #include "backends/cuda/tensor_map.hpp"
+#include "core/cluster.hpp"
+#include "core/pipeline_state.hpp"
+#include "core/smem.hpp"
+#include "core/tcgen05.hpp"
 #include "examples/ring.hpp"
 #include "examples/tile_reduce.hpp"
 
@@ -388,6 +399,717 @@ int tile_reduce_child() {
   return failures == 0 ? 0 : 1;
 }
 
+// ---------------------------------------------------------------- tma-store
+
+// TMA stores and bulk async-groups. Each CTA walks boxes of a u32 tensor X:
+// one thread TMA-loads a box into shared memory; every thread rewrites its
+// share of the box into a staging buffer with ordinary stores; one thread
+// TMA-stores the staging buffer into Y as two half-boxes, one bulk
+// async-group per box, and moves on while the group is still in flight.
+// Each element of Y is store_value(X element, its row, its column), and a
+// thread finds an element's shared-memory address through
+// wspipe::swizzle_address, the formula the emulator's TMA uses: so a
+// formula that disagreed with the hardware on a swizzled map puts a value
+// computed for one position at another, which the host sees. The boxes
+// overhang the tensor's right and bottom edges (some half-boxes lie wholly
+// outside): the loads fill the overhang with zeros, the stores must not
+// write it, and Y lies inside a larger buffer of guard words that the host
+// checks too; only the words past a row's end that share its last 16 bytes
+// are tallied rather than checked (the H100 writes them, tma_store_once).
+// Box origins stay non-negative: a store at a negative coordinate traps on
+// the H100 (the probes in run_tma_store).
+constexpr std::uint32_t kStoreWarps = 4;
+constexpr std::uint32_t kStoreThreads = 32 * kStoreWarps;
+constexpr std::uint32_t kStoreMaxBoxElems = 32 * 32;
+
+template <int Stages>
+struct StoreStorage {
+  alignas(1024) std::uint32_t in[kStoreMaxBoxElems];
+  alignas(1024) std::uint32_t staging[Stages][kStoreMaxBoxElems];
+  SharedMemBarrier full;
+};
+
+struct StoreArgs {
+  CUtensorMap x_map;  // X, box box_cols x box_rows, swizzle in_swizzle
+  CUtensorMap y_map;  // Y, box box_cols x box_rows / 2, swizzle out_swizzle
+  wspipe::SmemSwizzle in_swizzle = wspipe::SmemSwizzle::none;
+  wspipe::SmemSwizzle out_swizzle = wspipe::SmemSwizzle::none;
+  std::uint32_t box_cols = 0, box_rows = 0;
+  std::uint32_t boxes_x = 0, boxes_y = 0;  // the grid of boxes that covers the tensor from (0, 0)
+};
+
+// X, the words in X's row padding (past the tensor, never loaded), and what
+// the CTA makes of an element: different for every element and position,
+// so that a value stored at the wrong place cannot pass.
+__host__ __device__ constexpr std::uint32_t store_input(std::uint32_t row, std::uint32_t col) {
+  return (row * 40503u + col) * 2654435761u + 7u;
+}
+__host__ __device__ constexpr std::uint32_t store_x_padding(std::uint32_t row, std::uint32_t col) {
+  return ~store_input(row, col);
+}
+__host__ __device__ constexpr std::uint32_t store_value(std::uint32_t x, std::uint32_t row, std::uint32_t col) {
+  return (x * 0x9e3779b1u) ^ ((row << 16) + col);
+}
+
+template <int Stages>
+__global__ void __launch_bounds__(kStoreThreads) tma_store_kernel(const __grid_constant__ StoreArgs args) {
+  using wspipe::PipelineState;
+  using wspipe::swizzle_address;
+  auto& s = B::shared_storage<StoreStorage<Stages>>();
+  const std::uint32_t warp = B::warp_idx();
+  const std::uint32_t box = args.box_cols * args.box_rows;
+  const std::uint32_t half = box / 2;
+  if (warp == 0) {
+    B::elect_one([&] { B::init(s.full, 1); });
+    B::fence_init();
+  }
+  B::cluster_sync();
+
+  // The bulk async-groups belong to the thread that commits them, so one
+  // thread must issue, commit and wait: elect.sync elects the same lane for
+  // the same member mask every time (PTX "elect.sync"), and warp 0 is
+  // whole at each elect_one below.
+  PipelineState<1> full = PipelineState<1>::consumer_start();
+  PipelineState<Stages> staging;
+  for (std::uint32_t b = blockIdx.x; b < args.boxes_x * args.boxes_y; b += gridDim.x, ++full, ++staging) {
+    const std::uint32_t col0 = b % args.boxes_x * args.box_cols;
+    const std::uint32_t row0 = b / args.boxes_x * args.box_rows;
+    const auto at = [](std::uint32_t col, std::uint32_t row) {
+      return wspipe::TmaCoords{{static_cast<std::int32_t>(col), static_cast<std::int32_t>(row)}};
+    };
+    if (warp == 0) {
+      B::elect_one([&] {
+        // This box's staging buffer was last read by the group committed
+        // Stages boxes ago: once at most Stages - 1 groups still read, it
+        // is free. The other threads write it only after their wait on
+        // `full`, whose phase this thread's arrive (a release) completes.
+        B::bulk_wait_group_read<Stages - 1>();
+        B::arrive_expect_tx(s.full, box * 4);
+        B::tma_load<1, 2>(args.x_map, s.in, s.full, at(col0, row0));
+      });
+    }
+    B::wait(s.full, full.phase());
+
+    const wspipe::SmemView<B, std::uint32_t> in(s.in, box);
+    const wspipe::SmemView<B, std::uint32_t> out(s.staging[staging.index()], box);
+    B::for_each_lane([&](std::uint32_t lane) {
+      for (std::uint32_t e = warp * 32 + lane; e < box; e += kStoreThreads) {
+        const std::uint32_t x = in.load(swizzle_address(args.in_swizzle, e * 4) / 4);
+        out.store(swizzle_address(args.out_swizzle, e * 4) / 4,
+                  store_value(x, row0 + e / args.box_cols, col0 + e % args.box_cols));
+      }
+    });
+    // The stores read the staging buffer through the async proxy.
+    B::fence_proxy_async();
+    // Every thread has written its share and read its last of `in`, which
+    // the next load overwrites.
+    B::named_sync(1, kStoreThreads);
+    if (warp == 0) {
+      B::elect_one([&] {
+        // Two stores, one group: a half-box starts a whole number of swizzle
+        // periods into the buffer, so it has the buffer's swizzle pattern.
+        B::tma_store<2>(args.y_map, out.data(), at(col0, row0));
+        B::tma_store<2>(args.y_map, out.data() + half, at(col0, row0 + args.box_rows / 2));
+        B::bulk_commit_group();
+      });
+    }
+  }
+  // The CTA's shared memory must outlive the stores' reads of it; waiting
+  // for the writes as well makes the kernel's end the point where Y is done.
+  if (warp == 0) B::elect_one([] { B::bulk_wait_group<0>(); });
+}
+
+struct StoreCase {
+  const char* name;
+  wspipe::SmemSwizzle in_swizzle, out_swizzle;
+  std::uint32_t box_cols, box_rows;
+  std::uint32_t cols, rows;
+  std::uint32_t ctas;  // 0: one per SM
+};
+
+// Y's buffer: kStoreGuardRows rows of guard words, the tensor's rows (each
+// padded with guard words to the pitch), kStoreGuardRows more.
+constexpr std::uint32_t kStoreGuardRows = 8;
+__host__ __device__ constexpr std::uint32_t store_guard(std::size_t i) {
+  return static_cast<std::uint32_t>(i * 0x85ebca6bu) ^ 0xdeadbeefu;
+}
+
+// One launch of a case: "" when every word of Y's buffer is what it must
+// be, else how many differ and the first. `tail` gets what happened to the
+// words past a row's end that share its last 16 bytes (only where the row's
+// bytes are not a multiple of 16): on the H100 a store writes them.
+template <int Stages>
+std::string tma_store_once(const StoreCase& c, int sms, cudaError_t* err, std::string* tail) {
+  const std::uint32_t x_pitch = (c.cols + 3) / 4 * 4;  // row strides are multiples of 16 bytes
+  const std::uint32_t y_pitch = x_pitch + 8;
+  const std::size_t x_words = std::size_t{c.rows} * x_pitch;
+  const std::size_t y_words = std::size_t{c.rows + 2 * kStoreGuardRows} * y_pitch;
+  std::vector<std::uint32_t> x(x_words), y(y_words);
+  for (std::uint32_t r = 0; r < c.rows; ++r)
+    for (std::uint32_t col = 0; col < x_pitch; ++col)
+      x[std::size_t{r} * x_pitch + col] = col < c.cols ? store_input(r, col) : store_x_padding(r, col);
+  for (std::size_t i = 0; i < y_words; ++i) y[i] = store_guard(i);
+
+  std::uint32_t* d_x = nullptr;
+  std::uint32_t* d_y = nullptr;
+  auto fail = [&](cudaError_t e) {
+    cudaFree(d_x);
+    cudaFree(d_y);
+    *err = e;
+    return std::string(cudaGetErrorString(e));
+  };
+  if (cudaError_t e = cudaMalloc(&d_x, x_words * 4); e != cudaSuccess) return fail(e);
+  if (cudaError_t e = cudaMalloc(&d_y, y_words * 4); e != cudaSuccess) return fail(e);
+  if (cudaError_t e = cudaMemcpy(d_x, x.data(), x_words * 4, cudaMemcpyHostToDevice); e != cudaSuccess) return fail(e);
+  if (cudaError_t e = cudaMemcpy(d_y, y.data(), y_words * 4, cudaMemcpyHostToDevice); e != cudaSuccess) return fail(e);
+
+  auto map = [&](const void* global, std::uint32_t pitch, std::uint32_t box_rows, wspipe::SmemSwizzle sw) {
+    wspipe::TensorMap m;
+    m.global = global;
+    m.dtype = wspipe::ElemType::u32;
+    m.rank = 2;
+    m.dims[0] = c.cols;
+    m.dims[1] = c.rows;
+    m.strides[1] = std::uint64_t{pitch} * 4;
+    m.box[0] = c.box_cols;
+    m.box[1] = box_rows;
+    m.swizzle = sw;
+    return wspipe::cuda::make_tma_map(m);
+  };
+  StoreArgs args;
+  args.x_map = map(d_x, x_pitch, c.box_rows, c.in_swizzle);
+  args.y_map = map(d_y + std::size_t{kStoreGuardRows} * y_pitch, y_pitch, c.box_rows / 2, c.out_swizzle);
+  args.in_swizzle = c.in_swizzle;
+  args.out_swizzle = c.out_swizzle;
+  args.box_cols = c.box_cols;
+  args.box_rows = c.box_rows;
+  args.boxes_x = (c.cols + c.box_cols - 1) / c.box_cols;
+  args.boxes_y = (c.rows + c.box_rows - 1) / c.box_rows;
+  const std::uint32_t ctas = c.ctas != 0 ? c.ctas : static_cast<std::uint32_t>(sms);
+  const wspipe::cuda::ClusterLaunch cfg{dim3(ctas), dim3(kStoreThreads), dim3(1), nullptr};
+  cudaError_t e = wspipe::cuda::launch_cluster<StoreStorage<Stages>>(tma_store_kernel<Stages>, cfg, args);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) e = cudaMemcpy(y.data(), d_y, y_words * 4, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) return fail(e);
+  cudaFree(d_x);
+  cudaFree(d_y);
+  *err = cudaSuccess;
+
+  // Words past a row's end in its last 16 bytes ("tail") are tallied: left
+  // alone, or written with the value the CTA staged there, computed from a
+  // zero-filled load (the TMA's out-of-bounds fill) or from X's padding.
+  std::size_t wrong = 0, tail_words = 0, tail_zero = 0, tail_padding = 0, tail_untouched = 0;
+  std::string first;
+  for (std::size_t i = 0; i < y_words; ++i) {
+    const std::int64_t r = static_cast<std::int64_t>(i / y_pitch) - kStoreGuardRows;
+    const auto col = static_cast<std::uint32_t>(i % y_pitch);
+    const bool in_rows = r >= 0 && r < c.rows;
+    const auto row = static_cast<std::uint32_t>(r);
+    if (in_rows && col >= c.cols && col < x_pitch) {
+      ++tail_words;
+      const std::uint32_t padding = x[std::size_t{row} * x_pitch + col];
+      if (y[i] == store_guard(i)) {
+        ++tail_untouched;
+      } else if (y[i] == store_value(0, row, col)) {
+        ++tail_zero;
+      } else if (y[i] == store_value(padding, row, col)) {
+        ++tail_padding;
+      } else if (wrong++ == 0) {
+        first = "row " + std::to_string(r) + " column " + std::to_string(col) + " (past the row's end): " +
+                std::to_string(y[i]);
+      }
+      continue;
+    }
+    const bool inside = in_rows && col < c.cols;
+    const std::uint32_t want =
+        inside ? store_value(x[std::size_t{row} * x_pitch + col], row, col) : store_guard(i);
+    if (y[i] != want && wrong++ == 0) {
+      first = "row " + std::to_string(r) + " column " + std::to_string(col) + (inside ? "" : " (a guard word)") +
+              ": " + std::to_string(y[i]) + " instead of " + std::to_string(want);
+    }
+  }
+  if (tail_words != 0) {
+    *tail = std::to_string(tail_words) + " words past the rows' ends in their last 16 bytes: " +
+            std::to_string(tail_zero) + " written with the staged value of a zero-filled load, " +
+            std::to_string(tail_padding) + " with that of X's padding, " + std::to_string(tail_untouched) +
+            " left alone";
+  }
+  if (wrong == 0) return "";
+  return std::to_string(wrong) + " of " + std::to_string(y_words) + " words wrong, the first at " + first;
+}
+
+std::string tma_store_once(int stages, const StoreCase& c, int sms, cudaError_t* err, std::string* tail) {
+  switch (stages) {
+    case 1: return tma_store_once<1>(c, sms, err, tail);
+    case 2: return tma_store_once<2>(c, sms, err, tail);
+    default: return tma_store_once<3>(c, sms, err, tail);
+  }
+}
+
+// One case with 1, 2 and 3 staging buffers (so up to 3 groups in flight).
+int tma_store_child(const StoreCase& c) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  int failures = 0;
+  for (int stages = 1; stages <= 3; ++stages) {
+    cudaError_t e = cudaSuccess;
+    std::string diff, tail;
+    try {
+      diff = tma_store_once(stages, c, sms, &e, &tail);
+    } catch (const std::exception& ex) {
+      std::printf("tma-store %s, staging buffers %d: %s\n", c.name, stages, ex.what());
+      return 3;
+    }
+    if (e != cudaSuccess) {
+      std::printf("tma-store %s, staging buffers %d: CUDA error %s\n", c.name, stages, cudaGetErrorString(e));
+      return 3;
+    }
+    failures += !diff.empty();
+    std::printf("tma-store %s, tensor %ux%u, staging buffers %d: %s%s%s\n", c.name, c.cols, c.rows, stages,
+                diff.empty() ? "ok, Y and its guards bit for bit" : ("FAIL: " + diff).c_str(),
+                tail.empty() ? "" : "; ", tail.c_str());
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+// What the TMA accepts: one copy of a 32x32 u32 box by one thread.
+struct TmaProbeStorage {
+  alignas(1024) std::uint32_t box[32 * 32];
+  SharedMemBarrier bar;
+};
+
+__global__ void __launch_bounds__(32)
+    tma_probe_kernel(const __grid_constant__ CUtensorMap map, bool store, wspipe::TmaCoords at) {
+  auto& s = B::shared_storage<TmaProbeStorage>();
+  B::elect_one([&] { B::init(s.bar, 1); });
+  B::fence_init();
+  B::cluster_sync();
+  if (store) {
+    const wspipe::SmemView<B, std::uint32_t> box(s.box, 32 * 32);
+    B::for_each_lane([&](std::uint32_t lane) {
+      for (std::uint32_t i = lane; i < box.size(); i += 32) box.store(i, i);
+    });
+    B::fence_proxy_async();
+    B::syncwarp();
+    B::elect_one([&] {
+      B::tma_store<2>(map, s.box, at);
+      B::bulk_commit_group();
+      B::bulk_wait_group<0>();
+    });
+  } else {
+    B::elect_one([&] {
+      B::arrive_expect_tx(s.bar, sizeof s.box);
+      B::tma_load<1, 2>(map, s.box, s.bar, at);
+    });
+    B::wait(s.bar, 0);
+  }
+}
+
+struct TmaProbe {
+  const char* name;
+  bool store;
+  std::int32_t col, row;  // the box's origin in a 200 x 100 u32 tensor
+  const char* h100;       // what the H100 did (docs/silicon.md): "ok" or the CUDA error
+};
+
+// In the child: "ok" or the CUDA error, printed; exit 0 either way.
+int tma_probe_child(const TmaProbe& p) {
+  std::uint32_t* d = nullptr;
+  CUDA_OK(cudaMalloc(&d, 100 * 208 * 4));
+  wspipe::TensorMap m;
+  m.global = d;
+  m.dtype = wspipe::ElemType::u32;
+  m.rank = 2;
+  m.dims[0] = 200;
+  m.dims[1] = 100;
+  m.strides[1] = 208 * 4;
+  m.box[0] = 32;
+  m.box[1] = 32;
+  const CUtensorMap map = wspipe::cuda::make_tma_map(m);
+  const wspipe::cuda::ClusterLaunch cfg{dim3(1), dim3(32), dim3(1), nullptr};
+  cudaError_t e = wspipe::cuda::launch_cluster<TmaProbeStorage>(tma_probe_kernel, cfg, map, p.store,
+                                                                wspipe::TmaCoords{{p.col, p.row}});
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  std::printf("%s", e == cudaSuccess ? "ok" : cudaGetErrorString(e));
+  return 0;
+}
+
+// Every case, each in a process of its own (a TMA fault poisons the CUDA
+// context, and the other cases still say what works), then the probes.
+int run_tma_store(const std::string& device) {
+  using wspipe::SmemSwizzle;
+  // Boxes of 32 rows; a swizzled box's rows are as wide as the swizzle.
+  // Few CTAs for the small tensors, so that each walks several boxes.
+  static const StoreCase cases[] = {
+      {"none -> none, box 24x32", SmemSwizzle::none, SmemSwizzle::none, 24, 32, 200, 100, 4},
+      {"128B -> 128B, box 32x32", SmemSwizzle::b128, SmemSwizzle::b128, 32, 32, 200, 100, 4},
+      {"none -> 128B, box 32x32", SmemSwizzle::none, SmemSwizzle::b128, 32, 32, 200, 100, 4},
+      {"128B -> none, box 32x32", SmemSwizzle::b128, SmemSwizzle::none, 32, 32, 200, 100, 4},
+      {"64B -> 64B, box 16x32", SmemSwizzle::b64, SmemSwizzle::b64, 16, 32, 200, 100, 4},
+      {"32B -> 32B, box 8x32", SmemSwizzle::b32, SmemSwizzle::b32, 8, 32, 200, 61, 4},
+      {"32B -> 32B, box 8x32, rows of 788 bytes", SmemSwizzle::b32, SmemSwizzle::b32, 8, 32, 197, 61, 4},
+      {"none -> none, box 24x32, rows of 792 bytes", SmemSwizzle::none, SmemSwizzle::none, 24, 32, 198, 100, 4},
+      {"128B -> 128B, box 32x32, one CTA per SM", SmemSwizzle::b128, SmemSwizzle::b128, 32, 32, 1000, 1000, 0},
+  };
+  // Box origins at the tensor's edges. The inner coordinate's bytes must be
+  // a multiple of 16 for both; a load may start at a negative coordinate
+  // (that part reads as zeros), a store may not.
+  static const TmaProbe probes[] = {
+      {"load at (-8,0)", false, -8, 0, "ok"},
+      {"load at (0,-16)", false, 0, -16, "ok"},
+      {"load at (1,0), inner coordinate 4 bytes", false, 1, 0, "an illegal instruction was encountered"},
+      {"store at (192,80), past the right and bottom edges", true, 192, 80, "ok"},
+      {"store at (200,100), wholly past them", true, 200, 100, "ok"},
+      {"store at (-8,0)", true, -8, 0, "an illegal instruction was encountered"},
+      {"store at (0,-16)", true, 0, -16, "an illegal instruction was encountered"},
+      {"store at (0,-32), wholly outside", true, 0, -32, "an illegal instruction was encountered"},
+      {"store at (1,0), inner coordinate 4 bytes", true, 1, 0, "an illegal instruction was encountered"},
+  };
+  std::string text = "# wspipe_silicon tma-store on " + device + "\n";
+  int rc = 0;
+  for (const StoreCase& c : cases) {
+    const ChildResult r = in_child([&] { return tma_store_child(c); }, 120);
+    std::string out = r.output;
+    if (r.kind == ChildResult::timed_out) out += "tma-store " + std::string(c.name) + ": timed out\n";
+    if (r.kind == ChildResult::signalled) {
+      out += "tma-store " + std::string(c.name) + ": killed by signal " + std::to_string(r.code) + "\n";
+    }
+    std::fputs(out.c_str(), stdout);
+    text += out;
+    if (r.kind != ChildResult::exited || r.code != 0) rc = 1;
+  }
+  for (const TmaProbe& p : probes) {
+    const ChildResult r = in_child([&] { return tma_probe_child(p); }, 60);
+    const std::string got = r.kind == ChildResult::exited && r.code == 0 ? r.output : "error: " + r.output;
+    const bool as_recorded = got == p.h100;
+    rc |= as_recorded ? 0 : 1;
+    const std::string line = std::string("tma probe ") + p.name + ": " + got +
+                             (as_recorded ? " (as recorded)" : std::string(" (FAIL: recorded: ") + p.h100 + ")") + "\n";
+    std::fputs(line.c_str(), stdout);
+    text += line;
+  }
+  write_file("tma_store.txt", text);
+  if (rc != 0) std::printf("tma-store: FAILED (see above)\n");
+  return rc;
+}
+
+// ----------------------------------------------------------------- clusters
+
+// Clusters up to 16 CTAs, 2-D multicast. Each CTA of a cluster multicasts
+// three tiles: one to its row (ClusterShape::mask_along_x), one to its
+// column (mask_along_y) and one to a scattered subset of the cluster
+// (cluster_subset_mask). A tile lands in each receiver in the slot of its
+// phase and sender, every receiver's barrier of that phase expecting the
+// bytes of all the tiles its position implies. Each receiver writes back
+// all its slots, those that nothing should have reached (still holding a
+// sentinel) included, then arrives remotely on each sender's `released`
+// barrier; a sender exits only when every receiver of its tiles has. The
+// CTA also writes back its %cluster_ctarank and %cluster_ctaid, and the
+// host checks rank = x + dim.x * y, the order core/cluster.hpp states.
+constexpr std::uint32_t kMcBoxCols = 16;  // a tile: 16 x 4 u32, 256 bytes
+constexpr std::uint32_t kMcBoxRows = 4;
+constexpr std::uint32_t kMcTileElems = kMcBoxCols * kMcBoxRows;
+constexpr std::uint32_t kMcTileBytes = kMcTileElems * 4;
+constexpr std::uint32_t kMcPhases = 3;  // along x, along y, over a subset
+constexpr std::uint32_t kMcMaxCtas = wspipe::ClusterShape::kMax;
+constexpr std::uint32_t kMcSlotWords = kMcPhases * kMcMaxCtas * kMcTileElems;
+constexpr std::uint32_t kMcSentinel = 0x5e5e5e5eu;
+
+struct McStorage {
+  alignas(128) std::uint32_t slot[kMcPhases][kMcMaxCtas][kMcTileElems];  // [phase][sender's rank]
+  SharedMemBarrier full[kMcPhases];
+  SharedMemBarrier released;
+};
+
+// What the CTA read from its special registers.
+struct McIdent {
+  std::uint32_t ctarank, nctarank;
+  std::uint32_t ctaid[3], nctaid[3];
+  std::uint32_t clusterid[2];
+};
+
+struct McArgs {
+  CUtensorMap map;  // the tiles: 16 x (clusters * kMcPhases * kMcMaxCtas * 4) u32, box 16 x 4
+  wspipe::ClusterShape shape;
+  std::uint32_t* slots_out = nullptr;  // kMcSlotWords per CTA, CTA blockIdx.x + gridDim.x * blockIdx.y
+  McIdent* ident_out = nullptr;        // one per CTA, likewise
+};
+
+// The subset that CTA `rank` multicasts to in the third phase: ranks
+// rank + 1, + 3 and + 4 (mod the cluster size). From 5 CTAs on that is
+// three others, the sender left out; with 4 CTAs three of the four, which
+// is neither a row nor a column of 4x1 or 2x2; with 2 the whole cluster.
+__host__ __device__ constexpr std::uint16_t cluster_subset_mask(wspipe::ClusterShape shape, std::uint32_t rank) {
+  const std::uint32_t n = shape.size();
+  return static_cast<std::uint16_t>((1u << (rank + 1) % n) | (1u << (rank + 3) % n) | (1u << (rank + 4) % n));
+}
+// Whether `sender`'s tile of `phase` lands in `receiver`.
+__host__ __device__ constexpr bool cluster_delivers(wspipe::ClusterShape shape, std::uint32_t phase,
+                                                    std::uint32_t sender, std::uint32_t receiver) {
+  const std::uint16_t mask = phase == 0   ? shape.mask_along_x(sender)
+                             : phase == 1 ? shape.mask_along_y(sender)
+                                          : cluster_subset_mask(shape, sender);
+  return (mask >> receiver & 1u) != 0;
+}
+// The tile `sender` of cluster `cluster` multicasts in `phase`: its row in the map.
+__host__ __device__ constexpr std::uint32_t cluster_tile_row(std::uint32_t cluster, std::uint32_t phase,
+                                                             std::uint32_t sender) {
+  return ((cluster * kMcPhases + phase) * kMcMaxCtas + sender) * kMcBoxRows;
+}
+__host__ __device__ constexpr std::uint32_t cluster_tile_word(std::uint32_t row, std::uint32_t col) {
+  return (row * 31u + col) * 0x9e3779b1u + 1u;
+}
+
+__global__ void __launch_bounds__(32) cluster_multicast_kernel(const __grid_constant__ McArgs args) {
+  auto& s = B::shared_storage<McStorage>();
+  const wspipe::ClusterShape shape = args.shape;
+  const std::uint32_t rank = B::cta_rank();
+  const std::uint32_t n = shape.size();
+  B::check(B::cluster_size() == n, "the launch's cluster shape is the kernel argument's");
+
+  const std::uint16_t masks[kMcPhases] = {shape.mask_along_x(rank), shape.mask_along_y(rank),
+                                          cluster_subset_mask(shape, rank)};
+  std::uint32_t incoming[kMcPhases] = {};  // tiles that land here, per phase
+  std::uint32_t receivers = 0;             // arrivals this CTA's `released` expects
+  for (std::uint32_t p = 0; p < kMcPhases; ++p) {
+    receivers += static_cast<std::uint32_t>(__popc(masks[p]));
+    for (std::uint32_t from = 0; from < n; ++from) incoming[p] += cluster_delivers(shape, p, from, rank);
+  }
+
+  // Every slot holds the sentinel until a tile lands in it. The tiles come
+  // through the async proxy, after these ordinary stores.
+  const wspipe::SmemView<B, std::uint32_t> slots(&s.slot[0][0][0], kMcSlotWords);
+  B::for_each_lane([&](std::uint32_t lane) {
+    // A local copy: store() takes a reference, which cannot bind to a
+    // namespace-scope (host) constant in device code.
+    const std::uint32_t sentinel = kMcSentinel;
+    for (std::uint32_t i = lane; i < kMcSlotWords; i += 32) slots.store(i, sentinel);
+  });
+  B::fence_proxy_async();
+  B::elect_one([&] {
+    for (SharedMemBarrier& full : s.full) B::init(full, 1);
+    B::init(s.released, receivers);
+  });
+  B::fence_init();
+  // Every CTA's barriers and sentinels are in place before any tile flies.
+  B::cluster_sync();
+
+  B::elect_one([&] {
+    for (std::uint32_t p = 0; p < kMcPhases; ++p) {
+      // A peer's tile may land before this arms the barrier: the tx-count
+      // goes negative and the phase waits for this arrival all the same.
+      B::arrive_expect_tx(s.full[p], incoming[p] * kMcTileBytes);
+      const wspipe::TmaCoords at{{0, static_cast<std::int32_t>(cluster_tile_row(B::cluster_idx(), p, rank))}};
+      B::tma_load_multicast<1, 2>(args.map, s.slot[p][rank], s.full[p], at, masks[p]);
+    }
+  });
+  for (SharedMemBarrier& full : s.full) B::wait(full, 0);
+
+  const std::size_t cta = blockIdx.x + std::size_t{gridDim.x} * blockIdx.y;
+  B::for_each_lane([&](std::uint32_t lane) {
+    for (std::uint32_t i = lane; i < kMcSlotWords; i += 32) args.slots_out[cta * kMcSlotWords + i] = slots.load(i);
+  });
+  B::elect_one([&] {
+    McIdent id;
+    id.ctarank = ::cuda::ptx::get_sreg_cluster_ctarank();
+    id.nctarank = ::cuda::ptx::get_sreg_cluster_nctarank();
+    id.ctaid[0] = ::cuda::ptx::get_sreg_cluster_ctaid_x();
+    id.ctaid[1] = ::cuda::ptx::get_sreg_cluster_ctaid_y();
+    id.ctaid[2] = ::cuda::ptx::get_sreg_cluster_ctaid_z();
+    id.nctaid[0] = ::cuda::ptx::get_sreg_cluster_nctaid_x();
+    id.nctaid[1] = ::cuda::ptx::get_sreg_cluster_nctaid_y();
+    id.nctaid[2] = ::cuda::ptx::get_sreg_cluster_nctaid_z();
+    id.clusterid[0] = ::cuda::ptx::get_sreg_clusterid_x();
+    id.clusterid[1] = ::cuda::ptx::get_sreg_clusterid_y();
+    args.ident_out[cta] = id;
+  });
+  // Done with every tile that landed here (the reads above are ordered
+  // before the arrive by syncwarp): tell each sender.
+  B::syncwarp();
+  B::elect_one([&] {
+    for (std::uint32_t p = 0; p < kMcPhases; ++p) {
+      for (std::uint32_t from = 0; from < n; ++from) {
+        if (cluster_delivers(shape, p, from, rank)) B::arrive_remote(s.released, from);
+      }
+    }
+  });
+  // No receiver arrives on this CTA once it has exited.
+  B::wait(s.released, 0);
+}
+
+// Launches `clusters` clusters of `shape` (a grid of shape.x * clusters by
+// shape.y CTAs) and checks every CTA's slots and registers: "" when all are
+// as the shape implies.
+std::string clusters_once(const wspipe::ClusterShape shape, std::uint32_t clusters, cudaError_t* err) {
+  const std::uint32_t ctas = shape.size() * clusters;
+  const std::uint32_t tile_rows = clusters * kMcPhases * kMcMaxCtas * kMcBoxRows;
+  std::vector<std::uint32_t> tiles(std::size_t{tile_rows} * kMcBoxCols);
+  for (std::uint32_t r = 0; r < tile_rows; ++r)
+    for (std::uint32_t c = 0; c < kMcBoxCols; ++c) tiles[std::size_t{r} * kMcBoxCols + c] = cluster_tile_word(r, c);
+  std::vector<std::uint32_t> slots(std::size_t{ctas} * kMcSlotWords);
+  std::vector<McIdent> ident(ctas);
+
+  std::uint32_t* d_tiles = nullptr;
+  std::uint32_t* d_slots = nullptr;
+  McIdent* d_ident = nullptr;
+  auto fail = [&](cudaError_t e) {
+    cudaFree(d_tiles);
+    cudaFree(d_slots);
+    cudaFree(d_ident);
+    *err = e;
+    return std::string(cudaGetErrorString(e));
+  };
+  if (cudaError_t e = cudaMalloc(&d_tiles, tiles.size() * 4); e != cudaSuccess) return fail(e);
+  if (cudaError_t e = cudaMalloc(&d_slots, slots.size() * 4); e != cudaSuccess) return fail(e);
+  if (cudaError_t e = cudaMalloc(&d_ident, ident.size() * sizeof(McIdent)); e != cudaSuccess) return fail(e);
+  if (cudaError_t e = cudaMemcpy(d_tiles, tiles.data(), tiles.size() * 4, cudaMemcpyHostToDevice); e != cudaSuccess)
+    return fail(e);
+  if (cudaError_t e = cudaMemset(d_slots, 0, slots.size() * 4); e != cudaSuccess) return fail(e);
+  if (cudaError_t e = cudaMemset(d_ident, 0xff, ident.size() * sizeof(McIdent)); e != cudaSuccess) return fail(e);
+
+  wspipe::TensorMap m;
+  m.global = d_tiles;
+  m.dtype = wspipe::ElemType::u32;
+  m.rank = 2;
+  m.dims[0] = kMcBoxCols;
+  m.dims[1] = tile_rows;
+  m.strides[1] = kMcBoxCols * 4;
+  m.box[0] = kMcBoxCols;
+  m.box[1] = kMcBoxRows;
+  McArgs args;
+  args.map = wspipe::cuda::make_tma_map(m);
+  args.shape = shape;
+  args.slots_out = d_slots;
+  args.ident_out = d_ident;
+  const wspipe::cuda::ClusterLaunch cfg{dim3(shape.x * clusters, shape.y), dim3(32), dim3(shape.x, shape.y, 1),
+                                        nullptr};
+  cudaError_t e = wspipe::cuda::launch_cluster<McStorage>(cluster_multicast_kernel, cfg, args);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) e = cudaMemcpy(slots.data(), d_slots, slots.size() * 4, cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess) e = cudaMemcpy(ident.data(), d_ident, ident.size() * sizeof(McIdent), cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) return fail(e);
+  cudaFree(d_tiles);
+  cudaFree(d_slots);
+  cudaFree(d_ident);
+  *err = cudaSuccess;
+
+  // CTA (bx, by) of the grid sits at (bx % dim.x, by % dim.y) of cluster
+  // bx / dim.x, and its rank is ClusterShape::rank of that position.
+  std::string first;
+  std::size_t wrong_ident = 0, wrong_words = 0;
+  for (std::uint32_t by = 0; by < shape.y; ++by) {
+    for (std::uint32_t bx = 0; bx < shape.x * clusters; ++bx) {
+      const std::size_t cta = bx + std::size_t{shape.x} * clusters * by;
+      const std::uint32_t x = bx % shape.x, y = by % shape.y, cluster = bx / shape.x;
+      const std::uint32_t rank = shape.rank(x, y);
+      const McIdent& id = ident[cta];
+      const bool ident_ok = id.ctarank == rank && id.nctarank == shape.size() && id.ctaid[0] == x &&
+                            id.ctaid[1] == y && id.ctaid[2] == 0 && id.nctaid[0] == shape.x &&
+                            id.nctaid[1] == shape.y && id.nctaid[2] == 1 && id.clusterid[0] == cluster &&
+                            id.clusterid[1] == 0;
+      if (!ident_ok && wrong_ident++ == 0 && first.empty()) {
+        first = "CTA (" + std::to_string(bx) + "," + std::to_string(by) + ") read %cluster_ctarank " +
+                std::to_string(id.ctarank) + ", %cluster_ctaid (" + std::to_string(id.ctaid[0]) + "," +
+                std::to_string(id.ctaid[1]) + "," + std::to_string(id.ctaid[2]) + "), %clusterid.x " +
+                std::to_string(id.clusterid[0]) + "; expected rank " + std::to_string(rank) + " at (" +
+                std::to_string(x) + "," + std::to_string(y) + ",0) of cluster " + std::to_string(cluster);
+      }
+      for (std::uint32_t p = 0; p < kMcPhases; ++p) {
+        for (std::uint32_t from = 0; from < kMcMaxCtas; ++from) {
+          const bool lands = from < shape.size() && cluster_delivers(shape, p, from, rank);
+          for (std::uint32_t i = 0; i < kMcTileElems; ++i) {
+            const std::uint32_t want =
+                lands ? cluster_tile_word(cluster_tile_row(cluster, p, from) + i / kMcBoxCols, i % kMcBoxCols)
+                      : kMcSentinel;
+            const std::uint32_t got = slots[cta * kMcSlotWords + (p * kMcMaxCtas + from) * kMcTileElems + i];
+            if (got != want && wrong_words++ == 0 && first.empty()) {
+              static const char* const phase_names[] = {"along x", "along y", "to the subset"};
+              first = "CTA rank " + std::to_string(rank) + " of cluster " + std::to_string(cluster) + ", tile " +
+                      phase_names[p] + " from rank " + std::to_string(from) + ", word " + std::to_string(i) + ": " +
+                      std::to_string(got) + " instead of " + (lands ? "the tile's" : "the sentinel (nothing lands there)");
+            }
+          }
+        }
+      }
+    }
+  }
+  if (wrong_ident == 0 && wrong_words == 0) return "";
+  return std::to_string(wrong_ident) + " CTAs with unexpected registers, " + std::to_string(wrong_words) +
+         " words wrong; first: " + first;
+}
+
+// How many clusters of `shape` the device can hold at once
+// (cudaOccupancyMaxActiveClusters, after the opt-in that shapes of more
+// than 8 CTAs need), or the error that says it cannot tell.
+cudaError_t max_active_clusters(const wspipe::ClusterShape shape, int* count) {
+  if (!shape.portable()) {
+    if (cudaError_t e = cudaFuncSetAttribute(cluster_multicast_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        e != cudaSuccess) {
+      return e;
+    }
+  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = shape.x;
+  attr[0].val.clusterDim.y = shape.y;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(shape.x, shape.y);
+  config.blockDim = dim3(32);
+  config.dynamicSmemBytes = sizeof(McStorage);
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return cudaOccupancyMaxActiveClusters(count, cluster_multicast_kernel, &config);
+}
+
+// Every shape: the portable ones (up to 8 CTAs) and, where the device can
+// hold them, the non-portable 4x4 and 16x1. Each as one cluster and as
+// twice as many clusters as fit at once.
+int clusters_child() {
+  using wspipe::ClusterShape;
+  const ClusterShape shapes[] = {{2, 1, 1}, {4, 1, 1}, {2, 2, 1}, {4, 2, 1}, {8, 1, 1}, {4, 4, 1}, {16, 1, 1}};
+  int failures = 0;
+  for (const ClusterShape& shape : shapes) {
+    const std::string name = std::to_string(shape.x) + "x" + std::to_string(shape.y);
+    std::string masks;
+    for (std::uint32_t r = 0; r < shape.size(); ++r) {
+      char m[8];
+      std::snprintf(m, sizeof m, "%s%04x", r == 0 ? "" : " ", cluster_subset_mask(shape, r));
+      masks += m;
+    }
+    int fit = 0;
+    if (const cudaError_t e = max_active_clusters(shape, &fit); e != cudaSuccess || fit == 0) {
+      std::printf("clusters %s (%s): skipped, the device cannot run it (cudaOccupancyMaxActiveClusters: %s)\n",
+                  name.c_str(), shape.portable() ? "portable" : "non-portable",
+                  e != cudaSuccess ? cudaGetErrorString(e) : "0 clusters");
+      cudaGetLastError();
+      if (shape.portable()) ++failures;  // every sm_90 device runs portable shapes
+      continue;
+    }
+    std::printf("clusters %s (%s): %d clusters fit at once; subset masks by rank: %s\n", name.c_str(),
+                shape.portable() ? "portable" : "non-portable", fit, masks.c_str());
+    for (const std::uint32_t clusters : {1u, 2u * static_cast<std::uint32_t>(fit)}) {
+      cudaError_t e = cudaSuccess;
+      std::string diff;
+      try {
+        diff = clusters_once(shape, clusters, &e);
+      } catch (const std::exception& ex) {
+        std::printf("clusters %s, %u clusters: %s\n", name.c_str(), clusters, ex.what());
+        return 3;
+      }
+      if (e != cudaSuccess) {
+        std::printf("clusters %s, %u clusters: CUDA error %s\n", name.c_str(), clusters, cudaGetErrorString(e));
+        return 3;
+      }
+      failures += !diff.empty();
+      std::printf("clusters %s, %u clusters: %s\n", name.c_str(), clusters,
+                  diff.empty() ? "ok: every CTA got exactly the tiles of its masks, rank = x + dim.x * y"
+                               : ("FAIL: " + diff).c_str());
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
 // ----------------------------------------------------------------- variants
 
 struct Variant {
@@ -626,9 +1348,21 @@ int run_conformance(const std::string& device, std::uint64_t seed, std::uint32_t
   return 0;
 }
 
+// Runs a part that is one child process, echoes its output and records it
+// in `file`; 0 when the child passed.
+int run_part(const char* part, const char* file, int (*child)(), double timeout_s, const std::string& device) {
+  const ChildResult r = in_child(child, timeout_s);
+  std::fputs(r.output.c_str(), stdout);
+  write_file(file, "# wspipe_silicon " + std::string(part) + " on " + device + "\n" + r.output);
+  if (r.kind == ChildResult::exited && r.code == 0) return 0;
+  std::printf("%s: FAILED (%s)\n", part, r.kind == ChildResult::timed_out ? "timed out" : "see above");
+  return 1;
+}
+
 int usage() {
   std::fprintf(stderr,
-               "usage: wspipe_silicon ring | tile-reduce | variants | conformance [--seed S] [--count N] | all\n"
+               "usage: wspipe_silicon ring | tile-reduce | tma-store | clusters | variants | conformance [--seed S] "
+               "[--count N] | all\n"
                "  Runs wspipe's arch-neutral half on the GPU (sm_90 or later); files go to $WSPIPE_SILICON_OUT.\n");
   return 2;
 }
@@ -659,7 +1393,8 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  if (what != "ring" && what != "tile-reduce" && what != "variants" && what != "conformance" && what != "all") {
+  if (what != "ring" && what != "tile-reduce" && what != "tma-store" && what != "clusters" && what != "variants" &&
+      what != "conformance" && what != "all") {
     return usage();
   }
 
@@ -676,24 +1411,12 @@ int main(int argc, char** argv) {
   std::printf("device: %s\n", device.c_str());
 
   int rc = 0;
-  if (what == "ring" || what == "all") {
-    const ChildResult r = in_child(ring_child, 500);
-    std::fputs(r.output.c_str(), stdout);
-    write_file("ring.txt", "# wspipe_silicon ring on " + device + "\n" + r.output);
-    if (r.kind != ChildResult::exited || r.code != 0) {
-      std::printf("ring: FAILED (%s)\n", r.kind == ChildResult::timed_out ? "timed out" : "see above");
-      rc = 1;
-    }
-  }
+  if (what == "ring" || what == "all") rc |= run_part("ring", "ring.txt", ring_child, 500, device);
   if (what == "tile-reduce" || what == "all") {
-    const ChildResult r = in_child(tile_reduce_child, 500);
-    std::fputs(r.output.c_str(), stdout);
-    write_file("tile_reduce.txt", "# wspipe_silicon tile-reduce on " + device + "\n" + r.output);
-    if (r.kind != ChildResult::exited || r.code != 0) {
-      std::printf("tile-reduce: FAILED (%s)\n", r.kind == ChildResult::timed_out ? "timed out" : "see above");
-      rc = 1;
-    }
+    rc |= run_part("tile-reduce", "tile_reduce.txt", tile_reduce_child, 500, device);
   }
+  if (what == "tma-store" || what == "all") rc |= run_tma_store(device);
+  if (what == "clusters" || what == "all") rc |= run_part("clusters", "clusters.txt", clusters_child, 300, device);
   if (what == "variants" || what == "all") rc |= run_variants(device);
   if (what == "conformance" || what == "all") rc |= run_conformance(device, seed, count);
   return rc;
