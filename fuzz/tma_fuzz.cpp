@@ -284,6 +284,9 @@ class TmaSim final : public Lockstep {
         if (op.lanes != 1) return "tma.multi-lane";
         if (op.cta_group == 2) return "tma.no-cta-pair";
         if (op.rank != m.rank || !map_ok(m, op.dst, image.size())) return "tma.invalid";
+        // The box starts on a 16-byte chunk of the row (the H100 traps
+        // otherwise: docs/silicon.md).
+        if (std::int64_t{op.coords.c[0]} * ebytes(m.dtype) % 16 != 0) return "tma.coord-misaligned";
         if (op.slot == kSlots) return "mbarrier.not-shared";
         if (op.multicast && op.mask != 1) return "cluster.bad-rank";
         queue_.push_back(&op);
@@ -409,6 +412,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const std::uint32_t c = (b >> (d % 4)) & 0x1fu;
         op.coords.c[d] = (b & 0x80u) == 0 && d > 1 ? 0 : static_cast<std::int32_t>(c) - 8;
       }
+      // Mostly an innermost coordinate on a 16-byte chunk (-1 to 2 chunks),
+      // which the TMA accepts; otherwise any, so that tma.coord-misaligned
+      // is exercised too.
+      if ((b & 0x40u) == 0)
+        op.coords.c[0] = (static_cast<std::int32_t>(b % 4) - 1) * static_cast<std::int32_t>(16 / ebytes(maps[op.map].dtype));
       op.fence = (b & 1u) != 0;
       p.push_back(op);
     }

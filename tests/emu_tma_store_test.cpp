@@ -5,7 +5,10 @@
 // quiet on correct use: reuse of a tile a store still reads (race.smem),
 // ordinary stores without fence.proxy.async (smem.missing-proxy-fence), a
 // CTA exiting while a store reads its shared memory
-// (tma.store-exit-before-read), bad operands (tma.invalid, tma.multi-lane).
+// (tma.store-exit-before-read), bad operands (tma.invalid, tma.multi-lane),
+// box origins the H100 rejects (tma.coord-misaligned,
+// tma.store-negative-coord), and the 16-byte chunks a store writes past a
+// row's end (docs/silicon.md).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -159,8 +162,10 @@ TEST(emu_TmaStore, IsTheInverseOfTheSwizzledLoad) {
 // PTX "Tensor Access Modes": a store writes no element outside the tensor
 // (where a load would fill zeros).
 TEST(emu_TmaStore, OutOfBoundsElementsAreNotWritten) {
+  // Past the right and bottom edges (a store may not start before the
+  // tensor: StoreOriginRules).
   Global out;
-  const std::int32_t x0 = -8, y0 = 56;
+  const std::int32_t x0 = 32, y0 = 56;
   auto r = run1([&] {
     auto& s = B::shared_storage<StoreSmem>();
     fill(s.tile[0], 0);
@@ -516,6 +521,107 @@ TEST(emu_TmaStore, BadOperandsFireWithTheLoadsMessages) {
   auto map = store([&](StoreSmem& s) { B::elect_one([&] { B::tma_store(bad, s.tile[0], {{0, 0}}); }); });
   EXPECT_EQ(outcome(map), "tma.invalid") << map.report();
   EXPECT_TRUE(std::all_of(out.g.begin(), out.g.end(), [](std::uint8_t b) { return b == kUntouched; }));
+}
+
+// ------------------------------------------------------------ what the H100 showed (docs/silicon.md)
+
+// Box origins the TMA unit rejects on the H100 ("an illegal instruction"):
+// an innermost coordinate that is not a multiple of 16 bytes (loads and
+// stores), and a negative coordinate of a store. Each fires before anything
+// is written; the accepted origins beside them are quiet.
+TEST(emu_TmaStore, StoreOriginRules) {
+  struct Case {
+    TmaCoords at;
+    const char* rule;  // nullptr: accepted
+  };
+  const Case cases[] = {
+      {{{4, 0}}, "tma.coord-misaligned"},       // 4 bytes into the row
+      {{{-16, 0}}, "tma.store-negative-coord"},  // aligned, but before the row's start
+      {{{0, -8}}, "tma.store-negative-coord"},   // before the first row
+      {{{16, 0}}, nullptr},
+      {{{48, 56}}, nullptr},                      // past the right and bottom edges
+  };
+  for (const Case& k : cases) {
+    Global out;
+    auto r = run1([&] {
+      auto& s = B::shared_storage<StoreSmem>();
+      fill(s.tile[0], 0);
+      B::fence_proxy_async();
+      B::elect_one([&] {
+        B::tma_store(out.map, s.tile[0], k.at);
+        B::bulk_commit_group();
+        B::bulk_wait_group<0>();
+      });
+    });
+    if (k.rule == nullptr) {
+      EXPECT_EQ(r.status, emu::Status::ok) << k.at.c[0] << "," << k.at.c[1] << "\n" << r.report();
+      continue;
+    }
+    ASSERT_EQ(outcome(r), k.rule) << k.at.c[0] << "," << k.at.c[1] << "\n" << r.report();
+    EXPECT_TRUE(contains(r.violations[0].message, "the H100 traps")) << r.report();
+    EXPECT_TRUE(std::all_of(out.g.begin(), out.g.end(), [](std::uint8_t b) { return b == kUntouched; }));
+  }
+}
+
+TEST(emu_TmaStore, LoadOriginRules) {
+  // A load may start before the tensor (it reads zeros there), but not
+  // between the 16-byte chunks of a row.
+  struct LoadSmem {
+    alignas(1024) std::uint8_t tile[64 * 16];
+    SharedMemBarrier full;
+  };
+  struct Case {
+    TmaCoords at;
+    const char* rule;  // nullptr: accepted
+  };
+  const Case cases[] = {{{{8, 0}}, "tma.coord-misaligned"}, {{{-16, -8}}, nullptr}, {{{16, 0}}, nullptr}};
+  for (const Case& k : cases) {
+    Global in;
+    auto r = wspipe::test::run_kernel(
+        1,
+        [&] {
+          auto& s = B::shared_storage<LoadSmem>();
+          B::elect_one([&] {
+            B::init(s.full, 1);
+            B::arrive_expect_tx(s.full, sizeof s.tile);
+            B::tma_load(in.map, s.tile, s.full, k.at);
+          });
+          B::wait(s.full, 0);
+        },
+        {}, sizeof(LoadSmem));
+    if (k.rule == nullptr) {
+      EXPECT_EQ(r.status, emu::Status::ok) << k.at.c[0] << "," << k.at.c[1] << "\n" << r.report();
+      continue;
+    }
+    ASSERT_EQ(outcome(r), k.rule) << r.report();
+    EXPECT_TRUE(contains(r.violations[0].message, "TMA load at innermost coordinate 8 (8 bytes)")) << r.report();
+  }
+}
+
+// A row that is not a multiple of 16 bytes: the store writes the chunk that
+// starts inside the row whole, so the bytes up to the next 16-byte boundary
+// (here inside the row's stride) take the box's values, as on the H100.
+TEST(emu_TmaStore, WritesTheLastChunkOfARowWhole) {
+  Global out;
+  TensorMap map = out.map;
+  map.dims[0] = 60;  // 60 bytes of each 64-byte row belong to the tensor
+  auto r = run1([&] {
+    auto& s = B::shared_storage<StoreSmem>();
+    fill(s.tile[0], 0);
+    B::fence_proxy_async();
+    B::elect_one([&] {
+      B::tma_store(map, s.tile[0], {{0, 8}});
+      B::bulk_commit_group();
+      B::bulk_wait_group<0>();
+    });
+  });
+  ASSERT_EQ(r.status, emu::Status::ok) << r.report();
+  for (std::uint32_t row = 0; row < 64; ++row)
+    for (std::uint32_t col = 0; col < 64; ++col) {
+      const bool in_box = row >= 8 && row < 24;
+      const std::uint8_t want = in_box ? pattern((row - 8) * 64 + col, 0) : kUntouched;
+      ASSERT_EQ(out.g[row * 64 + col], want) << "row " << row << " col " << col;
+    }
 }
 
 }  // namespace

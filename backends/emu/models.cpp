@@ -409,6 +409,32 @@ std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t 
   return {};
 }
 
+TmaCoordError tma_coord_error(const TensorMap& m, const TmaCoords& c, bool store) {
+  const char* op = store ? "TMA store" : "TMA load";
+  const std::int64_t inner_bytes = std::int64_t{c.c[0]} * elem_bytes(m.dtype);
+  if (inner_bytes % 16 != 0) {
+    std::string msg = op;
+    msg.append(" at innermost coordinate ")
+        .append(std::to_string(c.c[0]))
+        .append(" (")
+        .append(std::to_string(inner_bytes))
+        .append(" bytes): the box must start on a 16-byte boundary of the row (the H100 traps: illegal instruction)");
+    return {"tma.coord-misaligned", std::move(msg)};
+  }
+  if (store)
+    for (std::uint32_t dim = 0; dim < m.rank; ++dim)
+      if (c.c[dim] < 0) {
+        std::string msg = "TMA store at coordinate ";
+        msg.append(std::to_string(c.c[dim]))
+            .append(" of dimension ")
+            .append(std::to_string(dim))
+            .append(": a store's box may hang past the tensor's end but not before its start (the H100 traps: "
+                    "illegal instruction; loads may start before it)");
+        return {"tma.store-negative-coord", std::move(msg)};
+      }
+  return {};
+}
+
 // Box row `r` (rows numbered over the outer dimensions, dimension 1
 // fastest): the byte offset of its element x = 0 in the tensor, or nothing
 // when an outer coordinate is out of bounds (loads fill the row with zeros,
@@ -476,10 +502,14 @@ void tma_store_scatter(const TensorMap& m, const TmaCoords& c, const std::byte* 
   for (std::uint32_t r = 0; r < rows; ++r) {
     const std::optional<std::uint64_t> dst = box_row_offset(m, c, r);
     if (!dst) continue;  // not written
-    for (std::uint32_t e = 0; e < m.box[0]; ++e) {
-      const std::int64_t x = std::int64_t{c.c[0]} + e;
-      if (x < 0 || static_cast<std::uint64_t>(x) >= m.dims[0]) continue;
-      std::memcpy(global + *dst + static_cast<std::uint64_t>(x) * eb, box + r * row_bytes + e * eb, eb);
+    // Whole 16-byte chunks that start inside the row (the box starts on a
+    // 16-byte boundary: tma_coord_error), the last one past the row's end
+    // when the row is not a multiple of 16 bytes.
+    const std::uint64_t row_end = m.dims[0] * eb;
+    for (std::uint32_t b = 0; b < row_bytes; b += 16) {
+      const std::int64_t at = std::int64_t{c.c[0]} * eb + b;
+      if (at < 0 || static_cast<std::uint64_t>(at) >= row_end) continue;
+      std::memcpy(global + *dst + static_cast<std::uint64_t>(at), box + r * row_bytes + b, 16);
     }
   }
 }

@@ -137,6 +137,19 @@ void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo = nullptr)
 std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t smem_bytes,
                       const char* what = "destination");
 
+// Why the TMA unit would reject the box origin `c` of a load (store =
+// false) or store of map `m`, as the H100 does (docs/silicon.md, "Which box
+// origins the TMA accepts"; the PTX ISA states neither requirement, and the
+// GPU traps with "an illegal instruction"): the innermost coordinate must
+// be a multiple of 16 bytes (`rule` tma.coord-misaligned), and a store's
+// coordinates must not be negative (tma.store-negative-coord; a load's may,
+// and reads zeros there). Empty `rule` when the origin is accepted.
+struct TmaCoordError {
+  const char* rule = nullptr;
+  std::string message;
+};
+TmaCoordError tma_coord_error(const TensorMap& m, const TmaCoords& c, bool store);
+
 // Performs a checked TMA tiled load: the box at `c` (innermost dimension
 // first) lands row-major in shared memory, innermost dimension contiguous,
 // over [dst_offset, dst_offset + tma_box_bytes(m)), each 16-byte chunk moved by
@@ -150,9 +163,13 @@ void tma_copy(const TensorMap& m, const TmaCoords& c, std::byte* smem, std::uint
 // tma_store_gather reads the box at [src_offset, src_offset +
 // tma_box_bytes(m)) of shared memory into `box` (row-major, unswizzled);
 // tma_store_scatter writes `box` to the tensor at `c`, skipping every
-// element with a coordinate outside [0, dims): PTX "Tensor Access Modes"
-// (tile mode): out-of-bound elements are not written to global memory. The
-// tensor is the map's `global`, which a store writes through.
+// element with a coordinate outside [0, dims) (PTX "Tensor Access Modes",
+// tile mode: out-of-bound elements are not written to global memory),
+// except along the innermost dimension at 16-byte granularity, as the H100
+// does (docs/silicon.md): a 16-byte chunk that starts inside a row is
+// written whole, so up to 15 bytes past the row's end (inside its stride,
+// or past the tensor's last row) take the box's values. The tensor is the
+// map's `global`, which a store writes through.
 void tma_store_gather(const TensorMap& m, const std::byte* smem, std::uint32_t src_offset, std::byte* box);
 void tma_store_scatter(const TensorMap& m, const TmaCoords& c, const std::byte* box);
 

@@ -206,6 +206,10 @@ void World::tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, vo
     fail(w, "tma.invalid", "", "TMA load: " + err, loc);
     return;
   }
+  if (model::TmaCoordError e = model::tma_coord_error(map, coords, false); e.rule != nullptr) {
+    fail(w, e.rule, "", std::move(e.message), loc);
+    return;
+  }
   if (!in_smem(&bar, c)) {
     fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
          "the TMA load's mbarrier is not in this CTA's shared memory", loc);

@@ -84,6 +84,10 @@ void World::tma_store(std::uint32_t rank, const TensorMap& map, const void* src,
     fail(w, "tma.invalid", "", std::string("TMA store: ").append(err), loc);
     return;
   }
+  if (model::TmaCoordError e = model::tma_coord_error(map, coords, true); e.rule != nullptr) {
+    fail(w, e.rule, "", std::move(e.message), loc);
+    return;
+  }
   AsyncOp op;
   op.kind = AsyncOp::Kind::tma_store;
   stamp_issue(w, op, loc);
