@@ -73,21 +73,29 @@ emu::RunResult run1(const std::function<void()>& body, emu::RunOptions opts = {}
   return wspipe::test::run_kernel(1, body, opts, sizeof(StoreSmem));
 }
 
+// One warp writes tile 0 with round 0's pattern and stores it to `map` at
+// `at`, then waits for the store to complete.
+emu::RunResult store_tile(const TensorMap& map, TmaCoords at, emu::RunOptions opts = {}) {
+  return run1(
+      [&map, at] {
+        auto& s = B::shared_storage<StoreSmem>();
+        fill(s.tile[0], 0);
+        B::fence_proxy_async();
+        B::elect_one([&] {
+          B::tma_store(map, s.tile[0], at);
+          B::bulk_commit_group();
+          B::bulk_wait_group<0>();
+        });
+      },
+      opts);
+}
+
 // ------------------------------------------------------------ what a store writes
 
 TEST(emu_TmaStore, WritesTheBoxThroughTheMapUnderEveryStrategy) {
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     Global out;
-    auto r = run1([&] {
-      auto& s = B::shared_storage<StoreSmem>();
-      fill(s.tile[0], 0);
-      B::fence_proxy_async();
-      B::elect_one([&] {
-        B::tma_store(out.map, s.tile[0], {{0, 16}});
-        B::bulk_commit_group();
-        B::bulk_wait_group<0>();
-      });
-    }, with_strategy(emu::StrategyKind::random, seed));
+    auto r = store_tile(out.map, TmaCoords{{0, 16}}, with_strategy(emu::StrategyKind::random, seed));
     ASSERT_EQ(r.status, emu::Status::ok) << r.report();
     EXPECT_TRUE(out.holds(16, 0)) << "seed " << seed;
   }
@@ -166,16 +174,7 @@ TEST(emu_TmaStore, OutOfBoundsElementsAreNotWritten) {
   // tensor: StoreOriginRules).
   Global out;
   const std::int32_t x0 = 32, y0 = 56;
-  auto r = run1([&] {
-    auto& s = B::shared_storage<StoreSmem>();
-    fill(s.tile[0], 0);
-    B::fence_proxy_async();
-    B::elect_one([&] {
-      B::tma_store(out.map, s.tile[0], {{x0, y0}});
-      B::bulk_commit_group();
-      B::bulk_wait_group<0>();
-    });
-  });
+  auto r = store_tile(out.map, TmaCoords{{x0, y0}});
   ASSERT_EQ(r.status, emu::Status::ok) << r.report();
   for (std::int32_t row = 0; row < 64; ++row)
     for (std::int32_t col = 0; col < 64; ++col) {
@@ -543,16 +542,7 @@ TEST(emu_TmaStore, StoreOriginRules) {
   };
   for (const Case& k : cases) {
     Global out;
-    auto r = run1([&] {
-      auto& s = B::shared_storage<StoreSmem>();
-      fill(s.tile[0], 0);
-      B::fence_proxy_async();
-      B::elect_one([&] {
-        B::tma_store(out.map, s.tile[0], k.at);
-        B::bulk_commit_group();
-        B::bulk_wait_group<0>();
-      });
-    });
+    auto r = store_tile(out.map, k.at);
     if (k.rule == nullptr) {
       EXPECT_EQ(r.status, emu::Status::ok) << k.at.c[0] << "," << k.at.c[1] << "\n" << r.report();
       continue;
@@ -605,16 +595,7 @@ TEST(emu_TmaStore, WritesTheLastChunkOfARowWhole) {
   Global out;
   TensorMap map = out.map;
   map.dims[0] = 60;  // 60 bytes of each 64-byte row belong to the tensor
-  auto r = run1([&] {
-    auto& s = B::shared_storage<StoreSmem>();
-    fill(s.tile[0], 0);
-    B::fence_proxy_async();
-    B::elect_one([&] {
-      B::tma_store(map, s.tile[0], {{0, 8}});
-      B::bulk_commit_group();
-      B::bulk_wait_group<0>();
-    });
-  });
+  auto r = store_tile(map, TmaCoords{{0, 8}});
   ASSERT_EQ(r.status, emu::Status::ok) << r.report();
   for (std::uint32_t row = 0; row < 64; ++row)
     for (std::uint32_t col = 0; col < 64; ++col) {
