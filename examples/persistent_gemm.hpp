@@ -100,6 +100,13 @@ struct PersistentGemmConfig {
   // ClusterX / cta_group (B), the CTA's own counted once (MAX:
   // CLUSTER_M / cta_group + CLUSTER_N - 1).
   static constexpr std::uint32_t kInputConsumers = ClusterX / CtaGroup + ClusterY - 1;
+  // Which loads and commits reach other CTAs, known at compile time so that
+  // a 1x1 kernel holds no multicast instruction: A is shared along y; B
+  // along x (cta_group 2: among the CTAs of the same x parity); a commit
+  // multicasts when other CTAs' loads fed the MMA, and always for a pair.
+  static constexpr bool kAMulticast = ClusterY > 1;
+  static constexpr bool kBMulticast = ClusterX / CtaGroup > 1;
+  static constexpr bool kCommitMulticast = CtaGroup == 2 || ClusterX > 1 || ClusterY > 1;
   static constexpr OutputPipelineConfig kOpc{AccumStages, kTmemColumns / AccumStages, CtaGroup};
   static_assert(kTmemColumns / AccumStages >= kGemmBlockN,
                 "PersistentGemmConfig: AccumStages must leave each accumulator stage at least 64 columns");
@@ -136,9 +143,10 @@ struct PgTileCoords {
 
   template <Backend B>
   WSPIPE_HD static PgTileCoords of(std::uint32_t tile, std::uint32_t n) {
+    constexpr ClusterShape shape = Cfg::kShape;  // a copy: device code cannot name the host constant
     const std::uint32_t tiles_n = n / Cfg::kClusterN, rank = B::cta_rank();
-    return {(tile / tiles_n) * Cfg::kClusterM + Cfg::kShape.x_of(rank) * kGemmBlockM,
-            (tile % tiles_n) * Cfg::kClusterN + Cfg::kShape.y_of(rank) * kGemmBlockN};
+    return {(tile / tiles_n) * Cfg::kClusterM + shape.x_of(rank) * kGemmBlockM,
+            (tile % tiles_n) * Cfg::kClusterN + shape.y_of(rank) * kGemmBlockN};
   }
 };
 
@@ -146,8 +154,9 @@ struct PgTileCoords {
 // that hold the same half of B under cta_group 2.
 template <class Cfg>
 WSPIPE_HD constexpr std::uint16_t pg_same_parity_along_x(std::uint32_t rank, std::uint32_t parity) {
+  constexpr ClusterShape shape = Cfg::kShape;  // a copy: device code cannot name the host constant
   std::uint32_t m = 0;
-  for (std::uint32_t x = parity; x < Cfg::kShape.x; x += 2) m |= 1u << Cfg::kShape.rank(x, Cfg::kShape.y_of(rank));
+  for (std::uint32_t x = parity; x < shape.x; x += 2) m |= 1u << shape.rank(x, shape.y_of(rank));
   return static_cast<std::uint16_t>(m);
 }
 
@@ -155,7 +164,7 @@ WSPIPE_HD constexpr std::uint16_t pg_same_parity_along_x(std::uint32_t rank, std
 // into the operands it read (those CTAs' empty barriers count it).
 template <class Cfg>
 WSPIPE_HD constexpr std::uint16_t pg_input_commit_mask(std::uint32_t rank) {
-  constexpr ClusterShape s = Cfg::kShape;
+  constexpr ClusterShape s = Cfg::kShape;  // a copy: device code cannot name the host constant
   if constexpr (Cfg::kCtaGroup == 1) {
     return static_cast<std::uint16_t>(s.mask_along_x(rank) | s.mask_along_y(rank));
   } else {
@@ -184,8 +193,10 @@ WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
   const bool leader = (rank & 1u) == 0;  // the pair's even CTA issues its MMAs
   const PersistentGemmBug bug = args.bug;
   // tcgen05.commit of accum-full reaches the pair's two CTAs: ranks
-  // 2k, 2k+1, i.e. 0x3 shifted to the pair's first rank (bug 16 forgets the
-  // shift, and the pair (2, 3) of a 4-CTA cluster signals CTAs 0 and 1).
+  // 2k, 2k+1, i.e. 0x3 shifted to the pair's first rank (HARDWARE.md §6
+  // bug 16 forgets the shift: the pair (2, 3) of a 4-CTA cluster signals
+  // CTAs 0 and 1, whose epilogues then see an accum-full phase that is not
+  // theirs and read a stage their own MMA is about to overwrite).
   std::uint16_t mma_complete_mask = static_cast<std::uint16_t>(1u << rank);
   if constexpr (G == 2) mma_complete_mask = bug == PersistentGemmBug::pair_mask_unshifted ? 0x3 : shape.pair_mask(rank);
 
@@ -233,7 +244,7 @@ WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
           const std::uint32_t a_row = y * Cfg::kARowsLoaded;
           const TmaCoords ca{{kc, static_cast<std::int32_t>(at.row0 + a_row)}};
           std::uint8_t* a_dst = s.a[i] + a_row * kGemmBlockKBytes;
-          if (shape.y > 1) {
+          if constexpr (Cfg::kAMulticast) {
             B::template tma_load_multicast<G>(args.a_map, a_dst, stage.full_mbar(), ca, a_mask);
           } else {
             B::template tma_load<G>(args.a_map, a_dst, stage.full_mbar(), ca);
@@ -241,7 +252,7 @@ WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
           const std::uint32_t b_row = b_share * Cfg::kBRowsLoaded;
           const TmaCoords cb{{kc, static_cast<std::int32_t>(at.col0 + b_half * Cfg::kBRowsRead + b_row)}};
           std::uint8_t* b_dst = s.b[i] + b_row * kGemmBlockKBytes;
-          if (b_mask != (1u << rank)) {
+          if constexpr (Cfg::kBMulticast) {
             B::template tma_load_multicast<G>(args.b_map, b_dst, stage.full_mbar(), cb, b_mask);
           } else {
             B::template tma_load<G>(args.b_map, b_dst, stage.full_mbar(), cb);
@@ -267,7 +278,7 @@ WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
               B::template mma<MmaKind::f16, G>(out.tmem.offset(), gemm_smem_desc<B>(s.a[in.index()], kk),
                                                gemm_smem_desc<B>(s.b[in.index()], kk), idesc, kb > 0 || kk > 0);
           });
-          in.template commit<G>(commit_mask == (1u << rank) ? 0 : commit_mask);
+          in.template commit<G>(Cfg::kCommitMulticast ? commit_mask : 0);
         }
         ctx.output_pipeline().release_from_mma(out);
       }

@@ -100,9 +100,9 @@ const PgVariant kVariants[] = {
      "bug 15: CTA 0's scheduler warp exits without draining the CLC ring; CTA 1's warps arrive on CTA 0's empty "
      "barrier after CTA 0 exited",
      {{"clc-stages", 2}, {"cluster", kCluster2x1}}},
-    {"pair-mask-unshifted", PersistentGemmBug::pair_mask_unshifted, "deadlock",
+    {"pair-mask-unshifted", PersistentGemmBug::pair_mask_unshifted, "race.tmem",
      "bug 16: cta_group 2 in a 4x1 cluster commits accum-full with mask 0x3, not 0x3 << the pair's first rank: "
-     "the pair (2, 3) signals CTAs 0 and 1 (needs clusters of 4)",
+     "the pair (2, 3) signals CTAs 0 and 1, whose epilogue reads a stage the next MMA writes (needs clusters of 4)",
      {{"cta-group", 2}, {"cluster", kCluster4x1}, {"m", 512}}},
 };
 

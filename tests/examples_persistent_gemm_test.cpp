@@ -116,7 +116,7 @@ TEST(examples_PersistentGemm, UndrainedClcRingIsCaught) {
 
 TEST(examples_PersistentGemm, UnshiftedPairMaskIsCaught) {
   if (!emulator_runs_clusters_of(4)) GTEST_SKIP() << "bug 16 needs clusters of 4 CTAs; this emulator runs 1 or 2";
-  expect_caught("pair-mask-unshifted", "deadlock");
+  expect_caught("pair-mask-unshifted", "race.tmem");
 }
 
 TEST(examples_PersistentGemm, ScenarioRejectsWhatItCannotRun) {
