@@ -100,7 +100,9 @@ class TileScheduler {
       : s_(&s), num_tiles_(num_tiles), clc_(s.clc), throttle_(s.throttle) {}
 
   // The barriers, by one warp of every CTA, before fence_init and the
-  // cluster barrier that every CTA passes before any request.
+  // cluster barrier that every CTA passes before any request. Every CTA
+  // receives responses on its clc_full; only CTA 0's clc_empty and
+  // throttle are used, but the same layout everywhere keeps one offset.
   // `worker_warps`: the warps per CTA that walk the sequence with next().
   WSPIPE_HD static void init_barriers(Storage& s, std::uint32_t worker_warps,
                                       SourceLoc loc = SourceLoc::current()) {
@@ -170,11 +172,17 @@ class TileScheduler {
     }
   }
 
-  // The scheduler warp. CTA 0's requests work for the whole cluster and
-  // consumes the responses like any worker; it drains the ring before
-  // returning when `drain` (false only to plant the bug of exiting
-  // undrained). Returns at once on other CTAs and in static mode.
-  WSPIPE_HD void run_scheduler(bool drain = true, SourceLoc loc = SourceLoc::current()) {
+  // The scheduler warp: the requests, then the drain. CTA 0's requests work
+  // for the whole cluster and consumes the responses like any worker.
+  // Returns at once on other CTAs and in static mode.
+  WSPIPE_HD void run_scheduler(SourceLoc loc = SourceLoc::current()) {
+    run_requests(loc);
+    drain(loc);
+  }
+
+  // run_scheduler without the drain, for a scheduler warp with more to do
+  // before it drains (and for the broken variant that never does).
+  WSPIPE_HD void run_requests(SourceLoc loc = SourceLoc::current()) {
     if constexpr (kUsesClc) {
       if (B::cta_rank() != 0) return;
       for (TileWork w = initial(); w.valid; w = next(w, loc)) {
@@ -183,9 +191,7 @@ class TileScheduler {
         }
         request_next(loc);
       }
-      if (drain) this->drain(loc);
     } else {
-      (void)drain;
       (void)loc;
     }
   }
@@ -194,6 +200,7 @@ class TileScheduler {
   // heads for this CTA, and no request is in flight.
   WSPIPE_HD void drain(SourceLoc loc = SourceLoc::current()) {
     if constexpr (kUsesClc) {
+      if (B::cta_rank() != 0) return;  // only CTA 0's ring has readers' arrivals
       for (int i = 0; i < Storage::kRing; ++i) {
         clc_.wait_consumer(loc);
         clc_.producer_step(loc);

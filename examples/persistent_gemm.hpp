@@ -220,7 +220,11 @@ WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
   Input input(s.input, Tiles{&s});
 
   if (warp == kPgSchedulerWarp) {
-    sched.run_scheduler(bug != PersistentGemmBug::undrained_clc_ring);
+    if (bug == PersistentGemmBug::undrained_clc_ring) {
+      sched.run_requests();  // the bug: exits without waiting for the readers' arrivals on CTA 0
+    } else {
+      sched.run_scheduler();
+    }
   } else if (warp == kPgLoadWarp) {
     const std::uint32_t x = shape.x_of(rank), y = shape.y_of(rank);
     // A: this CTA's share of its row block's 128 rows, into every CTA of

@@ -62,7 +62,11 @@ struct Walk {
     }
     B::cluster_sync();
     if (warp == 0) {
-      sched.run_scheduler(bug != Bug::no_drain);
+      if (bug == Bug::no_drain) {
+        sched.run_requests();
+      } else {
+        sched.run_scheduler();
+      }
       return;
     }
     auto& mine = seen[(std::size_t{B::cluster_idx()} * cluster_size + B::cta_rank()) * kWorkerWarps + warp - 1];
