@@ -79,6 +79,9 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64
   { B::arrive(bar, loc) } -> std::same_as<void>;
   { B::arrive_remote(bar, u32, loc) } -> std::same_as<void>;  // same offset, CTA u32 of the cluster
   { B::arrive_expect_tx(bar, u32, loc) } -> std::same_as<void>;
+  // expect_tx then arrive on the barrier at the same offset in CTA u32 of
+  // the cluster (a CLC scheduler arms every CTA's response barrier)
+  { B::arrive_expect_tx_remote(bar, u32, u32, loc) } -> std::same_as<void>;
   { B::expect_tx(bar, u32, loc) } -> std::same_as<void>;
   { B::complete_tx(bar, u32, loc) } -> std::same_as<void>;
   // try_wait: a potentially blocking test, false when its time limit runs

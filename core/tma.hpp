@@ -28,6 +28,25 @@ struct TensorMap {
   SmemSwizzle swizzle = SmemSwizzle::none;  // box[0] * element bytes <= the swizzle width when swizzled
 };
 
+// A 2-D map over the row-major `cols` x `rows` matrix at `global` (rows
+// packed: a row's stride is cols elements), in boxes of `box_cols` x
+// `box_rows`.
+inline TensorMap row_major_tensor_map(const void* global, ElemType type, std::uint64_t cols, std::uint64_t rows,
+                                      std::uint32_t box_cols, std::uint32_t box_rows,
+                                      SmemSwizzle swizzle = SmemSwizzle::none) {
+  TensorMap t;
+  t.global = global;
+  t.dtype = type;
+  t.rank = 2;
+  t.dims[0] = cols;
+  t.dims[1] = rows;
+  t.strides[1] = cols * elem_bytes(type);
+  t.box[0] = box_cols;
+  t.box[1] = box_rows;
+  t.swizzle = swizzle;
+  return t;
+}
+
 // Bytes one box fills in shared memory (out-of-bounds elements included:
 // TMA fills them with zeros and counts them in complete_tx). 64-bit: five
 // extents of 256 overflow 32 bits; a box that large never fits in shared

@@ -144,11 +144,11 @@ struct GemmProblem {
   // emulator; device copies for the GPU), boxes as the kernel loads them.
   template <class Cfg>
   TensorMap a_map(const void* a_base) const {
-    return map(a_base, m, kGemmBlockM);
+    return operand_map(a_base, m, kGemmBlockM);
   }
   template <class Cfg>
   TensorMap b_map(const void* b_base) const {
-    return map(b_base, n, Cfg::kBRowsLoaded);
+    return operand_map(b_base, n, Cfg::kBRowsLoaded);
   }
 
   // Why the shape does not fit configuration Cfg, or "".
@@ -163,19 +163,13 @@ struct GemmProblem {
     return {};
   }
 
- private:
-  TensorMap map(const void* base, std::uint32_t rows, std::uint32_t box_rows) const {
-    TensorMap t;
-    t.global = base;
-    t.dtype = in == ElemType::bf16 ? ElemType::bf16 : ElemType::u8;
-    t.rank = 2;
-    t.dims[0] = k;
-    t.dims[1] = rows;
-    t.strides[1] = std::uint64_t{k} * elem_bytes(in);
-    t.box[0] = kGemmBlockKBytes / elem_bytes(in);
-    t.box[1] = box_rows;
-    t.swizzle = SmemSwizzle::b128;
-    return t;
+  // A map over A (rows = m) or B (rows = n) at `base`: K-major, boxes of
+  // 128 K-bytes by `box_rows` rows, 128B-swizzled (the layout the MMA's
+  // shared-memory descriptors describe).
+  TensorMap operand_map(const void* base, std::uint32_t rows, std::uint32_t box_rows) const {
+    // e4m3 moves as bytes (TMA has no 8-bit float type); k elements a row.
+    return row_major_tensor_map(base, in == ElemType::bf16 ? ElemType::bf16 : ElemType::u8, k, rows,
+                                kGemmBlockKBytes / elem_bytes(in), box_rows, SmemSwizzle::b128);
   }
 };
 

@@ -16,7 +16,8 @@ using cli::OptionValues;
 using cli::Scenario;
 using cli::VariantSpec;
 
-// The built-in catalogue: ring, tile-reduce, gemm, blockwise-fp8, tmem-coresident.
+// The built-in catalogue: ring, tile-reduce, gemm, blockwise-fp8, tmem-coresident,
+// persistent-gemm.
 const Catalogue& catalogue();
 const Scenario* find_scenario(const std::string& name);
 
@@ -30,5 +31,6 @@ Scenario make_gemm_scenario();
 Scenario make_blockwise_fp8_scenario();
 Scenario make_tile_reduce_scenario();
 Scenario make_tmem_coresident_scenario();
+Scenario make_persistent_gemm_scenario();
 
 }  // namespace wspipe::examples

@@ -110,6 +110,16 @@ __device__ __forceinline__ std::uint32_t mapa_shared_cluster(std::uint32_t addr,
 __device__ __forceinline__ void mbarrier_arrive_release_cluster_shared_cluster(std::uint32_t remote_bar) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote_bar) : "memory");
 }
+// The same with expect_tx(bytes) first (PTX "mbarrier.arrive": .expect_tx
+// on a .shared::cluster address). CCCL's wrapper of the .shared::cluster
+// form takes a generic pointer; the mapa result is a 32-bit shared::cluster
+// address, so inline PTX as above.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx_release_cluster_shared_cluster(std::uint32_t remote_bar,
+                                                                                       std::uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%0], %1;" ::"r"(remote_bar),
+               "r"(bytes)
+               : "memory");
+}
 
 // bar.sync / bar.arrive with a barrier id and a thread count (a multiple of
 // 32). No CCCL wrapper. Both are .aligned: all threads of the warp execute
@@ -335,6 +345,14 @@ struct CudaBackendFor {
     (void)loc;
     (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
                                                  ::cuda::ptx::space_shared, &bar.raw, bytes);
+  }
+  // expect_tx(bytes) then arrive(1) on the barrier at the same offset in
+  // CTA `cta` of the cluster, per executing thread.
+  WSPIPE_CUDA_OP void arrive_expect_tx_remote(SharedMemBarrier& bar, std::uint32_t bytes, std::uint32_t cta,
+                                              SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    detail::mbarrier_arrive_expect_tx_release_cluster_shared_cluster(
+        detail::mapa_shared_cluster(detail::smem_addr(&bar), cta), bytes);
   }
   WSPIPE_CUDA_OP void expect_tx(SharedMemBarrier& bar, std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) {
     (void)loc;

@@ -16,6 +16,7 @@
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/launch.hpp"
 #include "backends/cuda/tensor_map.hpp"
+#include "core/tile_scheduler.hpp"
 #include "examples/ring.hpp"
 
 namespace {
@@ -89,6 +90,9 @@ extern "C" __global__ void wspipe_op_fence_init() { B::fence_init(); }
 extern "C" __global__ void wspipe_op_arrive() { B::arrive(ops_bar()); }
 extern "C" __global__ void wspipe_op_arrive_remote(std::uint32_t cta) { B::arrive_remote(ops_bar(), cta); }
 extern "C" __global__ void wspipe_op_arrive_expect_tx(std::uint32_t bytes) { B::arrive_expect_tx(ops_bar(), bytes); }
+extern "C" __global__ void wspipe_op_arrive_expect_tx_remote(std::uint32_t bytes, std::uint32_t cta) {
+  B::arrive_expect_tx_remote(ops_bar(), bytes, cta);
+}
 extern "C" __global__ void wspipe_op_expect_tx(std::uint32_t bytes) { B::expect_tx(ops_bar(), bytes); }
 extern "C" __global__ void wspipe_op_complete_tx(std::uint32_t bytes) { B::complete_tx(ops_bar(), bytes); }
 extern "C" __global__ void wspipe_op_try_wait(std::uint32_t* out, std::uint32_t parity) {
@@ -267,6 +271,31 @@ WSPIPE_RING_KERNEL(2)
 WSPIPE_RING_KERNEL(4)
 WSPIPE_RING_KERNEL(8)
 #undef WSPIPE_RING_KERNEL
+
+// ---- core/tile_scheduler.hpp: warp 0 the scheduler, warps 1 (the throttle's
+// signaller) and 2 walk the tiles and write them out. Two CLC stages: on
+// sm_100a the CLC protocol, on sm_90a (no CLC) the same source compiles to
+// the static grid stride.
+extern "C" __global__ void __launch_bounds__(96) wspipe_tile_scheduler_walk(std::uint32_t num_tiles,
+                                                                             std::uint32_t* out) {
+  using Sched = wspipe::TileScheduler<B, 2>;
+  auto& s = B::shared_storage<Sched::Storage>();
+  Sched sched(s, num_tiles);
+  const std::uint32_t warp = B::warp_idx();
+  if (warp == 0) {
+    Sched::init_barriers(s, 2);
+    B::fence_init();
+  }
+  B::cluster_sync();
+  if (warp == 0) {
+    sched.run_scheduler();
+    return;
+  }
+  for (wspipe::TileWork w = sched.initial(); w.valid; w = sched.next(w)) {
+    if (warp == 1) sched.throttle_signal();
+    B::elect_one([&] { out[w.tile * 2 + warp - 1] = B::cluster_idx(); });
+  }
+}
 
 // ---- host side: launch.hpp and tensor_map.hpp instantiated against the
 // real kernels, so that they keep compiling too. A ring is one CTA of

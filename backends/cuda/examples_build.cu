@@ -5,8 +5,9 @@
 // test calls. Part of the default build when CUDA is enabled, as
 // device_build.cu is.
 //
-// Names: wspipe_gemm_cg<CtaGroup>_c<ClusterSize>_s<Stages>_a<AccumStages>_<dtype>
-// and wspipe_blockwise_fp8_cg<CtaGroup>_s<Stages>_a<AccumStages>.
+// Names: wspipe_gemm_cg<CtaGroup>_c<ClusterSize>_s<Stages>_a<AccumStages>_<dtype>,
+// wspipe_blockwise_fp8_cg<CtaGroup>_s<Stages>_a<AccumStages> and
+// wspipe_persistent_gemm_cg<CtaGroup>_x<ClusterX>_y<ClusterY>_clc<ClcStages>.
 #include <stdexcept>
 #include <string>
 
@@ -18,6 +19,7 @@
 #include "examples/blockwise_fp8_host.hpp"
 #include "examples/gemm.hpp"
 #include "examples/gemm_host.hpp"
+#include "examples/persistent_gemm.hpp"
 #include "examples/tmem_coresident.hpp"
 
 namespace {
@@ -81,6 +83,30 @@ WSPIPE_GEMM_CONFIGS(WSPIPE_GEMM_KERNEL)
   }
 WSPIPE_BLOCKWISE_FP8_CONFIGS(WSPIPE_BLOCKWISE_FP8_KERNEL)
 #undef WSPIPE_BLOCKWISE_FP8_KERNEL
+
+// persistent-gemm (examples/persistent_gemm.hpp): (CtaGroup, ClusterX,
+// ClusterY, ClcStages), four input stages and two accumulator stages. Every
+// cluster shape of the scenario with CLC, and the static schedule. Kernels
+// only: no host launcher yet (a CLC launch needs one cluster per tile and
+// the GPU test runs none of these).
+#define WSPIPE_PERSISTENT_GEMM_CONFIGS(X) \
+  X(1, 1, 1, 2)                           \
+  X(1, 2, 1, 2)                           \
+  X(2, 2, 1, 2)                           \
+  X(1, 4, 1, 2)                           \
+  X(2, 4, 1, 2)                           \
+  X(1, 2, 2, 2)                           \
+  X(2, 2, 2, 2)                           \
+  X(1, 1, 1, 0)
+
+#define WSPIPE_PERSISTENT_GEMM_NAME(G, X, Y, C) wspipe_persistent_gemm_cg##G##_x##X##_y##Y##_clc##C
+#define WSPIPE_PERSISTENT_GEMM_KERNEL(G, X, Y, C)                                                              \
+  extern "C" __global__ void __launch_bounds__(32 * wspipe::examples::kPgWarps, 1)                             \
+      WSPIPE_PERSISTENT_GEMM_NAME(G, X, Y, C)(const __grid_constant__ wspipe::examples::PersistentGemmArgs<B> args) { \
+    wspipe::examples::persistent_gemm_kernel<B, wspipe::examples::PersistentGemmConfig<G, X, Y, 4, 2, C>>(args); \
+  }
+WSPIPE_PERSISTENT_GEMM_CONFIGS(WSPIPE_PERSISTENT_GEMM_KERNEL)
+#undef WSPIPE_PERSISTENT_GEMM_KERNEL
 
 namespace wspipe::cuda {
 namespace {

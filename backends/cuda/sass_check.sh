@@ -258,6 +258,10 @@ expect wspipe_op_arrive_remote 'U?PRMT .*0x654' 'arrive_remote: mapa (rank into 
 expect wspipe_op_arrive_remote 'MEMBAR\.ALL\.GPU' 'arrive_remote: .release.cluster fence'
 expect wspipe_op_arrive_remote 'SYNCS\.ARRIVE\.TRANS64\.RED\.A1T0 ' 'arrive_remote: arrive 1 on .shared::cluster'
 expect wspipe_op_arrive_expect_tx 'SYNCS\.ARRIVE\.TRANS64 ' 'arrive_expect_tx: arrive 1, tx += n'
+expect wspipe_op_arrive_expect_tx_remote 'U?PRMT .*0x654' 'arrive_expect_tx_remote: mapa (rank into bits 24+)'
+expect wspipe_op_arrive_expect_tx_remote 'MEMBAR\.ALL\.GPU' 'arrive_expect_tx_remote: .release.cluster fence'
+expect wspipe_op_arrive_expect_tx_remote '^SYNCS\.ARRIVE\.TRANS64\.RED RZ, \[[^]]*\], R[0-9]+$' \
+  'arrive_expect_tx_remote: arrive 1, tx += n on .shared::cluster'
 expect wspipe_op_expect_tx 'SYNCS\.ARRIVE\.TRANS64\.RED\.A0TR ' 'expect_tx: arrive 0, tx += n'
 expect wspipe_op_complete_tx 'SYNCS\.ARRIVE\.TRANS64\.RED\.A0TX ' 'complete_tx: arrive 0, tx -= n'
 expect wspipe_op_try_wait 'SYNCS\.PHASECHK\.TRANS64\.TRYWAIT ' 'try_wait: try_wait.parity'
@@ -384,6 +388,25 @@ for n in 0 3; do
   reject "wspipe_op_bulk_wait_group_read_$n" 'CCTL' "bulk_wait_group_read<$n>: reads only, no invalidation"
 done
 
+# cluster launch control (sm_100a only): try_cancel is UGETNEXTWORKID,
+# SELFCAST for the plain form, BROADCAST for .multicast::cluster::all;
+# query_cancel decodes the response from one 16-byte shared load. The tile
+# scheduler's walk kernel holds the CLC protocol on sm_100a and none of it
+# on sm_90a, where the same source is the static grid stride.
+if [ "$tensor" = 1 ]; then
+  expect wspipe_op_clc_try_cancel "${I}UGETNEXTWORKID\.SELFCAST \[UR[0-9]+\], \[UR[0-9]+\]$" \
+    'clc_try_cancel: clusterlaunchcontrol.try_cancel'
+  expect wspipe_op_clc_try_cancel "${I}ELECT " 'clc_try_cancel: issued by one lane'
+  expect wspipe_op_clc_try_cancel_multicast "${I}UGETNEXTWORKID\.BROADCAST \[UR[0-9]+\], \[UR[0-9]+\]$" \
+    'clc_try_cancel_multicast: .multicast::cluster::all'
+  expect wspipe_op_clc_query_cancel "${I}LDS\.128 " 'clc_query_cancel: the 16-byte response, one load'
+  expect wspipe_tile_scheduler_walk "${I}UGETNEXTWORKID\.(SELFCAST|BROADCAST) " 'TileScheduler<2>: CLC requests'
+  expect wspipe_tile_scheduler_walk 'SYNCS\.PHASECHK\.TRANS64\.TRYWAIT ' 'TileScheduler<2>: response and throttle waits'
+else
+  reject wspipe_tile_scheduler_walk 'UGETNEXTWORKID' 'TileScheduler<2> on sm_90a: the static schedule, no CLC'
+  reject wspipe_tile_scheduler_walk 'SYNCS\.PHASECHK' 'TileScheduler<2> on sm_90a: no response or throttle wait'
+fi
+
 # proxy fence; shared-memory tiles: smem_addr is address arithmetic, the
 # access hooks add no instruction
 expect wspipe_op_fence_proxy_async "${I}FENCE\.VIEW\.ASYNC\.S$" 'fence_proxy_async: fence.proxy.async.shared::cta'
@@ -414,12 +437,14 @@ done
 # epilogue's tcgen05.ld, mbarrier waits, the named barrier that publishes
 # the TMEM address (id 1, MMA + epilogue threads: 160), the cluster barrier
 # around the barrier inits, shared_storage's alignment check, and no call
-# or local memory. example_common FUNCTION CTA_GROUP MMA (UTCHMMA/UTCQMMA).
+# or local memory. example_common FUNCTION CTA_GROUP MMA (UTCHMMA/UTCQMMA)
+# [CHECKED]: with CHECKED (persistent-gemm, which B::check's its cluster
+# shape), the one call and the stack are that check's printf.
 example_common() {
-  local fn=$1 g=$2 mma=$3 cta other
+  local fn=$1 g=$2 mma=$3 checked=${4:-} cta other
   cta=$([ "$g" = 2 ] && echo '\.2CTA' || echo '')
   other=$([ "$mma" = UTCHMMA ] && echo 'UTC[QIO]MMA' || echo 'UTC[HIO]MMA')
-  no_calls "$fn"
+  if [ -n "$checked" ]; then no_calls_but_check "$fn"; else no_calls "$fn"; fi
   expect "$fn" "${I}${mma}${cta} gdesc\[UR[0-9]+\], gdesc\[UR[0-9]+\], tmem\[" "mma: ${mma}${cta//\\/}"
   reject "$fn" "$other" "mma: no other kind"
   expect_attr "$fn" "EIATTR_TCGEN05_${g}CTA_USED" ".cta_group::$g"
@@ -427,7 +452,6 @@ example_common() {
   expect "$fn" "${I}UTCATOMSWS${cta}\.FIND_AND_SET\.ALIGN " 'tmem_alloc'
   expect "$fn" "${I}UVIRTCOUNT\.DEALLOC\.SMPOOL " 'tmem_relinquish'
   expect "$fn" "${I}UTCATOMSWS\.AND " 'tmem_dealloc'
-  expect "$fn" "${I}LDTM\.16dp256bit\.x8 R[0-9]+, tmem\[" 'epilogue: tcgen05.ld.16x256b.x8'
   expect "$fn" 'SYNCS\.EXCH\.64 ' 'mbarrier init'
   expect "$fn" 'SYNCS\.PHASECHK\.TRANS64\.TRYWAIT ' 'mbarrier waits'
   expect "$fn" 'UCGABAR_ARV' 'cluster_sync arrive'
@@ -435,11 +459,38 @@ example_common() {
   expect "$fn" 'BAR\.ARV 0x1, 0xa0' 'TMEM address published: bar.arrive 1, 160'
   expect "$fn" 'BAR\.SYNC(\.DEFER_BLOCKING)? 0x1, 0xa0' 'TMEM address awaited: bar.sync 1, 160'
   dynamic_smem_base "$fn"
-  if awk -F'\t' -v fn="$fn" '$1 == fn && $2 ~ / STACK:0 / && $2 ~ / LOCAL:0 / { f = 1 } END { exit !f }' \
+  # The check's printf passes its arguments on the stack (at most 32 bytes);
+  # nothing else may use it.
+  local stack='STACK:0' what='no stack, no local memory (nothing spilled)'
+  if [ -n "$checked" ]; then
+    stack='STACK:(0|8|16|24|32)'
+    what='no local memory (nothing spilled), on the stack only the arguments of the check'"'"'s printf'
+  fi
+  if awk -F'\t' -v fn="$fn" -v st=" $stack " '$1 == fn && $2 ~ st && $2 ~ / LOCAL:0 / { f = 1 } END { exit !f }' \
     "$tmp/resources"; then
-    result ok "$fn" 'no stack, no local memory (nothing spilled)'
+    result ok "$fn" "$what"
   else
     result FAIL "$fn" 'no stack, no local memory' "$(awk -F'\t' -v fn="$fn" '$1 == fn { print $2 }' "$tmp/resources")"
+  fi
+}
+
+# no_calls_but_check FUNCTION: as no_calls, but one CALL.ABS is allowed:
+# the printf of the kernel's B::check (CudaBackend::check prints, then traps).
+no_calls_but_check() {
+  local abs bad
+  abs=$(awk -F'\t' -v fn="$1" '$1 == fn && $3 ~ /^CALL\.ABS/ { n++ } END { print n + 0 }' "$tmp/ops")
+  bad=$(awk -F'\t' -v fn="$1" '
+    $1 == fn { at[$2] = $3; if ($3 ~ /CALL\.REL/) calls[$2] = $3 }
+    END {
+      for (a in calls) {
+        t = calls[a]; sub(/^.* 0x/, "", t)
+        if (at[t] !~ /^BPT\.TRAP/) print calls[a]
+      }
+    }' "$tmp/ops")
+  if [ "$abs" -le 1 ] && [ -z "$bad" ] && grep -q 'vprintf' "$tmp/elf"; then
+    result ok "$1" "no calls but the check's printf (inlined; guardrail traps only)"
+  else
+    result FAIL "$1" 'no calls but the check' "$abs CALL.ABS; $(echo "$bad" | paste -sd';' -)"
   fi
 }
 
@@ -485,6 +536,7 @@ for fn in $gemm_fns; do
   g=${BASH_REMATCH[1]}
   c=${BASH_REMATCH[2]}
   example_common "$fn" "$g" "$([ "${BASH_REMATCH[3]}" = bf16 ] && echo UTCHMMA || echo UTCQMMA)"
+  expect "$fn" "${I}LDTM\.16dp256bit\.x8 R[0-9]+, tmem\[" 'epilogue: tcgen05.ld.16x256b.x8'
   if [ "$g" = 2 ]; then
     expect "$fn" "${I}UTMALDG\.2D\.2CTA \[UR[0-9]+\], \[UR[0-9]+\]$" 'A and B: tma_load<2>'
     reject "$fn" 'UTMALDG\.[1-5]D(\.MULTICAST)? \[' "loads: every one signals the pair's barrier (.2CTA)"
@@ -507,6 +559,69 @@ for fn in $gemm_fns; do
   fi
 done
 
+# persistent-gemm: wspipe_persistent_gemm_cg<G>_x<X>_y<Y>_clc<C>
+# (examples/persistent_gemm.hpp, docs/tile-scheduler.md). The epilogue:
+# four tcgen05.ld.32x32b.x16 (its 32 lanes by 64 columns), then per
+# 16-column piece cp.async.bulk.wait_group.read 1 (DEPBAR.LE SB0, 0x1: the
+# staging buffer's previous store has read it), fence.proxy.async, a TMA
+# store and its commit_group; one full wait_group 0 before exit. The
+# scheduler with CLC (C > 0): try_cancel in both forms (the cluster size is
+# a run-time value: .multicast::cluster::all is BROADCAST, the plain form
+# SELFCAST), query_cancel's 16-byte load, and the remote arrive.expect_tx
+# that arms every CTA's response barrier; with C = 0 none of them. The
+# loads: A multicast along y when Y > 1, B along x when more than one CTA
+# holds the same rows; commits multicast whenever other CTAs fed the MMA.
+for fn in $(awk -F'\t' '$1 ~ /^wspipe_persistent_gemm_/ { print $1 }' "$tmp/ops" | sort -u); do
+  if ! [[ $fn =~ ^wspipe_persistent_gemm_cg([12])_x([1248])_y([1248])_clc([0-9])$ ]]; then
+    result FAIL "$fn" 'persistent-gemm kernel name' 'not wspipe_persistent_gemm_cg<1|2>_x<X>_y<Y>_clc<C>'
+    continue
+  fi
+  g=${BASH_REMATCH[1]}
+  x=${BASH_REMATCH[2]}
+  y=${BASH_REMATCH[3]}
+  c=${BASH_REMATCH[4]}
+  cta=$([ "$g" = 2 ] && echo '\.2CTA' || echo '')
+  example_common "$fn" "$g" UTCHMMA checked
+  expect_count "$fn" "${I}LDTM\.x16 R[0-9]+, tmem\[" 4 'epilogue: four tcgen05.ld.32x32b.x16'
+  expect_count "$fn" "${I}UTMASTG\.2D \[UR[0-9]+\], \[UR[0-9]+\]$" 4 'epilogue: four TMA stores (tma_store<2>)'
+  expect_count "$fn" "${I}UTMACMDFLUSH$" 4 'epilogue: a bulk_commit_group per store'
+  expect_count "$fn" "${I}DEPBAR\.LE SB0, 0x1$" 4 'epilogue: bulk_wait_group_read<1> before each staging write'
+  expect "$fn" "${I}DEPBAR\.LE SB0, 0x0$" 'epilogue: bulk_wait_group<0> before exit'
+  expect_pair "$fn" "${I}MEMBAR\.ALL\.CTA$" "${I}FENCE\.VIEW\.ASYNC\.S$" 'epilogue: fence.proxy.async before the store'
+  if [ "$c" = 0 ]; then
+    reject "$fn" 'UGETNEXTWORKID' 'static schedule: no try_cancel'
+    reject "$fn" '^SYNCS\.ARRIVE\.TRANS64\.RED RZ, \[[^]]*\], R[0-9]+$' 'static schedule: no remote arrive.expect_tx'
+  else
+    expect "$fn" "${I}UGETNEXTWORKID\.SELFCAST \[UR[0-9]+\], \[UR[0-9]+\]$" 'scheduler: try_cancel'
+    expect "$fn" "${I}UGETNEXTWORKID\.BROADCAST \[UR[0-9]+\], \[UR[0-9]+\]$" 'scheduler: try_cancel.multicast::cluster::all'
+    expect "$fn" "${I}LDS\.128 R[0-9]+, \[" 'workers: query_cancel reads the 16-byte response'
+    expect "$fn" '^SYNCS\.ARRIVE\.TRANS64\.RED RZ, \[[^]]*\], R[0-9]+$' 'scheduler: remote arrive.expect_tx(16) on each CTA'
+    expect "$fn" 'SYNCS\.ARRIVE\.TRANS64\.RED\.A1T0 ' 'workers: release a response on CTA 0 (remote arrive)'
+  fi
+  if [ "$y" != 1 ]; then
+    expect "$fn" "${I}UTMALDG\.2D\.MULTICAST${cta} \[UR[0-9]+\], \[UR[0-9]+\], UR[0-9]+$" 'A: multicast along y'
+  fi
+  if [ $((x / g)) -gt 1 ]; then
+    expect "$fn" "${I}UTMALDG\.2D\.MULTICAST${cta} \[UR[0-9]+\], \[UR[0-9]+\], UR[0-9]+$" 'B: multicast along x'
+  fi
+  if [ "$y" = 1 ] && [ $((x / g)) -le 1 ]; then
+    reject "$fn" 'UTMALDG.*MULTICAST' 'loads: no multicast (nothing shared)'
+    expect "$fn" "${I}UTMALDG\.2D${cta} \[UR[0-9]+\], \[UR[0-9]+\]$" "loads: tma_load<$g>"
+  fi
+  if [ "$g" = 2 ]; then
+    reject "$fn" 'UTMALDG\.[1-5]D(\.MULTICAST)? \[' "loads: every one signals the pair's barrier (.2CTA)"
+    expect "$fn" "${I}UTCBAR\.2CTA\.MULTICAST \[UR[0-9]+\], URZ, UR[0-9]+$" 'commits: to the CTAs of the pair and of the masks'
+    reject "$fn" 'UTCBAR(\.MULTICAST)? \[' 'commits: .cta_group::2 only'
+  else
+    expect "$fn" "${I}UTCBAR \[UR[0-9]+\], URZ$" 'accumulator stage: local commit'
+    if [ "$x" = 1 ] && [ "$y" = 1 ]; then
+      reject "$fn" 'UTCBAR.*MULTICAST' 'commits: no multicast'
+    else
+      expect "$fn" "${I}UTCBAR\.MULTICAST \[UR[0-9]+\], URZ, UR[0-9]+$" 'input slot freed in every CTA that fed it'
+    fi
+  fi
+done
+
 # blockwise-fp8: wspipe_blockwise_fp8_cg<G>_s<S>_a<A>, clusters of G CTAs.
 # Per stage three loads (A, B, the A-scales); the epilogue frees the input
 # slot with ordinary arrives besides the MMA warp's commit.
@@ -517,6 +632,7 @@ for fn in $(awk -F'\t' '$1 ~ /^wspipe_blockwise_fp8_/ { print $1 }' "$tmp/ops" |
   fi
   g=${BASH_REMATCH[1]}
   example_common "$fn" "$g" UTCQMMA
+  expect "$fn" "${I}LDTM\.16dp256bit\.x8 R[0-9]+, tmem\[" 'epilogue: tcgen05.ld.16x256b.x8'
   expect "$fn" 'SYNCS\.ARRIVE\.TRANS64(\.RED)?\.A1T0 ' 'epilogue: arrives on input-empty'
   if [ "$g" = 2 ]; then
     expect_count "$fn" "${I}UTMALDG\.2D\.2CTA \[UR[0-9]+\], \[UR[0-9]+\]$" 3 'A, B, A-scales: tma_load<2>'
@@ -535,7 +651,7 @@ done
 echo
 echo "SASS per operation ($arch): instructions, then the interesting ones (xN: N occurrences)"
 interesting='SYNCS|BAR\.|UCGABAR|ELECT|MEMBAR|ERRBAR|FENCE|CCTL|UPRMT .*0x654|SHFL|SR_LANEID|SR_CgaCtaId|SR_CgaSize'
-interesting+='|BPT\.TRAP|WARPSYNC|NANOSLEEP|CALL|UTC|UTMA|LDTM|STTM|UVIRTCOUNT|^NOP$'
+interesting+='|BPT\.TRAP|WARPSYNC|NANOSLEEP|CALL|UTC|UTMA|LDTM|STTM|UVIRTCOUNT|UGETNEXTWORKID|^NOP$'
 # seen FUNCTION OPERANDS: its interesting instructions, "op xN; ...". With
 # OPERANDS 1, S2R, S2UR, UPRMT and SHFL.IDX are shown whole.
 seen() {
@@ -556,7 +672,7 @@ done
 
 echo
 echo "SASS per example kernel: instructions, registers, then the interesting ones"
-for fn in $(awk -F'\t' '$1 ~ /^wspipe_(gemm|blockwise_fp8)_/ { print $1 }' "$tmp/ops" | sort -u); do
+for fn in $(awk -F'\t' '$1 ~ /^wspipe_(gemm|blockwise_fp8|persistent_gemm)_/ { print $1 }' "$tmp/ops" | sort -u); do
   regs=$(awk -F'\t' -v fn="$fn" '$1 == fn { match($2, /REG:[0-9]+/); print substr($2, RSTART + 4, RLENGTH - 4) }' \
     "$tmp/resources")
   printf '  %s: %d instructions, %s registers\n    %s\n' "${fn#wspipe_}" "$(instrs "$fn" | wc -l)" "${regs:-?}" \

@@ -106,6 +106,10 @@ struct EmuBackend {
   static void arrive_expect_tx(SharedMemBarrier& bar, std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) {
     detail::World::current().mbar_arrive(bar, -1, bytes, loc);
   }
+  static void arrive_expect_tx_remote(SharedMemBarrier& bar, std::uint32_t bytes, std::uint32_t cta,
+                                      SourceLoc loc = SourceLoc::current()) {
+    detail::World::current().mbar_arrive(bar, cta, bytes, loc);
+  }
   static void expect_tx(SharedMemBarrier& bar, std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) {
     detail::World::current().mbar_tx(bar, bytes, loc);
   }
