@@ -310,8 +310,8 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
             load(args.a_map, s.a[i] + slice * Cfg::kABytesLoaded, ca, Cfg::a_mask(rank));
           }
           const std::uint32_t slice = Cfg::b_slice(rank);
-          const std::uint32_t half = G == 2 ? (rank & 1u) * Cfg::kBRowsRead : 0;
-          const TmaCoords cb{{kc, static_cast<std::int32_t>(col0 + half + slice * Cfg::kBRowsLoaded)}};
+          const std::uint32_t b_row0 = col0 + (G == 2 ? (rank & 1u) * Cfg::kBRowsRead : 0);
+          const TmaCoords cb{{kc, static_cast<std::int32_t>(b_row0 + slice * Cfg::kBRowsLoaded)}};
           load(args.b_map, s.b[i] + slice * Cfg::kBBytesLoaded, cb, Cfg::b_mask(rank));
         });
       }

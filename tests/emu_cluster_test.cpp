@@ -55,7 +55,7 @@ std::string bad_launch(const emu::LaunchConfig& l) {
 // Every shape of the issue: the CTAs see their shape, their ranks are
 // 0..size-1 once each, a cluster barrier joins them all, and a remote arrive
 // reaches rank 0's barrier from every rank.
-TEST(emu_Cluster, ShapesRunWithRanksXFastestAndEveryRankArrives) {
+TEST(emu_Cluster, ShapesRunWithEveryRankOnceAndEveryRankArrives) {
   struct S {
     SharedMemBarrier all;
   };

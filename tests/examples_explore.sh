@@ -18,7 +18,8 @@ json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[
 scenarios=$(awk '$1 !~ /\// && $2 == "expect=ok" && $1 != "ring" {print $1}' "$tmp/list")
 [[ -n "$scenarios" ]] || fail "wspipe list shows no example scenarios"
 
-# 1. correct kernels: $RUNS (200) runs each, cta_group 1 and 2 (gemm: both dtypes;
+# 1. correct kernels: $RUNS (200) runs each, cta_group 1 and 2 (gemm: both dtypes,
+# cluster shapes 2x1, 4x1 and 2x2;
 # tile-reduce: clusters of 1 and 2; tmem-coresident: 1, 2 and 4 CTAs per SM)
 for s in $scenarios; do
   configs=("--cta-group 1" "--cta-group 2")
@@ -26,7 +27,9 @@ for s in $scenarios; do
   [[ "$s" == tmem-coresident ]] && configs=("--ctas-per-sm 1" "--ctas-per-sm 2" "--ctas-per-sm 4 --clusters 8 --cols 128")
   [[ "$s" == gemm ]] && configs=("--cta-group 1 --dtype bf16" "--cta-group 1 --dtype fp8"
                                  "--cta-group 2 --dtype bf16" "--cta-group 2 --dtype fp8"
-                                 "--cluster 2" "--manual-a 1")
+                                 "--cluster 2" "--manual-a 1"
+                                 "--cluster 4 --m 512" "--cluster 2 --cluster-y 2 --n 128"
+                                 "--cta-group 2 --cluster 4 --m 512" "--cta-group 2 --cluster 2 --cluster-y 2 --n 128")
   for c in "${configs[@]}"; do
     # shellcheck disable=SC2086
     set +e; "$W" explore "$s" --runs "$RUNS" $c >"$tmp/out" 2>&1; rc=$?; set -e
