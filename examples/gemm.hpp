@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/backend.hpp"
 #include "core/cluster.hpp"
@@ -93,7 +94,9 @@ struct GemmConfig {
   static_assert(Stages >= 1 && Stages <= 4, "GemmConfig: Stages must be in [1, 4] (shared memory)");
 
   static constexpr int kCtaGroup = CtaGroup;
-  static constexpr ClusterShape kShape{ClusterX, ClusterY, 1};
+  static constexpr ClusterShape kShape{ClusterX, ClusterY, 1};  // host code
+  // The same for device code, which cannot odr-use a static data member.
+  WSPIPE_HD static constexpr ClusterShape shape() { return ClusterShape{ClusterX, ClusterY, 1}; }
   static constexpr int kClusterSize = ClusterX * ClusterY;
   static constexpr int kStages = Stages;
   static constexpr int kAccumStages = AccumStages;
@@ -103,8 +106,10 @@ struct GemmConfig {
   static constexpr std::uint32_t kBlockK = kGemmBlockKBytes / kElemBytes;  // elements
   static constexpr std::uint32_t kClusterM = kGemmBlockM * ClusterX;       // D rows per cluster tile
   static constexpr std::uint32_t kClusterN = kGemmBlockN * ClusterY;       // D columns per cluster tile
-  // A rows each CTA loads (and multicasts along y when ClusterY > 1).
-  static constexpr std::uint32_t kARowsLoaded = kGemmBlockM / ClusterY;
+  // A rows each CTA loads: its share among the CTAs of its row (along y),
+  // which need the same A tile.
+  static constexpr std::uint32_t kASharers = ClusterY;
+  static constexpr std::uint32_t kARowsLoaded = kGemmBlockM / kASharers;
   // B rows each CTA's MMA reads from its own shared memory: the pair splits B.
   static constexpr std::uint32_t kBRowsRead = CtaGroup == 2 ? kGemmBlockN / 2 : kGemmBlockN;
   // B rows each CTA loads: its share of the B rows it reads, among the CTAs
@@ -128,15 +133,15 @@ struct GemmConfig {
   // load warp wrote into the slots it read (0: its own CTA only, unicast).
   WSPIPE_HD static constexpr std::uint16_t input_commit_mask(std::uint32_t rank) {
     if (kClusterSize == 1) return 0;
-    std::uint16_t mask = kShape.mask_along_x(rank) | kShape.mask_along_y(rank);
-    if (CtaGroup == 2) mask |= kShape.mask_along_y(rank ^ 1u);
+    std::uint16_t mask = shape().mask_along_x(rank) | shape().mask_along_y(rank);
+    if (CtaGroup == 2) mask |= shape().mask_along_y(rank ^ 1u);
     return mask;
   }
   // The multicast mask of this CTA's share of A (its row along y) and of B
   // (its column along x, the CTAs of its x parity for cta_group 2).
-  WSPIPE_HD static constexpr std::uint16_t a_mask(std::uint32_t rank) { return kShape.mask_along_y(rank); }
+  WSPIPE_HD static constexpr std::uint16_t a_mask(std::uint32_t rank) { return shape().mask_along_y(rank); }
   WSPIPE_HD static constexpr std::uint16_t b_mask(std::uint32_t rank) {
-    const std::uint16_t column = kShape.mask_along_x(rank);
+    const std::uint16_t column = shape().mask_along_x(rank);
     if (CtaGroup == 1) return column;
     std::uint16_t same_parity = 0;
     for (std::uint32_t r = rank & 1u; r < 16; r += 2) same_parity |= static_cast<std::uint16_t>(1u << r);
@@ -144,9 +149,9 @@ struct GemmConfig {
   }
   // This CTA's slice of the A rows it needs (among its row's CTAs), and of
   // the B rows it reads (among their sharers).
-  WSPIPE_HD static constexpr std::uint32_t a_slice(std::uint32_t rank) { return kShape.y_of(rank); }
+  WSPIPE_HD static constexpr std::uint32_t a_slice(std::uint32_t rank) { return shape().y_of(rank); }
   WSPIPE_HD static constexpr std::uint32_t b_slice(std::uint32_t rank) {
-    return CtaGroup == 2 ? kShape.x_of(rank) / 2 : kShape.x_of(rank);
+    return CtaGroup == 2 ? shape().x_of(rank) / 2 : shape().x_of(rank);
   }
   static constexpr OutputPipelineConfig kOpc{AccumStages, kTmemColumns / AccumStages, CtaGroup};
   static_assert(kTmemColumns / AccumStages >= kGemmBlockN,
@@ -244,7 +249,7 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
   const std::uint16_t mma_complete_mask =
       G == 1                                 ? static_cast<std::uint16_t>(1u << rank)
       : bug == GemmBug::pair_mask_unshifted ? std::uint16_t{0b11}
-                                             : Cfg::kShape.pair_mask(rank);
+                                             : Cfg::shape().pair_mask(rank);
 
   const auto tiles = GemmTileSchedule::make<B>(args.m, args.n, Cfg::kClusterM, Cfg::kClusterN);
   const std::uint32_t k_blocks = args.k / Cfg::kBlockK;
@@ -296,23 +301,27 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
           // This CTA's slice of A, into every CTA of its row along y at the
           // slice's offset; then its slice of the B rows it reads (the pair's
           // odd CTA reads the upper half for cta_group 2), into the CTAs of
-          // its column that read them. A slice for this CTA alone is a plain load.
-          auto load = [&](const typename B::TmaMap& map, std::uint8_t* dst, const TmaCoords& c, std::uint16_t mask) {
-            if (mask == (1u << rank)) {
-              B::template tma_load<G>(map, dst, stage.full_mbar(), c);
-            } else {
+          // its column that read them. A tile no other CTA shares is a plain
+          // load (decided at compile time: no multicast in its SASS).
+          auto load = [&](auto shared, const typename B::TmaMap& map, std::uint8_t* dst, const TmaCoords& c,
+                          std::uint16_t mask) {
+            if constexpr (decltype(shared)::value) {
               B::template tma_load_multicast<G>(map, dst, stage.full_mbar(), c, mask);
+            } else {
+              B::template tma_load<G>(map, dst, stage.full_mbar(), c);
             }
           };
           if (!args.manual_a) {
             const std::uint32_t slice = Cfg::a_slice(rank);
             const TmaCoords ca{{kc, static_cast<std::int32_t>(row0 + slice * Cfg::kARowsLoaded)}};
-            load(args.a_map, s.a[i] + slice * Cfg::kABytesLoaded, ca, Cfg::a_mask(rank));
+            load(std::bool_constant<(Cfg::kASharers > 1)>{}, args.a_map, s.a[i] + slice * Cfg::kABytesLoaded, ca,
+                 Cfg::a_mask(rank));
           }
           const std::uint32_t slice = Cfg::b_slice(rank);
           const std::uint32_t b_row0 = col0 + (G == 2 ? (rank & 1u) * Cfg::kBRowsRead : 0);
           const TmaCoords cb{{kc, static_cast<std::int32_t>(b_row0 + slice * Cfg::kBRowsLoaded)}};
-          load(args.b_map, s.b[i] + slice * Cfg::kBBytesLoaded, cb, Cfg::b_mask(rank));
+          load(std::bool_constant<(Cfg::kBSharers > 1)>{}, args.b_map, s.b[i] + slice * Cfg::kBBytesLoaded, cb,
+               Cfg::b_mask(rank));
         });
       }
     }
