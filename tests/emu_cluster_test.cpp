@@ -290,6 +290,54 @@ TEST(emu_Cluster, CtaGroupTwoCommitBeyondThePairIsLegal) {
   }
 }
 
+// ------------------------------------------------------------ co-residency
+
+// Two 2x2 clusters with two CTAs per SM: the rank-r CTAs of both clusters
+// share SM r and its 512 columns. Each CTA holds all 512 until its cluster
+// barrier, so once cluster 0's rank 0 and cluster 1's rank 1 have allocated,
+// each cluster waits for a CTA that waits for the other: the crosswise
+// deadlock that the CUDA examples avoid with one CTA per SM. One CTA per SM
+// never deadlocks.
+TEST(emu_Cluster, CoresidentClustersShareSmsByRankAndCanDeadlockCrosswise) {
+  struct S {
+    std::uint32_t addr;
+  };
+  auto kernel = [](std::uint32_t per_sm) {
+    emu::Kernel k;
+    k.launch = shape_launch({2, 2, 1}, 1, sizeof(S), false, 2);
+    k.launch.ctas_per_sm = per_sm;
+    k.body = [] {
+      auto& s = B::shared_storage<S>();
+      B::tmem_alloc<1>(&s.addr, 512);
+      B::syncwarp();
+      B::tmem_relinquish<1>();
+      B::cluster_sync();
+      B::tmem_dealloc<1>(s.addr, 512);
+    };
+    return k;
+  };
+  const auto shared = emu::explore(kernel(2), wspipe::test::fixed_runs(200));
+  ASSERT_TRUE(shared.failure.has_value()) << shared.report();
+  EXPECT_EQ(shared.failure->outcome, "deadlock") << shared.report();
+  // Every CTA waits at the cluster barrier or in tcgen05.alloc, at least
+  // one of each cluster in the alloc; CTA c (rank c % 4 of cluster c / 4)
+  // waits for SM c % 4, whose columns the same rank of the other cluster
+  // holds.
+  std::uint32_t in_alloc[2] = {0, 0};
+  for (const emu::BlockedWarp& b : shared.failure->result.blocked) {
+    if (b.op == "cluster_sync") continue;
+    ASSERT_EQ(b.op, "tcgen05.alloc") << shared.report();
+    const std::uint32_t cta = static_cast<std::uint32_t>(std::stoul(b.warp.substr(3)));
+    ++in_alloc[cta / 4];
+    EXPECT_TRUE(contains(b.state, "of SM " + std::to_string(cta % 4) + ";")) << b.state;
+    EXPECT_TRUE(contains(b.state, "held by cta" + std::to_string(cta ^ 4u) + "/w0")) << b.state;
+  }
+  EXPECT_GE(in_alloc[0], 1u);
+  EXPECT_GE(in_alloc[1], 1u);
+  const auto alone = emu::explore(kernel(1), wspipe::test::fixed_runs(50));
+  EXPECT_TRUE(alone.ok()) << alone.report();
+}
+
 // ------------------------------------------------------------ the grid
 
 // Clusters sit side by side along x: a canceled cluster k of a 2x2 shape
