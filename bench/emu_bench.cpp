@@ -146,6 +146,7 @@ void BM_EmuGemm(benchmark::State& state) {
   const wspipe::examples::Scenario* gemm = wspipe::examples::find_scenario("gemm");
   wspipe::examples::OptionValues values = defaults(*gemm);
   values["cta-group"] = static_cast<std::uint64_t>(state.range(0));
+  gemm->resolve(values);  // cta_group 2: clusters of 2 (Scenario::prepare takes resolved values)
   wspipe::emu::RunOptions opts;
   opts.trace = false;
   opts.race_check = state.range(1) != 0;

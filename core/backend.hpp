@@ -31,6 +31,7 @@
 
 #include "barrier.hpp"
 #include "clc.hpp"
+#include "cluster.hpp"
 #include "config.hpp"
 #include "tcgen05.hpp"
 #include "tma.hpp"
@@ -59,6 +60,7 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64
   { B::lane_idx() } -> std::same_as<std::uint32_t>;  // only with one lane active
   { B::cta_rank() } -> std::same_as<std::uint32_t>;  // rank in the cluster
   { B::cluster_size() } -> std::same_as<std::uint32_t>;
+  { B::cluster_shape() } -> std::same_as<ClusterShape>;  // %cluster_nctaid.{x,y,z}; ranks x fastest
   { B::cluster_idx() } -> std::same_as<std::uint32_t>;   // this CTA's cluster in the (1-D) grid
   { B::num_clusters() } -> std::same_as<std::uint32_t>;  // clusters in the grid
   { B::elect_one(detail::NoOp{}) } -> std::same_as<void>;

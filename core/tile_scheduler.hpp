@@ -142,13 +142,14 @@ class TileScheduler {
   }
   // The response of the current slot: a canceled cluster's tile, or the
   // end (failed: no cluster was left to cancel, or the request was refused).
-  // The first CTA id is that of a 1-D grid of clusters, CTA ids
-  // x = cluster * cluster_size (the emulator's and the CUDA launch's grids).
+  // The grid is its clusters side by side along x, (num_clusters * dim.x,
+  // dim.y, dim.z) CTAs (the emulator's and the CUDA launch's grids), so
+  // the first CTA of cluster k has x = k * dim.x.
   WSPIPE_HD TileWork decode_response(SourceLoc loc = SourceLoc::current()) const {
     static_assert(kUsesClc, "TileScheduler::decode_response: CLC mode only");
     ClcResponse& r = s_->response[clc_.consumer_stage()];
     if (!B::clc_is_canceled(r, loc)) return {};
-    const std::uint32_t tile = B::clc_first_ctaid(r, loc).x / B::cluster_size();
+    const std::uint32_t tile = B::clc_first_ctaid(r, loc).x / B::cluster_shape().x;
     return {tile, tile < num_tiles_};
   }
   // Every lane arrives on CTA 0's empty[s] (the count is in threads), then

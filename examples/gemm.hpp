@@ -13,16 +13,27 @@
 // 64-column output tile per accumulator stage. Output tiles are spread over
 // the clusters round-robin, several per CTA, so accumulator stages wrap.
 //
-// Cluster shapes (GemmConfig): cta_group 1 with clusters of 1; cta_group 1
-// with clusters of 2, the CTAs of a cluster computing 256 rows of one tile
-// and sharing its B tile (each loads half and multicasts it to both); and
-// cta_group 2, the CTA pair's even CTA issuing 256-row MMAs over both CTAs'
-// operands. The broken variants each plant one real bug of HARDWARE.md §6.
+// Cluster shapes (GemmConfig, core/cluster.hpp): dim.x by dim.y CTAs, 1x1,
+// 2x1, 4x1 or 2x2. The cluster computes a block of dim.x * 128 rows by
+// dim.y * 64 columns of D, CTA (x, y) the 128 x 64 tile at row block x and
+// column block y. The CTAs of one row of the cluster (same x) need the same
+// A tile: each loads 128 / dim.y of its rows and multicasts them along y.
+// The CTAs of one column (same y) need the same B tile: each loads
+// 64 / dim.x of its rows and multicasts them along x. With cta_group 2 the
+// CTA pair (ranks 2k, 2k+1, adjacent in x) is one 256-row MMA issued by its
+// even CTA over both CTAs' operands, each CTA holding half of B: the B half
+// is shared by the dim.x / 2 CTAs of the column with the same x parity.
+// Every CTA whose multicast writes into a CTA's slot must learn that the
+// slot is free: the MMA's commit on input-empty goes to the whole cross
+// (its row along x and its column along y, for both CTAs of a pair). The
+// broken variants each plant one real bug of HARDWARE.md §6.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/backend.hpp"
+#include "core/cluster.hpp"
 #include "core/input_pipeline.hpp"
 #include "core/output_pipeline.hpp"
 #include "core/smem.hpp"
@@ -49,6 +60,7 @@ enum class GemmBug : std::uint8_t {
   expect_tx_mismatch,            // 13: 16 bytes more expected than the loads deliver
   exit_before_drain,             // 15: the load warp exits without draining the input ring
   no_proxy_fence,                // 17: A written by ordinary stores, no fence.proxy.async
+  pair_mask_unshifted,           // 16: cta_group 2, clusters of 4+: accum-full commit to 0x3, not the own pair
   // The epilogue computes its accumulator stage's TMEM column in the elected
   // lane only; the other lanes keep the allocation's base, so tcgen05.ld
   // (.sync.aligned) gets a different address in different lanes once a
@@ -70,42 +82,86 @@ inline constexpr std::uint32_t kGemmLoadWarp = 4;
 inline constexpr std::uint32_t kGemmMmaWarp = 5;
 inline constexpr std::uint32_t kGemmWarps = 6;
 
-template <int CtaGroup, int ClusterSize, int Stages, int AccumStages, ElemType In>
+// ClusterX by ClusterY CTAs per cluster (the old ClusterSize is ClusterX).
+template <int CtaGroup, int ClusterX, int Stages, int AccumStages, ElemType In, int ClusterY = 1>
 struct GemmConfig {
   static_assert(CtaGroup == 1 || CtaGroup == 2, "GemmConfig: CtaGroup must be 1 or 2");
-  static_assert(ClusterSize == 1 || ClusterSize == 2, "GemmConfig: ClusterSize must be 1 or 2");
-  static_assert(CtaGroup == 1 || ClusterSize == 2, "GemmConfig: CtaGroup 2 needs a cluster of 2 (the CTA pair)");
+  static_assert(ClusterX == 1 || ClusterX == 2 || ClusterX == 4, "GemmConfig: ClusterX must be 1, 2 or 4");
+  static_assert(ClusterY == 1 || ClusterY == 2, "GemmConfig: ClusterY must be 1 or 2");
+  static_assert(CtaGroup == 1 || ClusterX % 2 == 0,
+                "GemmConfig: CtaGroup 2 needs an even ClusterX (the CTA pair is two CTAs adjacent in x)");
   static_assert(In == ElemType::bf16 || In == ElemType::e4m3, "GemmConfig: In must be bf16 or e4m3");
   static_assert(Stages >= 1 && Stages <= 4, "GemmConfig: Stages must be in [1, 4] (shared memory)");
 
   static constexpr int kCtaGroup = CtaGroup;
-  static constexpr int kClusterSize = ClusterSize;
+  static constexpr ClusterShape kShape{ClusterX, ClusterY, 1};  // host code
+  // The same for device code, which cannot odr-use a static data member.
+  WSPIPE_HD static constexpr ClusterShape shape() { return ClusterShape{ClusterX, ClusterY, 1}; }
+  static constexpr int kClusterSize = ClusterX * ClusterY;
   static constexpr int kStages = Stages;
   static constexpr int kAccumStages = AccumStages;
   static constexpr ElemType kIn = In;
   static constexpr MmaKind kKind = In == ElemType::bf16 ? MmaKind::f16 : MmaKind::f8f6f4;
   static constexpr std::uint32_t kElemBytes = elem_bytes(In);
   static constexpr std::uint32_t kBlockK = kGemmBlockKBytes / kElemBytes;  // elements
-  static constexpr std::uint32_t kClusterM = kGemmBlockM * ClusterSize;    // D rows per cluster tile
-  // B rows each CTA loads: the pair splits B for cta_group 2; a cluster of
-  // two cta_group-1 CTAs shares B, each loading half for both.
-  static constexpr std::uint32_t kBRowsLoaded = ClusterSize == 2 ? kGemmBlockN / 2 : kGemmBlockN;
-  // B rows each CTA's MMA reads from its own shared memory.
+  static constexpr std::uint32_t kClusterM = kGemmBlockM * ClusterX;       // D rows per cluster tile
+  static constexpr std::uint32_t kClusterN = kGemmBlockN * ClusterY;       // D columns per cluster tile
+  // A rows each CTA loads: its share among the CTAs of its row (along y),
+  // which need the same A tile.
+  static constexpr std::uint32_t kASharers = ClusterY;
+  static constexpr std::uint32_t kARowsLoaded = kGemmBlockM / kASharers;
+  // B rows each CTA's MMA reads from its own shared memory: the pair splits B.
   static constexpr std::uint32_t kBRowsRead = CtaGroup == 2 ? kGemmBlockN / 2 : kGemmBlockN;
+  // B rows each CTA loads: its share of the B rows it reads, among the CTAs
+  // of its column that read the same ones (ClusterX of them, or ClusterX / 2
+  // for cta_group 2).
+  static constexpr std::uint32_t kBSharers = CtaGroup == 2 ? ClusterX / 2 : ClusterX;
+  static constexpr std::uint32_t kBRowsLoaded = kBRowsRead / kBSharers;
   static constexpr std::uint32_t kABytes = kGemmBlockM * kGemmBlockKBytes;
+  static constexpr std::uint32_t kABytesLoaded = kARowsLoaded * kGemmBlockKBytes;
   static constexpr std::uint32_t kBBytesLoaded = kBRowsLoaded * kGemmBlockKBytes;
-  // What one stage's full barrier expects (on the even CTA only, for
-  // cta_group 2, whose barrier both CTAs' loads signal).
-  static constexpr std::uint32_t kStageBytes =
-      CtaGroup == 2 ? 2 * (kABytes + kBBytesLoaded) : kABytes + kGemmBlockN * kGemmBlockKBytes;
-  // The commits that free an input slot: each CTA's MMA commits to both
-  // CTAs of a shared-B cluster; the pair's one MMA warp commits once.
-  static constexpr std::uint32_t kInputConsumers = (CtaGroup == 1 && ClusterSize == 2) ? 2 : 1;
-  static constexpr std::uint16_t kInputCommitMask = ClusterSize == 2 ? 0b11 : 0;
+  // What one stage's full barrier expects: every byte of the CTA's A and B
+  // tiles, whoever loaded them (on the even CTA only, for cta_group 2,
+  // whose barrier both CTAs' bytes signal).
+  static constexpr std::uint32_t kStageBytes = CtaGroup * (kABytes + kBRowsRead * kGemmBlockKBytes);
+  // The commits that free an input slot: one from each MMA whose operands a
+  // multicast of this CTA's load warp writes (the CTAs of its row along x
+  // and of its column along y; for cta_group 2, the pairs' issuing CTAs).
+  static constexpr std::uint32_t kInputConsumers =
+      CtaGroup == 1 ? ClusterX + ClusterY - 1 : ClusterX / 2 + ClusterY - 1;
+  // Where the MMA warp of `rank` commits to free a slot: every CTA whose
+  // load warp wrote into the slots it read (0: its own CTA only, unicast).
+  WSPIPE_HD static constexpr std::uint16_t input_commit_mask(std::uint32_t rank) {
+    if (kClusterSize == 1) return 0;
+    std::uint16_t mask = shape().mask_along_x(rank) | shape().mask_along_y(rank);
+    if (CtaGroup == 2) mask |= shape().mask_along_y(rank ^ 1u);
+    return mask;
+  }
+  // The multicast mask of this CTA's share of A (its row along y) and of B
+  // (its column along x, the CTAs of its x parity for cta_group 2).
+  WSPIPE_HD static constexpr std::uint16_t a_mask(std::uint32_t rank) { return shape().mask_along_y(rank); }
+  WSPIPE_HD static constexpr std::uint16_t b_mask(std::uint32_t rank) {
+    const std::uint16_t column = shape().mask_along_x(rank);
+    if (CtaGroup == 1) return column;
+    std::uint16_t same_parity = 0;
+    for (std::uint32_t r = rank & 1u; r < 16; r += 2) same_parity |= static_cast<std::uint16_t>(1u << r);
+    return column & same_parity;
+  }
+  // This CTA's slice of the A rows it needs (among its row's CTAs), and of
+  // the B rows it reads (among their sharers).
+  WSPIPE_HD static constexpr std::uint32_t a_slice(std::uint32_t rank) { return shape().y_of(rank); }
+  WSPIPE_HD static constexpr std::uint32_t b_slice(std::uint32_t rank) {
+    return CtaGroup == 2 ? shape().x_of(rank) / 2 : shape().x_of(rank);
+  }
   static constexpr OutputPipelineConfig kOpc{AccumStages, kTmemColumns / AccumStages, CtaGroup};
   static_assert(kTmemColumns / AccumStages >= kGemmBlockN,
                 "GemmConfig: AccumStages must leave each accumulator stage at least 64 columns");
 };
+
+static_assert(GemmConfig<1, 2, 1, 1, ElemType::bf16, 2>::input_commit_mask(3) == 0b1110);
+static_assert(GemmConfig<2, 4, 1, 1, ElemType::bf16>::input_commit_mask(0) == 0b1111);
+static_assert(GemmConfig<2, 4, 1, 1, ElemType::bf16>::b_mask(1) == 0b1010);
+static_assert(GemmConfig<2, 2, 1, 1, ElemType::bf16, 2>::input_commit_mask(0) == 0b1111);
 
 template <class Cfg>
 struct GemmStorage {
@@ -142,27 +198,34 @@ WSPIPE_HD std::uint64_t gemm_smem_desc(const void* tile, std::uint32_t k_bytes) 
       .encode();
 }
 
-// The persistent schedule: output tiles of cluster_m x kGemmBlockN, in
-// row-major order, taken by the clusters round-robin. Every warp of a
-// cluster walks the same sequence.
+// The persistent schedule: cluster tiles of cluster_m x cluster_n, in
+// row-major order, taken by the clusters round-robin; CTA (x, y) of the
+// cluster (B::cluster_shape()) computes the 128 x 64 block at row block x,
+// column block y of each. Every warp of a cluster walks the same sequence.
 struct GemmTileSchedule {
   std::uint32_t tiles_n = 0, num_tiles = 0, first = 0, step = 1;
-  std::uint32_t cluster_m = 0, cta_row = 0;  // this CTA's first row within a cluster tile
+  std::uint32_t cluster_m = 0, cluster_n = 0;
+  std::uint32_t cta_row = 0, cta_col = 0;  // this CTA's first row and column within a cluster tile
 
   template <Backend B>
-  WSPIPE_HD static GemmTileSchedule make(std::uint32_t m, std::uint32_t n, std::uint32_t cluster_m) {
+  WSPIPE_HD static GemmTileSchedule make(std::uint32_t m, std::uint32_t n, std::uint32_t cluster_m,
+                                         std::uint32_t cluster_n = kGemmBlockN) {
     GemmTileSchedule s;
-    s.tiles_n = n / kGemmBlockN;
+    const ClusterShape shape = B::cluster_shape();
+    const std::uint32_t rank = B::cta_rank();
+    s.tiles_n = n / cluster_n;
     s.num_tiles = (m / cluster_m) * s.tiles_n;
     s.first = B::cluster_idx();
     s.step = B::num_clusters();
     s.cluster_m = cluster_m;
-    s.cta_row = B::cta_rank() * kGemmBlockM;
+    s.cluster_n = cluster_n;
+    s.cta_row = shape.x_of(rank) * kGemmBlockM;
+    s.cta_col = shape.y_of(rank) * kGemmBlockN;
     return s;
   }
   // Tile t's first row of D in this CTA, and its first column.
   WSPIPE_HD std::uint32_t row0(std::uint32_t t) const { return (t / tiles_n) * cluster_m + cta_row; }
-  WSPIPE_HD std::uint32_t col0(std::uint32_t t) const { return (t % tiles_n) * kGemmBlockN; }
+  WSPIPE_HD std::uint32_t col0(std::uint32_t t) const { return (t % tiles_n) * cluster_n + cta_col; }
 };
 
 template <Backend B, class Cfg>
@@ -181,9 +244,14 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
   const std::uint32_t rank = B::cta_rank();
   const bool leader = (rank & 1u) == 0;  // the pair's even CTA issues its MMAs
   const GemmBug bug = args.bug;
-  const std::uint16_t mma_complete_mask = G == 2 ? 0b11 : static_cast<std::uint16_t>(1u << rank);
+  // The accumulator's commit reaches both CTAs of the pair (their epilogues
+  // each wait on their own accum-full); bug 16 names the first pair instead.
+  const std::uint16_t mma_complete_mask =
+      G == 1                                 ? static_cast<std::uint16_t>(1u << rank)
+      : bug == GemmBug::pair_mask_unshifted ? std::uint16_t{0b11}
+                                             : Cfg::shape().pair_mask(rank);
 
-  const auto tiles = GemmTileSchedule::make<B>(args.m, args.n, Cfg::kClusterM);
+  const auto tiles = GemmTileSchedule::make<B>(args.m, args.n, Cfg::kClusterM, Cfg::kClusterN);
   const std::uint32_t k_blocks = args.k / Cfg::kBlockK;
 
   if (warp == kGemmMmaWarp) {
@@ -230,17 +298,30 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
             if (bug == GemmBug::expect_tx_mismatch) bytes += 16;
             stage.expect_bytes(bytes);
           }
-          const TmaCoords ca{{kc, static_cast<std::int32_t>(row0)}};
-          if (!args.manual_a) B::template tma_load<G>(args.a_map, s.a[i], stage.full_mbar(), ca);
-          if constexpr (Cfg::kClusterSize == 2 && G == 1) {
-            // Half of the shared B tile, into both CTAs at this half's offset.
-            const TmaCoords cb{{kc, static_cast<std::int32_t>(col0 + rank * Cfg::kBRowsLoaded)}};
-            B::template tma_load_multicast<1>(args.b_map, s.b[i] + rank * Cfg::kBBytesLoaded, stage.full_mbar(), cb,
-                                              0b11);
-          } else {
-            const TmaCoords cb{{kc, static_cast<std::int32_t>(col0 + (G == 2 ? rank * Cfg::kBRowsLoaded : 0))}};
-            B::template tma_load<G>(args.b_map, s.b[i], stage.full_mbar(), cb);
+          // This CTA's slice of A, into every CTA of its row along y at the
+          // slice's offset; then its slice of the B rows it reads (the pair's
+          // odd CTA reads the upper half for cta_group 2), into the CTAs of
+          // its column that read them. A tile no other CTA shares is a plain
+          // load (decided at compile time: no multicast in its SASS).
+          auto load = [&](auto shared, const typename B::TmaMap& map, std::uint8_t* dst, const TmaCoords& c,
+                          std::uint16_t mask) {
+            if constexpr (decltype(shared)::value) {
+              B::template tma_load_multicast<G>(map, dst, stage.full_mbar(), c, mask);
+            } else {
+              B::template tma_load<G>(map, dst, stage.full_mbar(), c);
+            }
+          };
+          if (!args.manual_a) {
+            const std::uint32_t slice = Cfg::a_slice(rank);
+            const TmaCoords ca{{kc, static_cast<std::int32_t>(row0 + slice * Cfg::kARowsLoaded)}};
+            load(std::bool_constant<(Cfg::kASharers > 1)>{}, args.a_map, s.a[i] + slice * Cfg::kABytesLoaded, ca,
+                 Cfg::a_mask(rank));
           }
+          const std::uint32_t slice = Cfg::b_slice(rank);
+          const std::uint32_t b_row0 = col0 + (G == 2 ? (rank & 1u) * Cfg::kBRowsRead : 0);
+          const TmaCoords cb{{kc, static_cast<std::int32_t>(b_row0 + slice * Cfg::kBRowsLoaded)}};
+          load(std::bool_constant<(Cfg::kBSharers > 1)>{}, args.b_map, s.b[i] + slice * Cfg::kBBytesLoaded, cb,
+               Cfg::b_mask(rank));
         });
       }
     }
@@ -278,7 +359,7 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
           if (bug == GemmBug::slot_release_on_issue) {
             B::elect_one([&] { B::arrive(in.empty_mbar()); });  // the bug: the MMAs may still be reading
           } else {
-            in.template commit<G>(Cfg::kInputCommitMask);
+            in.template commit<G>(Cfg::input_commit_mask(rank));
           }
         }
         if (bug == GemmBug::unelected_commit) {

@@ -144,7 +144,7 @@ struct GemmProblem {
   // emulator; device copies for the GPU), boxes as the kernel loads them.
   template <class Cfg>
   TensorMap a_map(const void* a_base) const {
-    return operand_map(a_base, m, kGemmBlockM);
+    return operand_map(a_base, m, Cfg::kARowsLoaded);
   }
   template <class Cfg>
   TensorMap b_map(const void* b_base) const {
@@ -156,7 +156,12 @@ struct GemmProblem {
   std::string shape_error() const {
     if (m == 0 || m % Cfg::kClusterM != 0)
       return "--m must be a positive multiple of " + std::to_string(Cfg::kClusterM) + " (128 rows per CTA)";
-    if (n == 0 || n % kGemmBlockN != 0) return "--n must be a positive multiple of 64";
+    if (n == 0 || n % Cfg::kClusterN != 0) {
+      std::string e = "--n must be a positive multiple of ";
+      e += std::to_string(Cfg::kClusterN);
+      e += " (64 columns per CTA of a cluster row)";
+      return e;
+    }
     if (k == 0 || k % Cfg::kBlockK != 0)
       return "--k must be a positive multiple of " + std::to_string(Cfg::kBlockK) + " (128 bytes of " +
              to_string(in) + ")";

@@ -2,6 +2,7 @@
 // examples/gemm.hpp each run uses.
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -42,21 +43,45 @@ emu::Kernel prepare_config(const std::shared_ptr<GemmRun>& run, std::uint32_t cl
   run->args.n = p.n;
   run->args.k = p.k;
   emu::Kernel prep;
-  prep.launch = warp_specialized_launch(clusters, Cfg::kClusterSize, sizeof(GemmStorage<Cfg>));
+  prep.launch = warp_specialized_launch(clusters, Cfg::kShape, sizeof(GemmStorage<Cfg>));
   prep.body = [run] { gemm_kernel<EmuBackend, Cfg>(run->args); };
   prep.verify = [run] { return compare_exact(run->d, run->in->problem.m, run->in->problem.n, run->in->reference()); };
   return prep;
 }
 
-// The run-time options pick one instantiation: the cluster shape, the
-// dtype, stages 1-4 and accumulator stages 1, 2 or 4.
-template <int G, int C>
+// The run-time options pick one instantiation: the cta_group and cluster
+// shape (X by Y CTAs), the dtype, stages 1-4 and accumulator stages 1, 2 or 4.
+template <int G, int X, int Y>
 emu::Kernel with_dtype(ElemType t, std::uint32_t stages, std::uint32_t accum, const std::shared_ptr<GemmRun>& run,
-                    std::uint32_t clusters) {
+                       std::uint32_t clusters) {
   return dispatch_stages("gemm", stages, accum, [&]<int S, int A>() {
-    return t == ElemType::bf16 ? prepare_config<GemmConfig<G, C, S, A, ElemType::bf16>>(run, clusters)
-                               : prepare_config<GemmConfig<G, C, S, A, ElemType::e4m3>>(run, clusters);
+    return t == ElemType::bf16 ? prepare_config<GemmConfig<G, X, S, A, ElemType::bf16, Y>>(run, clusters)
+                               : prepare_config<GemmConfig<G, X, S, A, ElemType::e4m3, Y>>(run, clusters);
   });
+}
+
+// The cluster shapes the example instantiates: 1x1 (cta_group 1 only),
+// 2x1, 4x1 and 2x2.
+emu::Kernel with_shape(std::uint32_t cta_group, std::uint32_t x, std::uint32_t y, ElemType t, std::uint32_t stages,
+                       std::uint32_t accum, const std::shared_ptr<GemmRun>& run, std::uint32_t clusters) {
+  const std::uint32_t shape = x * 10 + y;
+  if (cta_group == 1) {
+    if (shape == 11) return with_dtype<1, 1, 1>(t, stages, accum, run, clusters);
+    if (shape == 21) return with_dtype<1, 2, 1>(t, stages, accum, run, clusters);
+    if (shape == 41) return with_dtype<1, 4, 1>(t, stages, accum, run, clusters);
+    if (shape == 22) return with_dtype<1, 2, 2>(t, stages, accum, run, clusters);
+  } else {
+    if (shape == 21) return with_dtype<2, 2, 1>(t, stages, accum, run, clusters);
+    if (shape == 41) return with_dtype<2, 4, 1>(t, stages, accum, run, clusters);
+    if (shape == 22) return with_dtype<2, 2, 2>(t, stages, accum, run, clusters);
+  }
+  std::string e = "gemm: cluster shape ";
+  e += std::to_string(x);
+  e += "x";
+  e += std::to_string(y);
+  e += cta_group == 1 ? " is not one of 1x1, 2x1, 4x1, 2x2 (--cluster X --cluster-y Y)"
+                      : " does not fit cta_group 2: 2x1, 4x1 or 2x2 (the CTA pair is two CTAs adjacent in x)";
+  throw std::invalid_argument(e);
 }
 
 struct GemmVariant {
@@ -68,6 +93,8 @@ struct GemmVariant {
   int cluster = 0;
   int manual_a = -1;
   bool lane_divergence = false;  // caught in lane-divergence mode (cli::VariantSpec)
+  int cluster_y = 0;
+  int m = 0;  // rows of A and D: one cluster tile of a larger cluster
 };
 
 const GemmVariant kVariants[] = {
@@ -98,6 +125,11 @@ const GemmVariant kVariants[] = {
      "bug 15: the load warp exits without draining; a peer's commit reaches the exited CTA (cta_group 1, "
      "clusters of 2 sharing B)",
      1, 2},
+    {"unshifted-pair-mask", GemmBug::pair_mask_unshifted, "race.tmem",
+     "bug 16: cta_group 2 in a 4x1 cluster, the MMA warp's accum-full commit multicasts to 0x3 instead of its own "
+     "pair's ranks (0x3 << pair base): the first pair gets the second pair's arrivals, the second pair's epilogue "
+     "waits forever",
+     2, 4, -1, false, 1, 512},
     {"no-proxy-fence", GemmBug::no_proxy_fence, "smem.missing-proxy-fence",
      "bug 17: A written by ordinary stores and read by the tensor core without fence.proxy.async", 1, 1, 1},
     {"non-uniform-tmem-addr", GemmBug::non_uniform_tmem_addr, "warp.non-uniform-operand",
@@ -114,9 +146,13 @@ const GemmVariant kVariants[] = {
 }  // namespace
 
 emu::LaunchConfig warp_specialized_launch(std::uint32_t clusters, std::uint32_t cluster_size, std::size_t smem_bytes) {
+  return warp_specialized_launch(clusters, ClusterShape{cluster_size, 1, 1}, smem_bytes);
+}
+
+emu::LaunchConfig warp_specialized_launch(std::uint32_t clusters, ClusterShape shape, std::size_t smem_bytes) {
   emu::LaunchConfig launch;
   launch.num_clusters = clusters;
-  launch.cluster_size = cluster_size;
+  launch.cluster_shape = shape;
   launch.warps_per_cta = kGemmWarps;
   launch.smem_bytes = smem_bytes;
   launch.warp_roles = {"epilogue", "epilogue", "epilogue", "epilogue", "load", "mma"};
@@ -134,7 +170,10 @@ Scenario make_gemm_scenario() {
       {"stages", 2, 1, 4, "input pipeline stages"},
       {"accum-stages", 2, 1, 4, "TMEM accumulator stages: 1, 2 or 4"},
       {"cta-group", 1, 1, 2, "tcgen05 cta_group: 2 issues each MMA over a CTA pair"},
-      {"cluster", 1, 1, 2, "CTAs per cluster for cta_group 1 (2: they share B by multicast); cta_group 2 uses pairs"},
+      {"cluster", 1, 1, 4, "cluster shape: CTAs along x (1, 2 or 4; even for cta_group 2, whose pairs are "
+                           "adjacent in x); the CTAs of a column share B by multicast"},
+      {"cluster-y", 1, 1, 2, "cluster shape: CTAs along y (1 or 2; 2x2 is the 2-D shape); the CTAs of a row share A "
+                             "by multicast"},
       {"clusters", 1, 1, 64, "clusters in the grid; output tiles are spread over them round-robin"},
       {"dtype", 0, 0, 1, "A and B element type", {"bf16", "fp8"}},
       {"manual-a", 0, 0, 1, "1: the load warp writes A with ordinary stores + fence.proxy.async (cta_group 1, "
@@ -144,12 +183,14 @@ Scenario make_gemm_scenario() {
     OptionValues pinned;
     if (v.cta_group != 0) pinned["cta-group"] = static_cast<std::uint64_t>(v.cta_group);
     if (v.cluster != 0) pinned["cluster"] = static_cast<std::uint64_t>(v.cluster);
+    if (v.cluster_y != 0) pinned["cluster-y"] = static_cast<std::uint64_t>(v.cluster_y);
+    if (v.m != 0) pinned["m"] = static_cast<std::uint64_t>(v.m);
     if (v.manual_a >= 0) pinned["manual-a"] = static_cast<std::uint64_t>(v.manual_a);
     s.variants.push_back({v.name, v.expect, v.help, pinned, v.lane_divergence});
   }
-  // cta_group 2 issues each MMA over a CTA pair: clusters of 2.
+  // cta_group 2 issues each MMA over a CTA pair: at least 2 CTAs along x.
   s.resolve = [](OptionValues& o) {
-    if (o.at("cta-group") == 2) o["cluster"] = 2;
+    if (o.at("cta-group") == 2 && o.at("cluster") == 1) o["cluster"] = 2;
   };
   s.prepare = [](const std::string& variant, const OptionValues& o) {
     const GemmVariant* v = nullptr;
@@ -159,9 +200,10 @@ Scenario make_gemm_scenario() {
     // Pinned and derived settings are in `o` already (cli::Scenario).
     const auto cta_group = static_cast<std::uint32_t>(o.at("cta-group"));
     const auto cluster = static_cast<std::uint32_t>(o.at("cluster"));
+    const auto cluster_y = static_cast<std::uint32_t>(o.at("cluster-y"));
     const bool manual_a = o.at("manual-a") != 0;
-    if (manual_a && (cta_group != 1 || cluster != 1))
-      throw std::invalid_argument("gemm: --manual-a 1 needs --cta-group 1 --cluster 1");
+    if (manual_a && (cta_group != 1 || cluster != 1 || cluster_y != 1))
+      throw std::invalid_argument("gemm: --manual-a 1 needs --cta-group 1 --cluster 1 --cluster-y 1");
     const ElemType t = o.at("dtype") == 0 ? ElemType::bf16 : ElemType::e4m3;
     const auto m = static_cast<std::uint32_t>(o.at("m")), n = static_cast<std::uint32_t>(o.at("n")),
                k = static_cast<std::uint32_t>(o.at("k"));
@@ -174,9 +216,7 @@ Scenario make_gemm_scenario() {
     const auto stages = static_cast<std::uint32_t>(o.at("stages"));
     const auto accum = static_cast<std::uint32_t>(o.at("accum-stages"));
     const auto clusters = static_cast<std::uint32_t>(o.at("clusters"));
-    if (cta_group == 2) return with_dtype<2, 2>(t, stages, accum, run, clusters);
-    if (cluster == 2) return with_dtype<1, 2>(t, stages, accum, run, clusters);
-    return with_dtype<1, 1>(t, stages, accum, run, clusters);
+    return with_shape(cta_group, cluster, cluster_y, t, stages, accum, run, clusters);
   };
   return s;
 }

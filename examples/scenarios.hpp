@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backends/emu/explore.hpp"
+#include "core/cluster.hpp"
 #include "tools/cli.hpp"
 
 namespace wspipe::examples {
@@ -22,8 +23,10 @@ const Catalogue& catalogue();
 const Scenario* find_scenario(const std::string& name);
 
 // The launch of the warp-specialized examples (gemm, blockwise-fp8):
-// `clusters` clusters of `cluster_size` CTAs, each of kGemmWarps warps
-// (epilogue x4, load, mma) with `smem_bytes` of shared memory.
+// `clusters` clusters of `shape` (or of `cluster_size` CTAs along x), each
+// CTA of kGemmWarps warps (epilogue x4, load, mma) with `smem_bytes` of
+// shared memory.
+emu::LaunchConfig warp_specialized_launch(std::uint32_t clusters, ClusterShape shape, std::size_t smem_bytes);
 emu::LaunchConfig warp_specialized_launch(std::uint32_t clusters, std::uint32_t cluster_size, std::size_t smem_bytes);
 
 // The scenarios defined in their own files.

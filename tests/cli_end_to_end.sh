@@ -129,6 +129,26 @@ sched=$(json_field schedule <"$tmp/j")
 expect_usage "another kernel, configuration" replay ring/no-release --stages 3 --items 8 --schedule "$sched"
 expect_usage "conflicts with variant" explore gemm/exit-before-drain --cluster 1 --runs 1
 expect_usage "unknown command" frobnicate
+# cluster shapes and launch options the hardware cannot take: exit 2 before anything runs
+expect_usage "cluster shape 3x1" run gemm --cluster 3 --m 384
+expect_usage "cluster shape 3x1 does not fit cta_group 2" run gemm --cta-group 2 --cluster 3 --m 768
+expect_usage "cluster-y" run gemm --cluster-y 3
+expect_usage "must be a positive multiple of 512" run gemm --cluster 4
+expect_usage "max_active_clusters must be 0 (all) or in \[1, num_clusters = 1\]" run gemm --max-active-clusters 2
+expect_usage "max-active-clusters must be in" run gemm --max-active-clusters 0
+expect_usage "ctas_per_sm must be in \[1, 32\]" run ring --ctas-per-sm 33
+expect_usage "sm_100 holds at most 64 resident warps" run gemm --ctas-per-sm 16
+
+# 6. the launch options: clusters launched one at a time run clean, and the
+# replay command carries the option; a 2x2 cluster explores clean
+"$W" explore gemm --clusters 2 --max-active-clusters 1 --runs 5 --json >"$tmp/j" 2>/dev/null ||
+  fail "gemm --max-active-clusters 1 found something"
+"$W" run gemm/no-accum-release --clusters 2 --max-active-clusters 1 --json >"$tmp/j" 2>/dev/null && fail "no-accum-release ran clean"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "--max-active-clusters 1" in d["replay"], d["replay"]' "$tmp/j" ||
+  fail "the replay command lacks --max-active-clusters"
+set +e; eval "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["replay"])' "$tmp/j")" >/dev/null 2>&1; rc=$?; set -e
+[[ $rc == 1 ]] || fail "the replay with --max-active-clusters exit $rc, expected 1"
+"$W" explore gemm --cluster 2 --cluster-y 2 --n 128 --runs 5 >/dev/null 2>&1 || fail "gemm 2x2 found something"
 
 # 5. a variant that pins a setting reports the setting in effect
 set +e; "$W" explore gemm/exit-before-drain --runs 100 --json >"$tmp/j" 2>/dev/null; set -e

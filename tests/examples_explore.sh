@@ -22,17 +22,19 @@ json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[
 scenarios=$(awk '$1 !~ /\// && $2 == "expect=ok" && $1 != "ring" {print $1}' "$tmp/list")
 [[ -n "$scenarios" ]] || fail "wspipe list shows no example scenarios"
 
-# 1. correct kernels: $RUNS (200) runs each, cta_group 1 and 2 (gemm: both dtypes;
-# tile-reduce: clusters of 1 and 2; tmem-coresident: 1, 2 and 4 CTAs per SM;
-# persistent-gemm: CLC with 1 and 2 response stages and the static schedule,
-# every cluster shape)
+# 1. correct kernels: $RUNS (200) runs each, cta_group 1 and 2 (gemm: both dtypes,
+# cluster shapes 2x1, 4x1 and 2x2; tile-reduce: clusters of 1 and 2;
+# tmem-coresident: 1, 2 and 4 CTAs per SM; persistent-gemm: CLC with 1 and 2
+# response stages and the static schedule, every cluster shape)
 for s in $scenarios; do
   configs=("--cta-group 1" "--cta-group 2")
   [[ "$s" == tile-reduce ]] && configs=("--cluster 1" "--cluster 2" "--cluster 2 --clusters 2 --stages 1")
   [[ "$s" == tmem-coresident ]] && configs=("--ctas-per-sm 1" "--ctas-per-sm 2" "--ctas-per-sm 4 --clusters 8 --cols 128")
   [[ "$s" == gemm ]] && configs=("--cta-group 1 --dtype bf16" "--cta-group 1 --dtype fp8"
                                  "--cta-group 2 --dtype bf16" "--cta-group 2 --dtype fp8"
-                                 "--cluster 2" "--manual-a 1")
+                                 "--cluster 2" "--manual-a 1"
+                                 "--cluster 4 --m 512" "--cluster 2 --cluster-y 2 --n 128"
+                                 "--cta-group 2 --cluster 4 --m 512" "--cta-group 2 --cluster 2 --cluster-y 2 --n 128")
   [[ "$s" == persistent-gemm ]] && configs=("--cta-group 1" "--cta-group 1 --clc-stages 1 --m 384 --clusters 3"
                                             "--cta-group 1 --clc-stages 0" "--cta-group 1 --cluster 2x1 --m 512"
                                             "--cta-group 2 --m 512" "--cta-group 2 --clc-stages 0 --m 512"

@@ -33,7 +33,7 @@ emu::RunResult run_gemm(ex::GemmProblem& p, std::uint32_t clusters, std::uint64_
   args.n = p.n;
   args.k = p.k;
   args.manual_a = manual_a;
-  const auto launch = ex::warp_specialized_launch(clusters, Cfg::kClusterSize, sizeof(ex::GemmStorage<Cfg>));
+  const auto launch = ex::warp_specialized_launch(clusters, Cfg::kShape, sizeof(ex::GemmStorage<Cfg>));
   return emu::run(launch, [&] { ex::gemm_kernel<B, Cfg>(args); }, with_strategy(emu::StrategyKind::random, seed));
 }
 
@@ -60,6 +60,16 @@ TEST(examples_Gemm, SharedBClusterMatchesTheReference) {
 TEST(examples_Gemm, CtaPairMatchesTheReference) {
   expect_correct<ex::GemmConfig<2, 2, 4, 1, ElemType::bf16>>(256, 256, 256, 1);
   expect_correct<ex::GemmConfig<2, 2, 1, 2, ElemType::e4m3>>(512, 64, 256, 2);
+}
+
+// Cluster shapes 4x1 and 2x2 (HARDWARE §5's usual layout: A multicast along
+// y, B along x), for cta_group 1 and CTA pairs, two clusters each so that
+// the tiles wrap the accumulator stages.
+TEST(examples_Gemm, ClusterShapesMatchTheReference) {
+  expect_correct<ex::GemmConfig<1, 4, 2, 2, ElemType::bf16>>(1024, 128, 256, 2);
+  expect_correct<ex::GemmConfig<1, 2, 2, 2, ElemType::e4m3, 2>>(512, 256, 256, 2);
+  expect_correct<ex::GemmConfig<2, 4, 2, 2, ElemType::bf16>>(1024, 128, 256, 2);
+  expect_correct<ex::GemmConfig<2, 2, 1, 2, ElemType::bf16, 2>>(256, 256, 256, 2);
 }
 
 TEST(examples_Gemm, OrdinaryStoresOfAWithTheFenceMatchTheReference) {
@@ -127,6 +137,23 @@ TEST(examples_Gemm, ScenarioVerifiesEveryRunAndRejectsBadShapes) {
   v["n"] = 96;
   EXPECT_THROW(s->prepare("", v), std::invalid_argument);
   v["n"] = 64;
+  v["cluster-y"] = 2;  // a 1x2 cluster: not instantiated; and n is one 64-column block for two
+  EXPECT_THROW(s->prepare("", v), std::invalid_argument);
+  v["cluster"] = 2;
+  EXPECT_THROW(s->prepare("", v), std::invalid_argument);  // 2x2 needs n a multiple of 128
+  v["n"] = 128;
+  EXPECT_NO_THROW(s->prepare("", v));
+  v["cluster"] = 3;
+  v["cluster-y"] = 1;
+  try {
+    s->prepare("", v);
+    ADD_FAILURE() << "a 3x1 cluster was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_TRUE(contains(e.what(), "cluster shape 3x1 is not one of 1x1, 2x1, 4x1, 2x2")) << e.what();
+  }
+  v["cluster"] = 1;
+  v["cluster-y"] = 1;
+  v["n"] = 64;
   v["manual-a"] = 1;
   v["cta-group"] = 2;
   EXPECT_THROW(s->prepare("", v), std::invalid_argument);
@@ -155,6 +182,31 @@ TEST(examples_Gemm, NumericBugsAreResultMismatchesWithTheMemoWarmOrOff) {
         EXPECT_EQ(r.violations[0].rule, "result.mismatch") << r.report();
       }
   }
+}
+
+// HARDWARE.md §6 bug 16: in a 4x1 cluster of CTA pairs, the second pair's
+// accum-full commit multicasts to 0x3 (the first pair) instead of 0xc. The
+// commit itself is legal PTX; its consequence is caught, as the catalogue
+// promises, and the same kernel with pair_mask(rank) explores clean.
+TEST(examples_Gemm, UnshiftedPairMaskIsCaught) {
+  const ex::Scenario* s = ex::find_scenario("gemm");
+  ASSERT_NE(s, nullptr);
+  const wspipe::cli::VariantSpec* bug = nullptr;
+  for (const auto& v : s->variants)
+    if (v.name == "unshifted-pair-mask") bug = &v;
+  ASSERT_NE(bug, nullptr);
+  ex::OptionValues v;
+  for (const auto& o : s->options) v[o.name] = o.def;
+  for (const auto& [name, value] : bug->pinned) v[name] = value;
+  if (s->resolve) s->resolve(v);
+  EXPECT_EQ(v.at("cta-group"), 2u);
+  EXPECT_EQ(v.at("cluster"), 4u);
+  EXPECT_EQ(v.at("m"), 512u);  // one cluster tile
+  const auto found = emu::explore([&] { return s->prepare(bug->name, v); }, wspipe::test::fixed_runs(100));
+  ASSERT_TRUE(found.failure.has_value()) << found.report();
+  EXPECT_EQ(found.failure->outcome, bug->expect) << found.report();
+  const auto clean = emu::explore([&] { return s->prepare("", v); }, wspipe::test::fixed_runs(30));
+  EXPECT_TRUE(clean.ok()) << clean.report();
 }
 
 }  // namespace

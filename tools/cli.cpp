@@ -58,6 +58,11 @@ options:
                        where they differ: a branch or an operand at a collective
                        instruction, elect or barrier wait (slower; variants whose
                        bug needs it turn it on themselves)
+  --max-active-clusters N
+                       launch: at most N clusters run at once, the others launch as
+                       running ones exit (0: all at once; the default)
+  --ctas-per-sm N      launch: CTAs sharing each SM and its Tensor Memory (default 1)
+                       (both: where the scenario has no option of that name)
   --trace FILE         write the (shrunk, failing) run's trace: Chrome/Perfetto
                        JSON, or text if FILE ends in .txt
   --json               print one JSON object instead of the report
@@ -88,8 +93,16 @@ const std::map<std::string, std::string>& global_options() {
       {"strategy", ""},        {"seed", ""},           {"pct-depth", ""},   {"max-steps", ""}, {"mma-memo-mib", ""},
       {"trace", ""},           {"runs", "explore"},    {"seconds", "explore"}, {"jobs", "explore"},
       {"shard", "explore"},    {"preemptions", "explore"}, {"shrink-seconds", "explore"},
-      {"schedule", "replay"}};
+      {"schedule", "replay"},  {"max-active-clusters", ""}, {"ctas-per-sm", ""}};
   return m;
+}
+
+// Global options that set the scenario kernel's launch (emu::LaunchConfig),
+// unless the scenario has an option of that name (tmem-coresident's own
+// --ctas-per-sm), which then wins.
+bool is_launch_option(const std::string& name) { return name == "max-active-clusters" || name == "ctas-per-sm"; }
+bool scenario_has(const Scenario& s, const std::string& name) {
+  return std::any_of(s.options.begin(), s.options.end(), [&](const OptionSpec& o) { return o.name == name; });
 }
 
 std::uint64_t parse_u64(const std::string& name, const std::string& text) {
@@ -188,8 +201,15 @@ struct Plan {
   bool spurious = false;
   bool lanes = false;  // lane-divergence mode: --lane-divergence, or the variant needs it
   std::optional<std::string> trace_file;
+  // Launch settings from the global launch options (0: the scenario's own).
+  std::uint32_t max_active_clusters = 0, ctas_per_sm = 0;
 
-  emu::Kernel make() const { return scenario->prepare(variant->name, values); }
+  emu::Kernel make() const {
+    emu::Kernel k = scenario->prepare(variant->name, values);
+    if (max_active_clusters != 0) k.launch.max_active_clusters = max_active_clusters;
+    if (ctas_per_sm != 0) k.launch.ctas_per_sm = ctas_per_sm;
+    return k;
+  }
   emu::KernelFactory factory() const {
     return [this] { return make(); };
   }
@@ -222,7 +242,7 @@ Plan plan(const Args& a, const Catalogue& cat) {
   for (const auto& opt : a.opts) {
     const std::string& name = opt.first;  // not a structured binding: clang 14 cannot capture one
     const auto g = global_options().find(name);
-    if (g != global_options().end()) {
+    if (g != global_options().end() && !(is_launch_option(name) && scenario_has(*p.scenario, name))) {
       if (!g->second.empty() && g->second != a.command)
         throw UsageError("--" + name + " belongs to `wspipe " + g->second + "`");
       continue;
@@ -291,11 +311,20 @@ Plan plan(const Args& a, const Catalogue& cat) {
     if (mib > (std::uint64_t{1} << 20)) throw UsageError("--mma-memo-mib must be at most 1048576 (1 TiB)");
     p.mma_memo_bytes = static_cast<std::size_t>(mib) << 20;
   }
+  for (const char* name : {"max-active-clusters", "ctas-per-sm"}) {
+    const auto it = a.opts.find(name);
+    if (it == a.opts.end() || scenario_has(*p.scenario, name)) continue;
+    const std::uint64_t v = parse_u64(name, it->second);
+    if (v < 1 || v > 1024) throw UsageError("--" + std::string(name) + " must be in [1, 1024], got " + it->second);
+    (name[0] == 'm' ? p.max_active_clusters : p.ctas_per_sm) = static_cast<std::uint32_t>(v);
+  }
   p.spurious = a.spurious;
   p.lanes = a.lanes || p.variant->lane_divergence;
   if (auto it = a.opts.find("trace"); it != a.opts.end()) p.trace_file = it->second;
-  // Catch a combination the kernel cannot take before anything runs.
-  (void)p.make();
+  // Catch a combination the kernel cannot take, or a launch the hardware
+  // could not make (emu::BadLaunch: cluster shape, max-active-clusters
+  // beyond the grid, CTAs per SM beyond its limits), before anything runs.
+  (void)emu::checked_launch(p.make().launch);
   return p;
 }
 
@@ -319,6 +348,8 @@ std::string replay_command(const std::string& prog, const Plan& p, const emu::Sc
   if (p.max_steps != emu::RunOptions{}.max_steps) cmd += " --max-steps " + std::to_string(p.max_steps);
   if (p.spurious) cmd += " --spurious-try-wait";
   if (p.lanes) cmd += " --lane-divergence";
+  if (p.max_active_clusters != 0) cmd += " --max-active-clusters " + std::to_string(p.max_active_clusters);
+  if (p.ctas_per_sm != 0) cmd += " --ctas-per-sm " + std::to_string(p.ctas_per_sm);
   cmd += " --schedule " + shell_quote(s.encode());
   return cmd;
 }
@@ -416,6 +447,8 @@ int finish(std::ostream& out, const Args& a, const Plan& p, const Outcome& o, co
   out << "wspipe " << o.command << " " << p.display << " " << settings(p, " ", false);
   if (o.command != "replay") out << " strategy=" << emu::to_string(p.portfolio) << " seed=" << o.seed;
   if (p.lanes) out << " lane-divergence";
+  if (p.max_active_clusters != 0) out << " max-active-clusters=" << p.max_active_clusters;
+  if (p.ctas_per_sm != 0) out << " ctas-per-sm=" << p.ctas_per_sm;
   out << "\n";
   if (o.explored && !r) {
     const emu::ExploreResult& e = *o.explored;

@@ -288,6 +288,11 @@ struct CudaBackendFor {
   }
   WSPIPE_CUDA_OP std::uint32_t cta_rank() { return ::cuda::ptx::get_sreg_cluster_ctarank(); }
   WSPIPE_CUDA_OP std::uint32_t cluster_size() { return ::cuda::ptx::get_sreg_cluster_nctarank(); }
+  // PTX "Special Registers: %cluster_nctaid": the cluster's CTAs per dimension.
+  WSPIPE_CUDA_OP ClusterShape cluster_shape() {
+    return {::cuda::ptx::get_sreg_cluster_nctaid_x(), ::cuda::ptx::get_sreg_cluster_nctaid_y(),
+            ::cuda::ptx::get_sreg_cluster_nctaid_z()};
+  }
   // Grids are 1-D (backends/cuda/launch.hpp): clusters along x.
   WSPIPE_CUDA_OP std::uint32_t cluster_idx() { return ::cuda::ptx::get_sreg_clusterid_x(); }
   WSPIPE_CUDA_OP std::uint32_t num_clusters() { return ::cuda::ptx::get_sreg_nclusterid_x(); }

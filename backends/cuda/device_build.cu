@@ -71,6 +71,12 @@ extern "C" __global__ void wspipe_op_warp_idx(std::uint32_t* out) { out[threadId
 extern "C" __global__ void wspipe_op_lane_idx(std::uint32_t* out) { out[threadIdx.x] = B::lane_idx(); }
 extern "C" __global__ void wspipe_op_cta_rank(std::uint32_t* out) { out[threadIdx.x] = B::cta_rank(); }
 extern "C" __global__ void wspipe_op_cluster_size(std::uint32_t* out) { out[threadIdx.x] = B::cluster_size(); }
+extern "C" __global__ void wspipe_op_cluster_shape(std::uint32_t* out) {
+  const wspipe::ClusterShape shape = B::cluster_shape();
+  out[3 * threadIdx.x] = shape.x;
+  out[3 * threadIdx.x + 1] = shape.y;
+  out[3 * threadIdx.x + 2] = shape.z;
+}
 extern "C" __global__ void wspipe_op_elect_one(std::uint32_t* out) {
   B::elect_one([&] { out[threadIdx.x] = 1; });
 }

@@ -111,13 +111,15 @@ WSPIPE_PERSISTENT_GEMM_CONFIGS(WSPIPE_PERSISTENT_GEMM_KERNEL)
 namespace wspipe::cuda {
 namespace {
 
-// Both examples' launch: `clusters` clusters of kGemmWarps-warp CTAs, one
-// CTA per SM, since each allocates all of Tensor Memory.
+// Both examples' launch: `clusters` clusters of kGemmWarps-warp CTAs side
+// by side along x (a grid of clusters * shape.x by shape.y by shape.z CTAs,
+// as the emulator lays it out), one CTA per SM, since each allocates all of
+// Tensor Memory.
 template <class Storage, class Args>
-cudaError_t launch_persistent(void (*kernel)(Args), const Args& args, std::uint32_t clusters,
-                              std::uint32_t cluster_size, cudaStream_t stream) {
-  const ClusterLaunch cfg{dim3(clusters * cluster_size), dim3(32 * examples::kGemmWarps), dim3(cluster_size), stream,
-                          /*exclusive_sm=*/true};
+cudaError_t launch_persistent(void (*kernel)(Args), const Args& args, std::uint32_t clusters, ClusterShape shape,
+                              cudaStream_t stream) {
+  const ClusterLaunch cfg{dim3(clusters * shape.x, shape.y, shape.z), dim3(32 * examples::kGemmWarps),
+                          dim3(shape.x, shape.y, shape.z), stream, /*exclusive_sm=*/true};
   return launch_cluster<Storage>(kernel, cfg, args);
 }
 
@@ -142,7 +144,7 @@ cudaError_t launch_gemm(const examples::GemmProblem& p, const GemmOperands& ops,
   args.n = p.n;
   args.k = p.k;
   args.manual_a = how.manual_a;
-  return launch_persistent<examples::GemmStorage<Cfg>>(Kernel, args, how.clusters, Cfg::kClusterSize, how.stream);
+  return launch_persistent<examples::GemmStorage<Cfg>>(Kernel, args, how.clusters, Cfg::kShape, how.stream);
 }
 
 #define WSPIPE_GEMM_ENTRY(G, C, S, A, T)                                                 \
@@ -166,8 +168,8 @@ cudaError_t launch_blockwise_fp8(const examples::BlockwiseFp8Problem& p, const B
   args.m = p.m;
   args.n = p.n;
   args.k = p.k;
-  return launch_persistent<examples::BlockwiseFp8Storage<Cfg>>(Kernel, args, how.clusters, Cfg::kClusterSize,
-                                                               how.stream);
+  return launch_persistent<examples::BlockwiseFp8Storage<Cfg>>(
+      Kernel, args, how.clusters, ClusterShape{static_cast<std::uint32_t>(Cfg::kClusterSize), 1, 1}, how.stream);
 }
 
 #define WSPIPE_BLOCKWISE_FP8_ENTRY(G, S, A)                                         \

@@ -48,6 +48,7 @@ struct EmuBackend {
     return w.cta_of(w.warp()).rank;
   }
   static std::uint32_t cluster_size() { return detail::World::current().launch().cluster_size; }
+  static ClusterShape cluster_shape() { return detail::World::current().cluster_shape(); }
   static std::uint32_t cluster_idx() {
     auto& w = detail::World::current();
     return w.cta_of(w.warp()).cluster;

@@ -6,10 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/cluster.hpp"
 #include "schedule.hpp"
 #include "strategy.hpp"
 #include "trace.hpp"
@@ -18,7 +20,17 @@ namespace wspipe::emu {
 
 struct LaunchConfig {
   std::uint32_t num_clusters = 1;
-  std::uint32_t cluster_size = 1;   // CTAs per cluster: 1 or 2
+  // CTAs per cluster, a 1-D cluster (cluster_shape unset): 1..8, or up to
+  // 16 with non_portable_cluster_size.
+  std::uint32_t cluster_size = 1;
+  // The cluster's shape (docs/emulator-models.md "Cluster shapes"): CTA
+  // ranks number it x fastest, as %cluster_ctarank. Set, it defines the
+  // cluster size; cluster_size must then be left at 1 or equal its size.
+  // The grid is num_clusters clusters along x: (num_clusters * x, y, z) CTAs.
+  std::optional<ClusterShape> cluster_shape;
+  // CUDA's cudaFuncAttributeNonPortableClusterSizeAllowed: clusters of 9 to
+  // 16 CTAs run only when the launch opts in (8 is the portable maximum).
+  bool non_portable_cluster_size = false;
   std::uint32_t warps_per_cta = 1;  // 1..32
   std::size_t smem_bytes = 0;       // per CTA; shared_storage<T>() needs sizeof(T) <= this
   std::vector<std::string> warp_roles;  // optional names by CTA warp index ("producer")
@@ -128,6 +140,14 @@ class BadLaunch : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+// The launch as run() takes it, checked before anything runs: throws
+// BadLaunch naming what the hardware could not launch (cluster shape and
+// the non-portable opt-in, grid, warps, shared memory, co-residency,
+// max_active_clusters). The result has cluster_shape set and cluster_size
+// equal to its size. A CLI or a test harness calls it to reject bad input
+// up front.
+LaunchConfig checked_launch(const LaunchConfig& launch);
 
 // Runs `body` once per warp (each on its own fiber) of every CTA of the
 // grid; inside, EmuBackend's operations act for the calling warp.

@@ -238,10 +238,53 @@ World& World::current() {
   return *tl_world;
 }
 
-World::World(const LaunchConfig& launch, const std::function<void()>& body, const RunOptions& options)
-    : launch_(launch), body_(body), options_(options) {
-  if (launch.cluster_size != 1 && launch.cluster_size != 2)
-    throw BadLaunch("cluster_size must be 1 or 2, got " + std::to_string(launch.cluster_size));
+// The launch's cluster shape, checked as cudaLaunchKernelEx checks it: every
+// dimension at least 1, at most 8 CTAs (the portable maximum), or 16 with
+// cudaFuncAttributeNonPortableClusterSizeAllowed (CUDA Programming Guide,
+// "Thread Block Clusters"; sm_100 supports 16).
+namespace {
+ClusterShape checked_cluster_shape(const LaunchConfig& launch) {
+  const ClusterShape shape = launch.cluster_shape.value_or(ClusterShape{launch.cluster_size, 1, 1});
+  std::string m;
+  auto dims = [&] {
+    m.append(std::to_string(shape.x)).append("x").append(std::to_string(shape.y)).append("x")
+        .append(std::to_string(shape.z));
+  };
+  if (launch.cluster_shape && launch.cluster_size != 1 && launch.cluster_size != shape.size()) {
+    m = "cluster_size ";
+    m.append(std::to_string(launch.cluster_size)).append(" disagrees with cluster_shape ");
+    dims();
+    m.append(" (").append(std::to_string(shape.size())).append(" CTAs): set one of them");
+    throw BadLaunch(m);
+  }
+  const std::uint64_t size = std::uint64_t{shape.x} * shape.y * shape.z;
+  if (shape.x == 0 || shape.y == 0 || shape.z == 0 || size > ClusterShape::kMax) {
+    m = launch.cluster_shape ? "cluster_shape " : "cluster_size ";
+    if (launch.cluster_shape) {
+      dims();
+    } else {
+      m.append(std::to_string(launch.cluster_size));
+    }
+    m.append(": a cluster has every dimension at least 1 and at most 16 CTAs in all");
+    throw BadLaunch(m);
+  }
+  if (size > ClusterShape::kMaxPortable && !launch.non_portable_cluster_size) {
+    m = "a cluster of ";
+    m.append(std::to_string(size))
+        .append(" CTAs is beyond the portable 8: set LaunchConfig::non_portable_cluster_size (CUDA: "
+                "cudaFuncAttributeNonPortableClusterSizeAllowed) to launch up to 16");
+    throw BadLaunch(m);
+  }
+  return shape;
+}
+}  // namespace
+
+}  // namespace detail
+
+LaunchConfig checked_launch(const LaunchConfig& in) {
+  LaunchConfig launch = in;
+  launch.cluster_shape = detail::checked_cluster_shape(in);
+  launch.cluster_size = launch.cluster_shape->size();
   if (launch.num_clusters < 1 || launch.num_clusters > 1024)
     throw BadLaunch("num_clusters must be in [1, 1024], got " + std::to_string(launch.num_clusters));
   if (launch.warps_per_cta < 1 || launch.warps_per_cta > 32)
@@ -253,7 +296,15 @@ World::World(const LaunchConfig& launch, const std::function<void()>& body, cons
     m.append(std::to_string(launch.num_clusters)).append("], got ").append(std::to_string(launch.max_active_clusters));
     throw BadLaunch(m);
   }
-  check_coresidency(launch);
+  detail::World::check_coresidency(launch);
+  return launch;
+}
+
+namespace detail {
+
+World::World(const LaunchConfig& launch_in, const std::function<void()>& body, const RunOptions& options)
+    : launch_(checked_launch(launch_in)), body_(body), options_(options) {
+  const LaunchConfig& launch = launch_;  // checked: cluster_shape set, cluster_size its size
 
   const std::uint32_t num_ctas = launch.num_clusters * launch.cluster_size;
   ctas_.resize(num_ctas);

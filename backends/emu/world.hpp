@@ -308,6 +308,8 @@ class World {
   Warp& warp() { return *current_; }
   const Cta& cta_of(const Warp& w) const { return ctas_[w.cta]; }
   const LaunchConfig& launch() const { return launch_; }
+  const ClusterShape& cluster_shape() const { return *launch_.cluster_shape; }  // set by checked_launch
+  static void check_coresidency(const LaunchConfig& launch);                   // throws BadLaunch
   // The run has ended (a violation, a deadlock): what a warp still does
   // while the world tears down is not part of it.
   bool ended() const { return stopping_ || killing_; }
@@ -530,7 +532,6 @@ class World {
     const auto last = std::min(first + per, static_cast<std::uint32_t>(clusters_.size()));
     for (std::uint32_t k = first; k < last; ++k) f(clusters_[k].first_cta + rank);
   }
-  static void check_coresidency(const LaunchConfig& launch);  // throws BadLaunch
   // For a report of CTA `cta` touching columns it does not own: "" or which
   // co-resident CTA's allocation overlaps [col, col + cols), and who made it.
   std::string tmem_coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const;
@@ -540,6 +541,8 @@ class World {
   const TmemBlock* tmem_block_covering(const Cta& c, std::uint32_t col, std::uint32_t cols) const;
   std::int64_t tmem_first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const;
   bool check_cta_group(Warp& w, int cta_group, const char* op, const SourceLoc& loc);
+  // A .cta_group::2 operation: the cluster has pairs, adjacent in x.
+  bool check_cta_pair(Warp& w, const char* op, const char* no_pair_rule, const SourceLoc& loc);
   bool check_whole_warp(Warp& w, const char* op, const SourceLoc& loc);
   void tmem_do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, std::uint32_t dst_offset,
                      const SourceLoc& loc);

@@ -6,6 +6,7 @@
 // Rules: HARDWARE.md §3-4; PTX "tcgen05.mma", "tcgen05.commit",
 // "cp.async.bulk.tensor", "Proxies".
 #include <bit>
+#include <cstdio>
 #include <cstring>
 
 #include "world.hpp"
@@ -93,12 +94,27 @@ AsyncOp World::issue_op(Warp& w, AsyncOp::Kind kind, int cta_group, SharedMemBar
   return op;
 }
 
+// A multicast's ctaMask is a set of %cluster_ctarank values (PTX
+// "cp.async.bulk.tensor" and "tcgen05.commit": "bit position in the 16-bit
+// ctaMask operand corresponds to the %ctaid of the destination CTA"): a bit
+// at or above the cluster's size names no CTA, and the copy or arrive to it
+// has no destination. Any subset of the cluster is legal, the issuer's own
+// rank included or not.
 bool World::check_cta_mask(Warp& w, std::uint16_t mask, const char* op, const SourceLoc& loc) {
-  if (mask != 0 && (mask >> launch_.cluster_size) == 0) return true;
-  fail(w, "cluster.bad-rank", "",
-       std::string(op) + " with CTA mask 0x" + std::to_string(mask) + " in a cluster of " +
-           std::to_string(launch_.cluster_size) + " (every bit must name a CTA of the cluster, at least one)",
-       loc);
+  const std::uint32_t size = launch_.cluster_size;
+  if (mask != 0 && (std::uint32_t{mask} >> size) == 0) return true;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%x", static_cast<unsigned>(mask));
+  std::string m(op);
+  m.append(" with CTA mask ").append(hex).append(" in a cluster of ").append(std::to_string(size));
+  if (mask == 0) {
+    m.append(": the mask names no CTA (at least one bit)");
+  } else {
+    m.append(": rank ").append(std::to_string(std::bit_width(std::uint32_t{mask}) - 1))
+        .append(" is outside the cluster (every bit must name a CTA of the cluster, ranks 0..")
+        .append(std::to_string(size - 1)).append(")");
+  }
+  fail(w, "cluster.bad-rank", "", m, loc);
   return false;
 }
 
@@ -190,10 +206,7 @@ void World::tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, vo
     return;
   }
   const Cta& c = ctas_[w.cta];
-  if (cta_group == 2 && launch_.cluster_size < 2) {
-    fail(w, "tma.no-cta-pair", "", "TMA load with .cta_group::2 in a launch without CTA pairs (cluster size 1)", loc);
-    return;
-  }
+  if (cta_group == 2 && !check_cta_pair(w, "TMA load", "tma.no-cta-pair", loc)) return;
   if (rank != map.rank) {
     fail(w, "tma.invalid", "",
          "TMA load issued as a rank-" + std::to_string(rank) + " copy (tma_load<CtaGroup, Rank>) with a tensor map of rank " +

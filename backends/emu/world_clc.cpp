@@ -248,7 +248,9 @@ void World::clc_complete(ClcRequest& req, std::uint32_t cluster, bool grant, std
     const std::uint32_t victim = next_unlaunched_++;
     clc_cancel(victim);
     value.word[0] |= 1u;
-    value.word[1] = clusters_[victim].first_cta;  // ctaid.x of a 1-D grid
+    // The grid is the clusters side by side along x (LaunchConfig::
+    // cluster_shape): cluster k's first CTA, rank 0, is at (k * dim.x, 0, 0).
+    value.word[1] = victim * cluster_shape().x;
     value.word[2] = value.word[3] = 0;
   }
   const std::uint32_t comp = comp_clc(cluster);
