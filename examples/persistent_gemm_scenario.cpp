@@ -26,13 +26,6 @@ struct PgRun {
   PersistentGemmArgs<EmuBackend> args;
 };
 
-// The cluster shapes the scenario offers (the --cluster choices).
-struct PgShape {
-  const char* name;
-  std::uint32_t x, y;
-};
-constexpr PgShape kShapes[] = {{"1x1", 1, 1}, {"2x1", 2, 1}, {"4x1", 4, 1}, {"2x2", 2, 2}};
-
 // `active`: clusters the GPU runs at once. With CLC the grid has one cluster
 // per tile and the others are launched as running ones exit, or cancelled
 // and taken over; without, the grid is min(active, tiles) clusters striding
@@ -81,9 +74,6 @@ struct PgVariant {
   OptionValues pinned = {};
 };
 
-// Option values of --cluster.
-constexpr std::uint64_t kCluster2x1 = 1, kCluster4x1 = 2;
-
 const PgVariant kVariants[] = {
     {"", PersistentGemmBug::none, "ok", "correct kernel"},
     {"throttle-not-signalled", PersistentGemmBug::throttle_not_signalled, "deadlock",
@@ -99,11 +89,11 @@ const PgVariant kVariants[] = {
     {"undrained-clc-ring", PersistentGemmBug::undrained_clc_ring, "mbarrier.remote-exited-cta",
      "bug 15: CTA 0's scheduler warp exits without draining the CLC ring; CTA 1's warps arrive on CTA 0's empty "
      "barrier after CTA 0 exited",
-     {{"clc-stages", 2}, {"cluster", kCluster2x1}}},
-    {"pair-mask-unshifted", PersistentGemmBug::pair_mask_unshifted, "race.tmem",
+     {{"clc-stages", 2}, {"cluster", 2}}},
+    {"unshifted-pair-mask", PersistentGemmBug::pair_mask_unshifted, "race.tmem",
      "bug 16: cta_group 2 in a 4x1 cluster commits accum-full with mask 0x3, not 0x3 << the pair's first rank: "
      "the pair (2, 3) signals CTAs 0 and 1, whose epilogue reads a stage the next MMA writes (needs clusters of 4)",
-     {{"cta-group", 2}, {"cluster", kCluster4x1}, {"m", 512}}},
+     {{"cta-group", 2}, {"cluster", 4}, {"m", 512}}},
 };
 
 }  // namespace
@@ -114,21 +104,22 @@ Scenario make_persistent_gemm_scenario() {
   s.help =
       "persistent GEMM in the MAX layout: epilogue warps 0-3 (TMA stores), CLC scheduler warp 4, TMA warp 5, MMA "
       "warp 6; D checked after each run";
-  std::vector<std::string> shapes;
-  for (const PgShape& sh : kShapes) shapes.emplace_back(sh.name);
   s.options = {
       {"m", 256, 128, 4096, "rows of A and D (a multiple of 128 per CTA along the cluster's x)"},
       {"n", 128, 64, 4096, "rows of B, columns of D (a multiple of 64 per CTA along the cluster's y)"},
       {"k", 128, 64, 8192, "the reduction (a multiple of 64)"},
       {"cta-group", 1, 1, 2, "tcgen05 cta_group: 2 issues each MMA over a CTA pair (adjacent in x)"},
-      {"cluster", 0, 0, 3, "cluster shape x by y (4x1 and 2x2 need clusters of 4 CTAs)", shapes},
+      {"cluster", 1, 1, 4, "cluster shape: CTAs along x (1, 2 or 4; even for cta_group 2, whose pairs are "
+                           "adjacent in x); the CTAs of a column share B by multicast"},
+      {"cluster-y", 1, 1, 2, "cluster shape: CTAs along y (1 or 2; 2x2 is the 2-D shape); the CTAs of a row share A "
+                             "by multicast"},
       {"clc-stages", 2, 0, 2, "CLC response ring stages; 0: static schedule, no cluster launch control"},
       {"clusters", 2, 1, 64, "clusters the GPU runs at once; with CLC the grid has one cluster per cluster tile"},
   };
   for (const PgVariant& v : kVariants) s.variants.push_back({v.name, v.expect, v.help, v.pinned});
   // cta_group 2 pairs CTAs along x: a 1x1 cluster becomes 2x1.
   s.resolve = [](OptionValues& o) {
-    if (o.at("cta-group") == 2 && o.at("cluster") == 0) o["cluster"] = kCluster2x1;
+    if (o.at("cta-group") == 2 && o.at("cluster") == 1) o["cluster"] = 2;
   };
   s.prepare = [](const std::string& variant, const OptionValues& o) {
     const PgVariant* v = nullptr;
@@ -149,17 +140,19 @@ Scenario make_persistent_gemm_scenario() {
                      v->bug == PersistentGemmBug::response_read_early ||
                      v->bug == PersistentGemmBug::undrained_clc_ring))
       throw std::invalid_argument("persistent-gemm: variant '" + variant + "' needs --clc-stages 1 or 2");
-    switch (o.at("cluster")) {
-      case 0:
-        if (pair) throw std::invalid_argument("persistent-gemm: --cta-group 2 needs a cluster of even x");
-        return with_clc<1, 1, 1>(clc, run, active);
-      case 1:
-        return pair ? with_clc<2, 2, 1>(clc, run, active) : with_clc<1, 2, 1>(clc, run, active);
-      case 2:
-        return pair ? with_clc<2, 4, 1>(clc, run, active) : with_clc<1, 4, 1>(clc, run, active);
-      default:
-        return pair ? with_clc<2, 2, 2>(clc, run, active) : with_clc<1, 2, 2>(clc, run, active);
-    }
+    const std::uint64_t x = o.at("cluster"), y = o.at("cluster-y");
+    if (pair && x % 2 != 0)
+      throw std::invalid_argument("persistent-gemm: --cta-group 2 needs an even --cluster (the pair is adjacent in x)");
+    if (x == 1 && y == 1) return with_clc<1, 1, 1>(clc, run, active);
+    if (x == 2 && y == 1) return pair ? with_clc<2, 2, 1>(clc, run, active) : with_clc<1, 2, 1>(clc, run, active);
+    if (x == 4 && y == 1) return pair ? with_clc<2, 4, 1>(clc, run, active) : with_clc<1, 4, 1>(clc, run, active);
+    if (x == 2 && y == 2) return pair ? with_clc<2, 2, 2>(clc, run, active) : with_clc<1, 2, 2>(clc, run, active);
+    std::string e = "persistent-gemm: cluster shape ";
+    e += std::to_string(x);
+    e += 'x';
+    e += std::to_string(y);
+    e += " is not one of 1x1, 2x1, 4x1, 2x2 (--cluster X --cluster-y Y)";
+    throw std::invalid_argument(e);
   };
   return s;
 }

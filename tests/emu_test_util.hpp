@@ -49,29 +49,6 @@ inline bool ends_with(const std::string& s, const std::string& suffix) {
 }
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// Whether this emulator launches clusters of `ctas` CTAs. Catalogue-wide
-// tests skip a variant whose cluster the emulator refuses (bug 16 of
-// persistent-gemm needs 4 CTAs) only while this is false: once the
-// emulator runs larger clusters, they run every variant.
-inline bool emulator_runs_clusters_of(std::uint32_t ctas) {
-  emu::LaunchConfig l;
-  l.cluster_size = ctas;
-  try {
-    (void)emu::run(l, [] {}, {});
-  } catch (const emu::BadLaunch&) {
-    return false;
-  }
-  return true;
-}
-
-// The same for a prepared kernel, saying on stdout what is skipped.
-inline bool emulator_runs(const emu::Kernel& k, const std::string& what) {
-  if (emulator_runs_clusters_of(k.launch.cluster_size)) return true;
-  std::printf("skipped %s: clusters of %u CTAs, which this emulator does not launch\n", what.c_str(),
-              k.launch.cluster_size);
-  return false;
-}
-
 // One lane inits `bar` with count n and a name for the reports.
 inline void init_bar(SharedMemBarrier& bar, std::uint32_t n, const char* name = "bar") {
   B::elect_one([&] { B::init(bar, n, BarrierName{name}); });
