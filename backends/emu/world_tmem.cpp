@@ -140,13 +140,10 @@ bool World::check_whole_warp(Warp& w, const char* op, const SourceLoc& loc) {
 
 // PTX "tcgen05" (CTA pair): the peer CTA of a .cta_group::2 instruction is
 // the one whose %cluster_ctarank differs in bit 0, so rank r pairs with
-// r ^ 1 whatever the cluster's shape. ClusterShape::pair_mask, and every
-// kernel that maps a pair onto 2 x 1 CTAs of its output, take that pair to
-// be two CTAs adjacent in x: with dim.x odd the pair of some rank sits in
-// two rows, or, with an odd cluster size, does not exist. Reported at every
-// pair operation, the first of which stops the run.
+// r ^ 1 whatever the cluster's shape (in a 1 x 2 cluster the pair is a
+// column; the hardware runs that, so it is not reported). In a cluster of
+// odd size the last rank has no peer: reported at its pair operations.
 bool World::check_cta_pair(Warp& w, const char* op, const char* no_pair_rule, const SourceLoc& loc) {
-  const ClusterShape& shape = cluster_shape();
   if (launch_.cluster_size < 2) {
     fail(w, no_pair_rule, "",
          std::string(op) + " with .cta_group::2 in a launch whose clusters have 1 CTA: a CTA pair needs clusters "
@@ -154,27 +151,17 @@ bool World::check_cta_pair(Warp& w, const char* op, const char* no_pair_rule, co
          loc);
     return false;
   }
-  if (shape.x % 2 == 0) return true;
   const std::uint32_t rank = ctas_[w.cta].rank, peer = rank ^ 1u;
+  if (peer < launch_.cluster_size) return true;
+  const ClusterShape& shape = cluster_shape();
   std::string m(op);
   m.append(" with .cta_group::2 in a ")
       .append(std::to_string(shape.x)).append("x").append(std::to_string(shape.y)).append("x")
       .append(std::to_string(shape.z))
-      .append(" cluster: the CTA pair is ranks 2k and 2k+1 (PTX: %cluster_ctarank differing in bit 0), and with an "
-              "odd dim.x ");
-  if (peer >= launch_.cluster_size) {
-    m.append("rank ").append(std::to_string(rank)).append(" has no peer (rank ").append(std::to_string(peer))
-        .append(" is outside the cluster)");
-  } else {
-    m.append("pairs straddle rows: this CTA's pair is ranks ")
-        .append(std::to_string(rank & ~1u)).append(" and ").append(std::to_string(rank | 1u))
-        .append(", at (x, y) = (").append(std::to_string(shape.x_of(rank & ~1u))).append(", ")
-        .append(std::to_string(shape.y_of(rank & ~1u))).append(") and (")
-        .append(std::to_string(shape.x_of(rank | 1u))).append(", ").append(std::to_string(shape.y_of(rank | 1u)))
-        .append(")");
-  }
-  m.append("; make dim.x even");
-  fail(w, "cluster.pair-split", "", m, loc);
+      .append(" cluster: the CTA pair is ranks 2k and 2k+1 (PTX: %cluster_ctarank differing in bit 0), and rank ")
+      .append(std::to_string(rank)).append(" has no peer (rank ").append(std::to_string(peer))
+      .append(" is outside the cluster); give the cluster an even size");
+  fail(w, "cluster.no-peer", "", m, loc);
   return false;
 }
 
