@@ -4,6 +4,7 @@
 // (TMA warp, MMA warp, four epilogue warps) for cta_group 1 and 2 and on
 // its broken variants. Every rule is shown firing on the bug and quiet on
 // the fix; the GEMM's result is checked against a CPU reference.
+#include <bit>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -377,6 +378,93 @@ TEST(emu_ProxyFence, OrdinaryStoresReadByTheTensorCoreNeedTheFence) {
     EXPECT_TRUE(contains(late.violations[0].message, "not ordered before the read")) << late.report();
     EXPECT_OK(run_proxy(Fence::before_arrive, seed));
   }
+}
+
+// ------------------------------------------------- deferred accumulators
+
+// With the MMA memo on, the emulator keeps an accumulator's D as its
+// chain's values until something else touches its cells
+// (World::DeferredD). Every way of touching them must see what the plain
+// model (memo off: each MMA updates its cells) leaves: a tcgen05.ld of
+// part of D in the middle of a chain, a tcgen05.st over part of it
+// followed by an accumulating MMA, two accumulators in flight at once,
+// and a chain replaced by one that starts afresh.
+std::vector<std::uint32_t> deferred_accumulator_run(std::size_t memo_bytes) {
+  struct S {
+    alignas(1024) std::uint16_t a[128 * 64];
+    alignas(1024) std::uint16_t b[64 * 64];
+    SharedMemBarrier done;
+    std::uint32_t tmem_base;
+  };
+  std::vector<std::uint32_t> seen;  // every register the warp loaded, in order
+  emu::RunOptions o = with_strategy(emu::StrategyKind::random, 3);
+  o.mma_memo_bytes = memo_bytes;
+  auto r = wspipe::test::run_kernel(1, [&] {
+    auto& s = B::shared_storage<S>();
+    init_bar(s.done, 1);
+    SmemView<B, std::uint16_t> a(s.a, 128 * 64), b(s.b, 64 * 64);
+    B::for_each_lane([&](std::uint32_t lane) {
+      for (std::uint32_t i = lane; i < a.size(); i += 32) a.store(i, wspipe::float_to_bf16(float(int(i * 7 % 9) - 4)));
+      for (std::uint32_t i = lane; i < b.size(); i += 32) b.store(i, wspipe::float_to_bf16(float(int(i * 5 % 7) - 3) / 8));
+    });
+    B::fence_proxy_async();
+    B::tmem_alloc<1>(&s.tmem_base, 128);
+    B::syncwarp();
+    const std::uint32_t d0 = s.tmem_base, d1 = s.tmem_base + 64;
+    const std::uint32_t idesc = InstrDescriptor{.a = ElemType::bf16, .b = ElemType::bf16, .m = 128, .n = 64}.encode();
+    std::uint32_t phase = 0;
+    auto mma = [&](std::uint32_t d, std::uint32_t k, bool acc) {
+      B::elect_one([&] { B::mma<MmaKind::f16, 1>(d, Gemm::desc(s.a, k), Gemm::desc(s.b, k), idesc, acc); });
+    };
+    auto complete = [&] {
+      B::elect_one([&] { B::mma_commit<1>(s.done); });
+      B::wait(s.done, phase);
+      phase ^= 1;
+      B::tmem_fence_after();
+    };
+    auto load = [&](std::uint32_t taddr) {
+      auto f = B::tmem_load<TmemShape::s32x32b, 16>(taddr);
+      B::tmem_wait_load();
+      B::for_each_lane([&](std::uint32_t) {
+        for (std::uint32_t i = 0; i < 16; ++i) seen.push_back(f.reg(i));
+      });
+    };
+    mma(d0, 0, false);
+    mma(d1, 2, false);  // a second accumulator, its chain interleaved with the first's
+    mma(d0, 1, true);
+    mma(d1, 3, true);
+    complete();
+    load(d0 + 8);  // part of D in the middle of d0's chain
+    B::Frag<16> mine;
+    B::for_each_lane([&](std::uint32_t lane) {
+      for (std::uint32_t i = 0; i < 16; ++i) mine.set(i, std::bit_cast<std::uint32_t>(float(lane * 16 + i)));
+    });
+    B::tmem_store<TmemShape::s32x32b, 16>(d1 + 40, mine);  // over part of d1's D
+    B::tmem_wait_store();
+    B::tmem_fence_before();
+    mma(d0, 2, true);
+    mma(d1, 0, true);  // accumulates on the stored cells and the chain's
+    mma(d0, 3, true);
+    complete();
+    mma(d1, 1, false);  // a new chain in d1,
+    mma(d1, 2, false);  // replaced by another,
+    mma(d1, 3, true);   // which goes on
+    complete();
+    for (std::uint32_t col = 0; col < 128; col += 16) load(s.tmem_base + col);
+    B::tmem_relinquish<1>();
+    B::tmem_dealloc<1>(s.tmem_base, 128);
+  }, o, sizeof(S));
+  EXPECT_OK(r);
+  return seen;
+}
+
+TEST(emu_Tensor, DeferredAccumulatorsMatchTheCellByCellModel) {
+  const std::vector<std::uint32_t> cells = deferred_accumulator_run(0);
+  ASSERT_EQ(cells.size(), std::size_t{32} * 16 * 9);
+  // The loads saw sums, not zeros or the poison of an unwritten cell.
+  EXPECT_GT(std::count_if(cells.begin(), cells.end(), [](std::uint32_t v) { return v != 0; }), 4000);
+  EXPECT_TRUE(deferred_accumulator_run(emu::RunOptions{}.mma_memo_bytes) == cells);
+  EXPECT_TRUE(deferred_accumulator_run(emu::RunOptions{}.mma_memo_bytes) == cells);  // the chains found in the memo
 }
 
 // ------------------------------------------------------------ generic races

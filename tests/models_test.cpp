@@ -708,6 +708,55 @@ TEST_P(models_mma_reference, IsBitExactWithAndWithoutTheMemo) {
   EXPECT_EQ(memo.hits(), hits + last);  // all but the last MMA hit
 }
 
+// The emulator's deferred accumulators: the same MMAs as a chain
+// (mma_accumulate from enable-input-d false, then accum_write) leave TMEM
+// exactly as mma_execute does, every cell outside D untouched; a second
+// pass finds every link in the memo, and a changed operand byte in the
+// last MMA is a new link, not a stale one.
+TEST_P(models_mma_reference, ChainsAreBitExactAndFoundAgain) {
+  const MmaCase& c = GetParam();
+  Problem p(c.a, c.b, c.cta_group, c.m, c.n, c.swizzle, c.m * 5 + c.n + swizzle_bytes(c.swizzle));
+  const std::uint32_t d_tmem = tmem_addr(c.cta_group == 1 && c.m == 64 && c.n != 8 ? 16 : 0, 32);
+  using Tmem = std::vector<std::vector<std::uint32_t>>;
+  const auto fresh = [&] {
+    return Tmem(static_cast<std::size_t>(c.cta_group), std::vector<std::uint32_t>(kTmemLanes * kTmemColumns, kPoison));
+  };
+  const auto mem = [&](Tmem& tmem) {
+    std::vector<CtaMem> ctas;
+    for (int r = 0; r < c.cta_group; ++r) ctas.push_back({p.smem[r].data(), p.smem[r].size(), tmem[r].data()});
+    return ctas;
+  };
+  const auto eager = [&] {
+    Tmem tmem = fresh();
+    const auto ctas = mem(tmem);
+    for (std::uint32_t j = 0; j < p.mmas(); ++j) mma_execute(p.job(j, d_tmem), ctas.data(), nullptr);
+    return tmem;
+  };
+  const auto chained = [&](MmaMemo& memo) {
+    Tmem tmem = fresh();
+    const auto ctas = mem(tmem);
+    AccumRef acc;
+    for (std::uint32_t j = 0; j < p.mmas(); ++j) {
+      const MmaJob job = p.job(j, d_tmem);
+      EXPECT_EQ(job.accumulate, j > 0);
+      acc = mma_accumulate(job, ctas.data(), job.accumulate ? acc.get() : nullptr, memo);
+    }
+    accum_write(p.job(0, d_tmem), *acc, ctas.data());
+    return tmem;
+  };
+  MmaMemo memo(std::size_t{64} << 20);
+  EXPECT_TRUE(chained(memo) == eager());
+  EXPECT_EQ(memo.chain_hits(), 0u);
+  EXPECT_TRUE(chained(memo) == eager());
+  EXPECT_EQ(memo.chain_hits(), p.mmas());
+
+  const std::uint32_t last = p.mmas() - 1;
+  const SmemDescriptor a_desc = SmemDescriptor::decode(p.job(last, d_tmem).a_desc).desc;
+  p.smem[0][operand_offset(a_desc, 0, 0)] ^= std::byte{0x01};
+  EXPECT_TRUE(chained(memo) == eager());
+  EXPECT_EQ(memo.chain_hits(), 2 * p.mmas() - 1);  // all but the last link found
+}
+
 TEST(models_mma, CheckRejectsWhatTheModelDoesNotRun) {
   const Problem p(ElemType::bf16, ElemType::bf16, 1, 128, 64, SmemSwizzle::b128, 7);
   const std::size_t bytes = p.smem[0].size();

@@ -52,8 +52,9 @@ options:
   --shrink-seconds T   explore: time for shrinking           (default 20)
   --max-steps N        step budget per run; running out is a livelock (default 5000000)
   --spurious-try-wait  try_wait may time out on an incomplete phase
-  --mma-memo-mib N     memory per thread for the products of MMAs already computed,
-                       reused when an MMA's operands repeat (0: none; default 512)
+  --mma-memo-mib N     memory per thread for the MMAs already computed (products and
+                       accumulator chains), reused when an MMA's operands repeat
+                       (0: none, every MMA updates D cell by cell; default 512)
   --lane-divergence    run each warp as two lanes (0 and 31) in lockstep and report
                        where they differ: a branch or an operand at a collective
                        instruction, elect or barrier wait (slower; variants whose

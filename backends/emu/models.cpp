@@ -1,6 +1,7 @@
 #include "backends/emu/models.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <functional>
@@ -302,6 +303,7 @@ void MmaMemo::set_budget(std::size_t bytes) {
 
 void MmaMemo::clear() {
   map_.clear();
+  next_.clear();
   bytes_ = entries_ = 0;
   hits_since_full_ = refused_ = 0;
 }
@@ -320,16 +322,21 @@ MmaMemo::Products MmaMemo::find(const std::vector<std::byte>& key) {
   return {};
 }
 
+bool MmaMemo::admit(std::size_t size) {
+  if (bytes_ + size > budget_) {
+    // Full. Start over when the entries kept are not the ones asked for.
+    if (++refused_ >= entries_ && hits_since_full_ * 4 < refused_) clear();
+    if (bytes_ + size > budget_) return false;
+  }
+  return true;
+}
+
 void MmaMemo::insert(const std::vector<std::byte>& key, const std::vector<double>& products) {
   const bool narrow = std::all_of(products.begin(), products.end(),
                                   [](double x) { return static_cast<double>(static_cast<float>(x)) == x; });
   const std::size_t size =
       sizeof(Entry) + key.size() + products.size() * (narrow ? sizeof(float) : sizeof(double));
-  if (bytes_ + size > budget_) {
-    // Full. Start over when the entries kept are not the ones asked for.
-    if (++refused_ >= entries_ && hits_since_full_ * 4 < refused_) clear();
-    if (bytes_ + size > budget_) return;
-  }
+  if (!admit(size)) return;
   auto e = std::make_unique<Entry>();
   e->key = key;
   if (narrow)
@@ -341,9 +348,51 @@ void MmaMemo::insert(const std::vector<std::byte>& key, const std::vector<double
   ++entries_;
 }
 
+AccumRef MmaMemo::find_next(std::uint64_t parent, const std::vector<std::byte>& key) {
+  const auto it = next_.find({parent, hash_bytes(key.data(), key.size())});
+  if (it != next_.end())
+    for (const AccumRef& a : it->second)
+      if (a->key.size() == key.size() && std::memcmp(a->key.data(), key.data(), key.size()) == 0) {
+        ++chain_hits_;
+        ++hits_since_full_;
+        return a;
+      }
+  return nullptr;
+}
+
+void MmaMemo::insert_next(std::uint64_t parent, const AccumRef& acc) {
+  const std::size_t size = sizeof(Accum) + acc->key.size() + acc->d.size() * sizeof(float);
+  if (!admit(size)) return;
+  next_[{parent, hash_bytes(acc->key.data(), acc->key.size())}].push_back(acc);
+  bytes_ += size;
+  ++entries_;
+}
+
+namespace {
+
+// D's cells for `job`, row by row: `row_op(cells, at, count)` gets each run
+// of `count` consecutive cells in one TMEM lane and the index in MMA
+// row-major order (row * N + col) of its first element. A row is one run,
+// or two in Layout B (its first N/2 columns in one lane, the rest 64 lanes
+// down).
+template <class RowOp>
+void for_each_d_run(const MmaJob& job, const InstrDescriptor& i, const CtaMem* ctas, RowOp&& row_op) {
+  const std::uint32_t m = i.m, n = i.n;
+  const std::uint32_t segment = layout_b(job, i) ? n / 2 : n;
+  for (std::uint32_t row = 0; row < m; ++row)
+    for (std::uint32_t col0 = 0; col0 < n; col0 += segment) {
+      const DPlace p = d_place(job, i, row, col0);
+      row_op(ctas[p.cta].tmem + std::size_t{p.lane} * kTmemColumns + p.col, std::size_t{row} * n + col0, segment);
+    }
+}
+
+std::atomic<std::uint64_t> next_accum_id{1};
+
+}  // namespace
+
 void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo) {
   const Decoded d = decode(job);
-  const std::uint32_t m = d.i.m, n = d.i.n, k = mma_k(job.kind);
+  const std::uint32_t k = mma_k(job.kind);
 
   thread_local std::vector<std::byte> rows;
   thread_local std::vector<double> computed;
@@ -357,36 +406,71 @@ void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo) {
     products.wide = computed.data();
   }
 
-  // D's rows: each a run of columns in one TMEM lane, or two in Layout B
-  // (the first N/2 columns in one lane, the rest 64 lanes down).
-  const std::uint32_t segment = layout_b(job, d.i) ? n / 2 : n;
-  for (std::uint32_t row = 0; row < m; ++row) {
-    for (std::uint32_t col0 = 0; col0 < n; col0 += segment) {
-      const DPlace p = d_place(job, d.i, row, col0);
-      std::uint32_t* cells = ctas[p.cta].tmem + std::size_t{p.lane} * kTmemColumns + p.col;
-      const std::size_t at = std::size_t{row} * n + col0;
-      // Four cells at a time (a segment is a multiple of 8 columns), with
-      // the compilers' portable vector types: the same conversions and
-      // additions as one cell at a time.
-      for (std::uint32_t c = 0; c < segment; c += 4) {
-        V4d sum;
-        if (products.wide != nullptr) {
-          std::memcpy(&sum, products.wide + at + c, sizeof sum);
-        } else {
-          V4f narrow;
-          std::memcpy(&narrow, products.narrow + at + c, sizeof narrow);
-          sum = __builtin_convertvector(narrow, V4d);
-        }
-        if (job.accumulate) {
-          V4f old;
-          std::memcpy(&old, cells + c, sizeof old);
-          sum += __builtin_convertvector(old, V4d);
-        }
-        const V4f out = __builtin_convertvector(sum, V4f);
-        std::memcpy(cells + c, &out, sizeof out);
+  for_each_d_run(job, d.i, ctas, [&](std::uint32_t* cells, std::size_t at, std::uint32_t count) {
+    // Four cells at a time (a run is a multiple of 8 columns), with the
+    // compilers' portable vector types: the same conversions and additions
+    // as one cell at a time.
+    for (std::uint32_t c = 0; c < count; c += 4) {
+      V4d sum;
+      if (products.wide != nullptr) {
+        std::memcpy(&sum, products.wide + at + c, sizeof sum);
+      } else {
+        V4f narrow;
+        std::memcpy(&narrow, products.narrow + at + c, sizeof narrow);
+        sum = __builtin_convertvector(narrow, V4d);
       }
+      if (job.accumulate) {
+        V4f old;
+        std::memcpy(&old, cells + c, sizeof old);
+        sum += __builtin_convertvector(old, V4d);
+      }
+      const V4f out = __builtin_convertvector(sum, V4f);
+      std::memcpy(cells + c, &out, sizeof out);
     }
+  });
+}
+
+AccumRef mma_accumulate(const MmaJob& job, const CtaMem* ctas, const Accum* parent, MmaMemo& memo) {
+  const Decoded d = decode(job);
+  thread_local std::vector<std::byte> rows;
+  gather(job, d.a, d.b, d.i, ctas, rows);
+  const std::uint64_t parent_id = parent != nullptr ? parent->id : 0;
+  if (AccumRef known = memo.find_next(parent_id, rows)) return known;
+
+  // A new link: the products (from the memo when this MMA ran before on
+  // another chain), plus the parent's values, rounded once, as
+  // mma_execute sums them.
+  thread_local std::vector<double> computed;
+  MmaMemo::Products products = memo.find(rows);
+  if (products.wide == nullptr && products.narrow == nullptr) {
+    compute_products(rows, d.i, mma_k(job.kind), computed);
+    products.wide = computed.data();
   }
+  auto acc = std::make_shared<Accum>();
+  acc->id = next_accum_id.fetch_add(1, std::memory_order_relaxed);
+  acc->key = rows;
+  acc->d.resize(std::size_t{d.i.m} * d.i.n);
+  for (std::size_t at = 0; at < acc->d.size(); ++at) {
+    double sum = products.wide != nullptr ? products.wide[at] : double{products.narrow[at]};
+    if (parent != nullptr) sum += double{parent->d[at]};
+    acc->d[at] = static_cast<float>(sum);
+  }
+  memo.insert_next(parent_id, acc);
+  return acc;
+}
+
+void accum_write(const MmaJob& job, const Accum& acc, const CtaMem* ctas) {
+  for_each_d_run(job, decode(job).i, ctas, [&](std::uint32_t* cells, std::size_t at, std::uint32_t count) {
+    std::memcpy(cells, acc.d.data() + at, std::size_t{count} * sizeof(float));
+  });
+}
+
+bool same_d(const MmaJob& a, const MmaJob& b) {
+  if (a.cta_group != b.cta_group || a.d_tmem != b.d_tmem) return false;
+  if (a.idesc == b.idesc && a.kind == b.kind) return true;
+  const InstrDescriptor x = InstrDescriptor::decode(a.idesc, a.kind).desc;
+  const InstrDescriptor y = InstrDescriptor::decode(b.idesc, b.kind).desc;
+  return x.m == y.m && x.n == y.n;
 }
 
 std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t smem_bytes, const char* what) {

@@ -79,6 +79,20 @@ MmaFootprint mma_footprint(const MmaJob& job);
 // fill's worth of refused entries, with fewer than a quarter as many hits)
 // starts over, so that a thread moving on to another kernel is not stuck
 // with the last one's MMAs.
+// The values an accumulator D holds after a chain of MMAs that started
+// with enable-input-d false: D as M x N floats, row-major in the MMA's own
+// row and column order (not yet placed in TMEM cells), and the identity of
+// the chain. The emulator keeps an MMA's D in this form (World's deferred
+// accumulators) until something else touches its cells, and MmaMemo keeps
+// each chain it has seen, so that a run repeating an earlier run's MMAs
+// costs a lookup per MMA, not an update per cell of D.
+struct Accum {
+  std::uint64_t id = 0;        // unique while the process lives: the memo's key for this node's successors
+  std::vector<std::byte> key;  // the last MMA's instruction and operand rows (gather)
+  std::vector<float> d;        // M * N
+};
+using AccumRef = std::shared_ptr<const Accum>;
+
 class MmaMemo {
  public:
   explicit MmaMemo(std::size_t budget_bytes = 0) : budget_(budget_bytes) {}
@@ -100,6 +114,13 @@ class MmaMemo {
   // Keeps `products` for `key` if the budget allows.
   void insert(const std::vector<std::byte>& key, const std::vector<double>& products);
 
+  // The accumulator that follows `parent` (0: none, enable-input-d false)
+  // by the MMA whose gathered rows are `key`, or null.
+  AccumRef find_next(std::uint64_t parent, const std::vector<std::byte>& key);
+  // Keeps `acc` as that successor if the budget allows.
+  void insert_next(std::uint64_t parent, const AccumRef& acc);
+  std::uint64_t chain_hits() const { return chain_hits_; }
+
  private:
   struct Entry {
     std::vector<std::byte> key;
@@ -107,9 +128,17 @@ class MmaMemo {
     std::vector<float> narrow;
   };
   void clear();
+  bool admit(std::size_t size);  // budget_ allows `size` more bytes (may start over)
   std::size_t budget_ = 0, bytes_ = 0, entries_ = 0;
-  std::uint64_t hits_ = 0, misses_ = 0, hits_since_full_ = 0, refused_ = 0;
+  std::uint64_t hits_ = 0, misses_ = 0, hits_since_full_ = 0, refused_ = 0, chain_hits_ = 0;
   std::unordered_map<std::uint64_t, std::vector<std::unique_ptr<Entry>>> map_;
+  // Successors by (parent id, hash of the key).
+  struct PairHash {
+    std::size_t operator()(const std::pair<std::uint64_t, std::uint64_t>& p) const {
+      return p.first * 0x9e3779b97f4a7c15ull ^ p.second;
+    }
+  };
+  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::vector<AccumRef>, PairHash> next_;
 };
 
 // Performs a job that passed mma_check against every CTA's smem_bytes:
@@ -127,6 +156,18 @@ class MmaMemo {
 // With a `memo` (budget above zero), the products of an MMA it has seen
 // are reused rather than computed; the result is the same.
 void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo = nullptr);
+
+// mma_execute without touching D's cells: the accumulator `job` leaves
+// when D holds `parent`'s values (null when job.accumulate is false),
+// found in `memo` or computed (and kept there if its budget allows).
+// accum_write(job, *result, ctas) then gives D's cells exactly what
+// mma_execute would have: the same sums, rounded once per MMA.
+AccumRef mma_accumulate(const MmaJob& job, const CtaMem* ctas, const Accum* parent, MmaMemo& memo);
+// Writes `acc`'s values into the D cells of `job` (whose M, N, cta_group
+// and d_tmem place them), the pair in rank order in `ctas`.
+void accum_write(const MmaJob& job, const Accum& acc, const CtaMem* ctas);
+// D's geometry: two jobs whose D covers the same cells in the same layout.
+bool same_d(const MmaJob& a, const MmaJob& b);
 
 // Why a TMA load of map `m` into shared memory at `dst_offset` cannot be
 // issued, or "" when it can: the map itself (tensor_map_error), the

@@ -555,6 +555,22 @@ class World {
   bool tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
                  bool store, std::uint32_t* regs, const SourceLoc& loc);
   std::string tmem_describe_blocked(const Warp& w) const;
+  // Deferred accumulators: the D of an MMA kept as its chain's values
+  // (model::Accum) rather than in cells, until the next MMA of the chain
+  // replaces it or something else touches its cells. Entries never overlap.
+  struct DeferredD {
+    model::MmaJob job;     // places D's cells
+    std::uint32_t cta[2];  // the CTAs that hold D, in rank order (one for cta_group 1)
+    std::vector<model::MmaFootprint::Cells> rects;  // D's cells; Cells::cta indexes cta[]
+    model::AccumRef acc;
+  };
+  // Writes into their cells, and forgets, the deferred accumulators with a
+  // cell of CTA `cta` in lanes [lane0, lane0 + lanes) x columns [col0, col0 + cols).
+  void tmem_settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0,
+                   std::uint32_t cols);
+  // tcgen05.mma's effect on D (engine_mma after its checks).
+  void tmem_mma(const AsyncOp& op, const std::uint32_t* ctas);
+  std::vector<DeferredD> deferred_;
 
   // Async engines (world_async.cpp).
   void stamp_issue(Warp& w, Issued& op, const SourceLoc& loc);

@@ -394,17 +394,8 @@ void World::engine_mma(AsyncOp& op, std::uint32_t e) {
       }
     }
   }
-  model::CtaMem mem[2]{};
-  for (int r = 0; r < op.cta_group; ++r) {
-    Cta& c = ctas_[target(r)];
-    tmem_ensure(c);
-    mem[r] = {.smem = c.smem, .smem_bytes = c.smem_bytes, .tmem = c.tmem.get()};
-  }
-  // One memo per thread, kept across runs: the runs of an exploration (on
-  // one thread each with --jobs) issue the same MMAs on the same operands.
-  thread_local model::MmaMemo memo;
-  if (memo.budget() != options_.mma_memo_bytes) memo.set_budget(options_.mma_memo_bytes);
-  model::mma_execute(op.job, mem, &memo);
+  const std::uint32_t ctas[2] = {target(0), target(op.cta_group - 1)};
+  tmem_mma(op, ctas);
   if (options_.trace)
     record({.step = step_, .begin = op.step, .warp = actor, .kind = EventKind::mma_done, .file = op.loc.file_name(),
             .line = op.loc.line()});

@@ -511,6 +511,7 @@ bool World::tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t
     });
     if (!ok) return false;
   }
+  tmem_settle(w.cta, lane0, 32, col0, num * tmem_shape_cols(shape) + half_split);
   for (std::size_t i = 0; i < cells.size(); ++i) {
     if (store)
       c.tmem[cells[i]] = regs[i];
@@ -634,6 +635,68 @@ std::string World::tmem_describe_blocked(const Warp& w) const {
   const PairOp& p = ctas_[pair_cta(w.cta, 0)].pair;
   return std::string("waits for the peer CTA's warp to join its cta_group::2 ") + (p.dealloc ? "dealloc" : "alloc") +
          " (one warp of each CTA of the pair must issue it)";
+}
+
+}  // namespace wspipe::emu::detail
+
+namespace wspipe::emu::detail {
+
+void World::tmem_settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0,
+                        std::uint32_t cols) {
+  for (std::size_t i = deferred_.size(); i-- > 0;) {
+    const DeferredD& d = deferred_[i];
+    const bool touched = std::any_of(d.rects.begin(), d.rects.end(), [&](const model::MmaFootprint::Cells& r) {
+      return d.cta[r.cta] == cta && r.lane0 < lane0 + lanes && lane0 < r.lane0 + r.lanes && r.col0 < col0 + cols &&
+             col0 < r.col0 + r.cols;
+    });
+    if (!touched) continue;
+    model::CtaMem mem[2]{};
+    for (int r = 0; r < d.job.cta_group; ++r) mem[r].tmem = ctas_[d.cta[r]].tmem.get();
+    model::accum_write(d.job, *d.acc, mem);
+    deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+void World::tmem_mma(const AsyncOp& op, const std::uint32_t* ctas) {
+  model::CtaMem mem[2]{};
+  for (int r = 0; r < op.cta_group; ++r) {
+    Cta& c = ctas_[ctas[r]];
+    tmem_ensure(c);
+    mem[r] = {.smem = c.smem, .smem_bytes = c.smem_bytes, .tmem = c.tmem.get()};
+  }
+  // One memo per thread, kept across runs: the runs of an exploration (on
+  // one thread each with --jobs) issue the same MMAs on the same operands,
+  // in the same chains.
+  thread_local model::MmaMemo memo;
+  if (memo.budget() != options_.mma_memo_bytes) memo.set_budget(options_.mma_memo_bytes);
+  const auto settle_d = [&] {
+    for (const auto& r : op.footprint.tmem) tmem_settle(ctas[r.cta], r.lane0, r.lanes, r.col0, r.cols);
+  };
+  if (memo.budget() == 0) {  // no memo: every MMA updates its cells
+    settle_d();
+    model::mma_execute(op.job, mem, &memo);
+    return;
+  }
+  // Deferred: the chain continues in the accumulator that holds exactly
+  // this D, or starts afresh (enable-input-d false). An MMA accumulating on
+  // cells that hold no chain updates them as without a memo.
+  const auto same = std::find_if(deferred_.begin(), deferred_.end(), [&](const DeferredD& d) {
+    return d.cta[0] == ctas[0] && model::same_d(d.job, op.job);
+  });
+  if (same != deferred_.end()) {
+    same->acc = model::mma_accumulate(op.job, mem, op.job.accumulate ? same->acc.get() : nullptr, memo);
+    same->job = op.job;
+    return;
+  }
+  settle_d();
+  if (op.job.accumulate) {
+    model::mma_execute(op.job, mem, &memo);
+    return;
+  }
+  deferred_.push_back({.job = op.job,
+                       .cta = {ctas[0], ctas[1]},
+                       .rects = op.footprint.tmem,
+                       .acc = model::mma_accumulate(op.job, mem, nullptr, memo)});
 }
 
 }  // namespace wspipe::emu::detail
