@@ -102,11 +102,13 @@ inline const Access* shadow_read(Shadow& s, const Clock& c, const Access& a) {
 // writes in each lane), so a tile costs a few checks, not one per word.
 //
 // Exactly the per-location semantics: an access visits its locations in
-// its own order, and `visit(shadow, location)` (check, record, or report
+// ascending order, and `visit(shadow, location)` (check, record, or report
 // and return false to stop) runs once for each location, except that for a
 // uniform block it covers wholly it runs once, at the block's first
-// location in that order, for all of them: they are in the same state, so
-// each would get the same answer and end in the same state.
+// location, for all of them: they are in the same state, so each would get
+// the same answer and end in the same state. An access of several ranges
+// (an MMA's D, a tcgen05.ld's cells: a run of columns per lane) is one
+// access_range per range.
 template <std::uint32_t kBlock>
 class ShadowTable {
  public:
@@ -116,10 +118,6 @@ class ShadowTable {
     split_.assign(blocks, -1);
     cells_.clear();
     free_.clear();
-    mark_.assign(blocks, 0);
-    count_.assign(blocks, 0);
-    left_.assign(blocks, 0);
-    epoch_ = 0;
   }
   bool empty() const { return uniform_.empty(); }
 
@@ -166,41 +164,6 @@ class ShadowTable {
     return true;
   }
 
-  // An access to the locations `at[0..n)`, visited in that order (each
-  // once: no location may repeat).
-  template <class Visit>
-  bool access_list(const std::uint32_t* at, std::size_t n, Visit&& visit) {
-    // Count each block's locations in this access (epoch-stamped, so that
-    // nothing is cleared between accesses).
-    if (++epoch_ >= 0x7fffffffu) {
-      std::fill(mark_.begin(), mark_.end(), 0);
-      epoch_ = 1;
-    }
-    const std::uint32_t seen = epoch_ * 2, done = epoch_ * 2 + 1;  // stamps: counted, then visited
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::uint32_t b = at[k] / kBlock;
-      if (mark_[b] != seen) {
-        mark_[b] = seen;
-        count_[b] = 0;
-      }
-      ++count_[b];
-    }
-    for (std::size_t k = 0; k < n; ++k) left_[at[k] / kBlock] = count_[at[k] / kBlock];
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::uint32_t b = at[k] / kBlock;
-      if (mark_[b] == done) continue;  // a whole uniform block, visited once already
-      if (split_[b] < 0 && count_[b] == kBlock) {
-        mark_[b] = done;
-        if (!visit(uniform_[b], at[k])) return false;
-        continue;
-      }
-      split(b);
-      if (!visit(cells_[static_cast<std::size_t>(split_[b]) + at[k] % kBlock], at[k])) return false;
-      if (--left_[b] == 0 && count_[b] == kBlock) try_merge(b);
-    }
-    return true;
-  }
-
  private:
   // A uniform block becomes kBlock copies of its shadow.
   void split(std::uint32_t b) {
@@ -229,10 +192,6 @@ class ShadowTable {
   std::vector<std::int32_t> split_; // per block: -1, or where its kBlock shadows start in cells_
   std::vector<Shadow> cells_;
   std::vector<std::size_t> free_;   // blocks of cells_ no longer used
-  // access_list's scratch, per block: a stamp, the access's locations in
-  // it, those not visited yet.
-  std::vector<std::uint32_t> mark_, count_, left_;
-  std::uint32_t epoch_ = 0;
 };
 
 }  // namespace wspipe::emu::detail

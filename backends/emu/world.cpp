@@ -45,8 +45,6 @@ const char* to_string(Status s) {
 namespace detail {
 namespace {
 
-thread_local World* tl_world = nullptr;
-
 // set_sched_check: -1 until set (then the build's and environment's default).
 std::atomic<int> g_sched_check{-1};
 std::atomic<std::uint64_t> g_sched_checks{0};
@@ -230,12 +228,9 @@ void set_sched_check(bool on) { g_sched_check = on ? 1 : 0; }
 std::uint64_t sched_checks() { return g_sched_checks.load(); }
 std::uint64_t sched_evaluations() { return tl_sched_evaluations; }
 
-World& World::current() {
-  if (tl_world == nullptr || tl_world->current_ == nullptr) {
-    std::fputs("wspipe: an EmuBackend operation was called outside a warp of emu::run()\n", stderr);
-    std::abort();
-  }
-  return *tl_world;
+void World::outside_a_warp() {
+  std::fputs("wspipe: an EmuBackend operation was called outside a warp of emu::run()\n", stderr);
+  std::abort();
 }
 
 // The launch's cluster shape, checked as cudaLaunchKernelEx checks it: every
@@ -824,8 +819,8 @@ void World::finish(Warp& w) {
 
 RunResult World::run() {
   algo_ = &algorithm();
-  World* const outer = tl_world;
-  tl_world = this;
+  World* const outer = tl_world_;
+  tl_world_ = this;
   main_ctx_ = boost::fibers::context::active();
   main_stack_ = this_stack();
   dispatch(nullptr);  // returns when the run has ended
@@ -869,7 +864,7 @@ RunResult World::run() {
   }
   current_ = nullptr;
   algo_->collect_terminated();
-  tl_world = outer;
+  tl_world_ = outer;
 
   if (!mismatch_.empty()) throw ScheduleMismatch("schedule does not fit this run: " + mismatch_);
   return std::move(result_);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <boost/fiber/all.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -304,7 +305,12 @@ class World {
   RunResult run();
 
   // The world of the run in progress on this thread (aborts outside one).
-  static World& current();
+  static World& current() {
+    World* const w = tl_world_;
+    if (w == nullptr || w->current_ == nullptr) [[unlikely]]
+      outside_a_warp();
+    return *w;
+  }
   Warp& warp() { return *current_; }
   const Cta& cta_of(const Warp& w) const { return ctas_[w.cta]; }
   const LaunchConfig& launch() const { return launch_; }
@@ -355,7 +361,17 @@ class World {
   void tmem_wait(bool loads, const SourceLoc& loc);
   // The lane whose registers a fragment access means (the one active lane),
   // after checking that the load that filled it (`token`) was waited for.
-  std::uint32_t frag_lane(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc);
+  // Inline when there is nothing to report: it is the epilogues' inner loop.
+  std::uint32_t frag_lane(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc) {
+    const Warp& w = *current_;
+    // One lane active: a bit test, not std::has_single_bit (a libgcc call
+    // without -mpopcnt).
+    const bool one_lane = w.active != 0 && (w.active & (w.active - 1)) == 0;
+    if (reg < regs && one_lane && !in_lane_ && !killing_ && !stopping_ && token <= w.ld_waited) [[likely]]
+      return static_cast<std::uint32_t>(std::countr_zero(w.active));
+    return frag_lane_checked(token, reg, regs, loc);
+  }
+  std::uint32_t frag_lane_checked(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc);
 
   // Tensor core and TMA (world_async.cpp)
   void mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t a_desc, std::uint64_t b_desc,
@@ -709,6 +725,8 @@ class World {
   std::uint64_t step_ = 0;
   bool stopping_ = false;  // the run has ended; nothing more is scheduled
   bool killing_ = false;   // tearing down: unfinished warps run with no-op operations
+  [[noreturn]] static void outside_a_warp();
+  static inline thread_local World* tl_world_ = nullptr;  // the run in progress on this thread
   std::string mismatch_;   // a replayed schedule that did not fit
   std::string source_root_;  // with a trailing '/'
   RunResult result_;

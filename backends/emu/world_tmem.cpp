@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <unordered_map>
+#include <vector>
 
 #include "world.hpp"
 
@@ -22,6 +24,44 @@ LaneOp tmem_op(LaneOp::Kind kind, TmemShape shape, std::uint32_t num, std::uint3
                const SourceLoc& loc) {
   return {.kind = kind, .a = taddr, .b = static_cast<std::uint64_t>(shape),
           .c = num | (std::uint64_t{half_split} << 32), .loc = loc};
+}
+
+// The cells of one tcgen05.ld/st shape, relative to its address: each
+// fragment entry's (thread * regs + reg) offset lane * kTmemColumns + col,
+// and the runs of columns it covers in each lane, lanes ascending (what the
+// race checker visits). Computed once per shape, count and split per thread.
+struct TmemPattern {
+  struct Run {
+    std::uint32_t lane, col, cols;
+  };
+  std::vector<std::uint32_t> rel;
+  std::vector<Run> runs;
+  std::uint32_t lanes = 0, cols = 0;  // the extent: lanes [0, lanes) x columns [0, cols)
+};
+const TmemPattern& tmem_pattern(TmemShape shape, std::uint32_t num, std::uint32_t half_split) {
+  thread_local std::unordered_map<std::uint64_t, TmemPattern> known;
+  const std::uint64_t key = static_cast<std::uint64_t>(shape) | std::uint64_t{num} << 8 | std::uint64_t{half_split} << 24;
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  TmemPattern p;
+  const std::uint32_t per = tmem_regs(shape, num);
+  p.rel.resize(std::size_t{32} * per);
+  for (std::uint32_t t = 0; t < 32; ++t)
+    for (std::uint32_t r = 0; r < per; ++r) {
+      const TmemCell k = tmem_frag_cell(shape, num, t, r, half_split);
+      p.rel[t * per + r] = static_cast<std::uint32_t>(cell(k.lane, k.col));
+    }
+  std::vector<std::uint32_t> sorted = p.rel;
+  std::sort(sorted.begin(), sorted.end());
+  for (const std::uint32_t c : sorted) {
+    const std::uint32_t lane = c / kTmemColumns, col = c % kTmemColumns;
+    if (!p.runs.empty() && p.runs.back().lane == lane && p.runs.back().col + p.runs.back().cols == col)
+      ++p.runs.back().cols;
+    else
+      p.runs.push_back({lane, col, 1});
+    p.lanes = std::max(p.lanes, lane + 1);
+    p.cols = std::max(p.cols, col + 1);
+  }
+  return known.emplace(key, std::move(p)).first->second;
 }
 
 }  // namespace
@@ -490,17 +530,11 @@ bool World::tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t
     info = access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
                        store ? "tcgen05.st" : "tcgen05.ld", loc);
   }
-  // The cells in fragment order (thread, then register): checked in that
-  // order, then moved.
-  thread_local std::vector<std::uint32_t> cells;
-  cells.resize(std::size_t{32} * per);
-  for (std::uint32_t t = 0; t < 32; ++t)
-    for (std::uint32_t r = 0; r < per; ++r) {
-      const TmemCell k = tmem_frag_cell(shape, num, t, r, half_split);
-      cells[t * per + r] = static_cast<std::uint32_t>(cell(lane0 + k.lane, col0 + k.col));
-    }
+  // The cells: checked lane by lane, then moved in fragment order.
+  const TmemPattern& pattern = tmem_pattern(shape, num, half_split);
+  const std::size_t base = cell(lane0, col0);
   if (options_.race_check) {
-    const bool ok = c.tmem_shadow.access_list(cells.data(), cells.size(), [&](Shadow& s, std::uint32_t idx) {
+    auto visit = [&](Shadow& s, std::uint32_t idx) {
       const Access* other = shadow_check(s, store, comp, info);
       if (other == nullptr) return true;
       report_race(s, other, store, info,
@@ -508,16 +542,19 @@ bool World::tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t
                       std::to_string(idx % kTmemColumns) + " (" + cta_label(w.cta) + ")",
                   loc, nullptr);
       return false;
-    });
-    if (!ok) return false;
+    };
+    for (const TmemPattern::Run& run : pattern.runs) {
+      const auto first = static_cast<std::uint32_t>(base + cell(run.lane, run.col));
+      if (!c.tmem_shadow.access_range(first, first + run.cols, visit)) return false;
+    }
   }
-  tmem_settle(w.cta, lane0, 32, col0, num * tmem_shape_cols(shape) + half_split);
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    if (store)
-      c.tmem[cells[i]] = regs[i];
-    else
-      regs[i] = c.tmem[cells[i]];
-  }
+  tmem_settle(w.cta, lane0, pattern.lanes, col0, pattern.cols);
+  std::uint32_t* const cells = c.tmem.get() + base;
+  const std::size_t n = pattern.rel.size();
+  if (store)
+    for (std::size_t i = 0; i < n; ++i) cells[pattern.rel[i]] = regs[i];
+  else
+    for (std::size_t i = 0; i < n; ++i) regs[i] = cells[pattern.rel[i]];
   if (options_.race_check) tick(comp);
   // Columns with an ld or st not yet waited for (for dealloc's check).
   if (w.ld_waited == w.ld_issued && w.st_waited == w.st_issued) w.pending_col0 = w.pending_col1 = col0;
@@ -578,7 +615,8 @@ void World::tmem_wait(bool loads, const SourceLoc& loc) {
             .file = loc.file_name(), .line = loc.line()});
 }
 
-std::uint32_t World::frag_lane(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc) {
+std::uint32_t World::frag_lane_checked(std::uint64_t token, std::uint32_t reg, std::uint32_t regs,
+                                       const SourceLoc& loc) {
   if (in_lane_) return kSecondLane;  // lane 31's own registers; the warp's fiber made the checks
   Warp& w = warp();
   if (killing_ || stopping_) return w.active == 0 ? 0 : static_cast<std::uint32_t>(std::countr_zero(w.active));
