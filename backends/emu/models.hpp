@@ -69,16 +69,6 @@ struct MmaFootprint {
 };
 MmaFootprint mma_footprint(const MmaJob& job);
 
-// The products of MMAs already computed, for reuse: every run of an
-// exploration of a correct kernel issues the same MMAs on the same operand
-// bytes. An entry is keyed by the instruction (kind, cta_group, idesc) and
-// the exact bytes of every operand row the MMA reads, compared in full on
-// a hit, and holds sum_k A[i][k] * B[j][k] in double for each element of D:
-// a hit gives bit for bit what computing the MMA again would. Entries are
-// added up to a budget of bytes. Once full, a memo that is not paying (a
-// fill's worth of refused entries, with fewer than a quarter as many hits)
-// starts over, so that a thread moving on to another kernel is not stuck
-// with the last one's MMAs.
 // The values an accumulator D holds after a chain of MMAs that started
 // with enable-input-d false: D as M x N floats, row-major in the MMA's own
 // row and column order (not yet placed in TMEM cells), and the identity of
@@ -93,6 +83,17 @@ struct Accum {
 };
 using AccumRef = std::shared_ptr<const Accum>;
 
+// The products of MMAs already computed, for reuse: every run of an
+// exploration of a correct kernel issues the same MMAs on the same operand
+// bytes. An entry is keyed by the instruction (kind, cta_group, idesc) and
+// the exact bytes of every operand row the MMA reads, compared in full on
+// a hit, and holds sum_k A[i][k] * B[j][k] in double for each element of D:
+// a hit gives bit for bit what computing the MMA again would. Entries are
+// added up to a budget of bytes. Once full, a memo that is not paying (a
+// fill's worth of refused entries, with fewer than a quarter as many hits)
+// starts over, so that a thread moving on to another kernel is not stuck
+// with the last one's MMAs. It also keeps the accumulator chains (Accum)
+// it has seen, under the same budget.
 class MmaMemo {
  public:
   explicit MmaMemo(std::size_t budget_bytes = 0) : budget_(budget_bytes) {}

@@ -675,9 +675,6 @@ std::string World::tmem_describe_blocked(const Warp& w) const {
          " (one warp of each CTA of the pair must issue it)";
 }
 
-}  // namespace wspipe::emu::detail
-
-namespace wspipe::emu::detail {
 
 void World::tmem_settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0,
                         std::uint32_t cols) {
@@ -723,7 +720,6 @@ void World::tmem_mma(const AsyncOp& op, const std::uint32_t* ctas) {
   });
   if (same != deferred_.end()) {
     same->acc = model::mma_accumulate(op.job, mem, op.job.accumulate ? same->acc.get() : nullptr, memo);
-    same->job = op.job;
     return;
   }
   settle_d();
