@@ -35,8 +35,27 @@ std::string compare_exact(const std::vector<float>& d, std::uint32_t m, std::uin
 }
 
 // compare_exact against a reference computed beforehand (M x N, row-major).
+// Every run of an exploration ends here, and nearly all match: a pass with
+// no branch per element (eight at a time, which compilers vectorise) says
+// so, and only a mismatch builds the report.
 inline std::string compare_exact(const std::vector<float>& d, std::uint32_t m, std::uint32_t n,
                                  const std::vector<float>& want) {
+  const std::size_t size = std::size_t{m} * n;
+  const float* got = d.data();
+  const float* ref = want.data();
+  // (All ones for a mismatch: g++ -O2 vectorises this form, not a bool's.)
+  const auto mismatch = [&](std::size_t e) {
+    return static_cast<std::uint32_t>(-static_cast<std::int32_t>(!(got[e] == ref[e])));
+  };
+  std::uint32_t differ = 0;
+  std::size_t k = 0;
+  for (; k + 8 <= size; k += 8) {
+    std::uint32_t x = 0;
+    for (std::size_t e = k; e < k + 8; ++e) x |= mismatch(e);
+    differ |= x;
+  }
+  for (; k < size; ++k) differ |= mismatch(k);
+  if (differ == 0) return {};
   return compare_exact(d, m, n, [&want, n](std::uint32_t i, std::uint32_t j) { return want[std::size_t{i} * n + j]; });
 }
 

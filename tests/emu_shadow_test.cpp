@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <numeric>
 #include <optional>
-#include <utility>
 #include <vector>
 
 #include "backends/emu/hb.hpp"
+#include "backends/emu/world.hpp"
 
 namespace {
 
@@ -127,6 +127,60 @@ TEST(emu_ShadowTable, WholeBlockAccessesStayUniform) {
   }));
   EXPECT_EQ(visits, 1);
   EXPECT_EQ(where, 0u);
+}
+
+// The TMEM shadow's tiling (world.hpp): every cell has its own index, which
+// tmem_shadow_lane/col invert.
+TEST(emu_TmemShadowIndex, IsABijectionThatItsInverseUndoes) {
+  std::vector<bool> seen(std::size_t{wspipe::kTmemLanes} * wspipe::kTmemColumns);
+  for (std::uint32_t lane = 0; lane < wspipe::kTmemLanes; ++lane)
+    for (std::uint32_t col = 0; col < wspipe::kTmemColumns; ++col) {
+      const std::uint32_t i = tmem_shadow_index(lane, col);
+      ASSERT_LT(i, seen.size());
+      ASSERT_FALSE(seen[i]) << lane << ", " << col;
+      seen[i] = true;
+      ASSERT_EQ(tmem_shadow_lane(i), lane);
+      ASSERT_EQ(tmem_shadow_col(i), col);
+    }
+}
+
+// A rectangle's index ranges are ascending and disjoint, hold exactly its
+// cells, and are one range per tile it covers whole (one visit of a uniform
+// block) and a range within one lane of a tile otherwise.
+RC_GTEST_PROP(emu_TmemShadowIndex, RangesAreExactlyTheRectangle, ()) {
+  const auto lane0 = *rc::gen::inRange<std::uint32_t>(0, wspipe::kTmemLanes);
+  const auto lanes = *rc::gen::inRange<std::uint32_t>(1, wspipe::kTmemLanes - lane0 + 1);
+  const auto col0 = *rc::gen::inRange<std::uint32_t>(0, wspipe::kTmemColumns);
+  const auto cols = *rc::gen::inRange<std::uint32_t>(1, wspipe::kTmemColumns - col0 + 1);
+  std::vector<std::uint32_t> got;
+  std::uint32_t whole = 0;
+  const bool all = for_each_tmem_shadow_range(lane0, lanes, col0, cols, [&](std::uint32_t first, std::uint32_t last) {
+    RC_ASSERT(first < last);
+    const bool ascending = got.empty() || first > got.back();  // (RC_ASSERT would not short-circuit ||)
+    RC_ASSERT(ascending);
+    if (last - first == kTmemShadowBlock) {
+      RC_ASSERT(first % kTmemShadowBlock == 0);
+      ++whole;
+    } else {
+      RC_ASSERT(last - first <= kTmemShadowCols);
+      RC_ASSERT(tmem_shadow_lane(first) == tmem_shadow_lane(last - 1));
+    }
+    for (std::uint32_t i = first; i < last; ++i) got.push_back(i);
+    return true;
+  });
+  RC_ASSERT(all);
+  std::vector<std::uint32_t> want;
+  std::uint32_t tiles = 0;
+  for (std::uint32_t lane = lane0; lane < lane0 + lanes; ++lane)
+    for (std::uint32_t col = col0; col < col0 + cols; ++col) {
+      want.push_back(tmem_shadow_index(lane, col));
+      if (lane % kTmemShadowLanes == 0 && col % kTmemShadowCols == 0 && lane + kTmemShadowLanes <= lane0 + lanes &&
+          col + kTmemShadowCols <= col0 + cols && lane >= lane0 && col >= col0)
+        ++tiles;
+    }
+  std::sort(want.begin(), want.end());
+  RC_ASSERT(got == want);
+  RC_ASSERT(whole == tiles);
 }
 
 }  // namespace

@@ -63,12 +63,20 @@ DPlace d_place(const MmaJob& job, const InstrDescriptor& i, std::uint32_t row, s
   return {cta, row % rows + 64 * (col / half) + lane0, col0 + col % half};
 }
 
+// operand_offset (its layouts are described there), inlined into the loops
+// that ask it for every row of every MMA.
+inline std::uint32_t offset_of(const SmemDescriptor& d, std::uint32_t row, std::uint32_t kbyte) {
+  const std::uint32_t group = d.start + (row / 8) * d.sbo;
+  if (d.swizzle == SmemSwizzle::none) return group + (kbyte / 16) * d.lbo + (row % 8) * 16 + kbyte % 16;
+  return swizzle_address(d.swizzle, group + (row % 8) * swizzle_bytes(d.swizzle) + kbyte);
+}
+
 // Offsets of the 16-byte chunks of A and B one CTA reads, merged into ranges.
 std::vector<std::pair<std::uint32_t, std::uint32_t>> compute_operand_ranges(const MmaJob& job, const Decoded& d) {
   std::vector<std::uint32_t> chunks;
   const auto add = [&](const SmemDescriptor& desc, std::uint32_t rows) {
     for (std::uint32_t row = 0; row < rows; ++row)
-      for (std::uint32_t kbyte = 0; kbyte < kRowBytes; kbyte += 16) chunks.push_back(operand_offset(desc, row, kbyte));
+      for (std::uint32_t kbyte = 0; kbyte < kRowBytes; kbyte += 16) chunks.push_back(offset_of(desc, row, kbyte));
   };
   const auto g = static_cast<std::uint32_t>(job.cta_group);
   add(d.a, d.i.m / g);
@@ -85,25 +93,30 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> compute_operand_ranges(cons
   return ranges;
 }
 
-// operand_ranges, remembered per thread: mma_check and mma_footprint ask
-// for the same few descriptor combinations at every MMA of every run.
-const std::vector<std::pair<std::uint32_t, std::uint32_t>>& operand_ranges(const MmaJob& job, const Decoded& d) {
-  struct Key {
-    std::uint64_t a, b;
-    std::uint32_t idesc;
-    int cta_group;
-    MmaKind kind;
-    bool operator==(const Key&) const = default;
-  };
+// An MMA's geometry, as the per-thread caches below key it: its
+// descriptors, shape and D address (0 where the cached value does not
+// depend on D).
+struct Geometry {
+  std::uint64_t a, b;
+  std::uint32_t idesc, d_tmem;
+  int cta_group;
+  MmaKind kind;
+  bool operator==(const Geometry&) const = default;
   struct Hash {
-    std::size_t operator()(const Key& k) const {
+    std::size_t operator()(const Geometry& k) const {
       return std::hash<std::uint64_t>{}(k.a * 0x9e3779b97f4a7c15ull ^ k.b ^ (std::uint64_t{k.idesc} << 3) ^
-                                        static_cast<std::uint64_t>(k.cta_group) ^
+                                        (std::uint64_t{k.d_tmem} << 21) ^ static_cast<std::uint64_t>(k.cta_group) ^
                                         (static_cast<std::uint64_t>(k.kind) << 40));
     }
   };
-  thread_local std::unordered_map<Key, std::vector<std::pair<std::uint32_t, std::uint32_t>>, Hash> known;
-  const Key key{job.a_desc, job.b_desc, job.idesc, job.cta_group, job.kind};
+};
+
+// operand_ranges, remembered per thread: mma_check and mma_footprint ask
+// for the same few descriptor combinations at every MMA of every run.
+const std::vector<std::pair<std::uint32_t, std::uint32_t>>& operand_ranges(const MmaJob& job, const Decoded& d) {
+  thread_local std::unordered_map<Geometry, std::vector<std::pair<std::uint32_t, std::uint32_t>>, Geometry::Hash>
+      known;
+  const Geometry key{job.a_desc, job.b_desc, job.idesc, 0, job.cta_group, job.kind};
   if (auto it = known.find(key); it != known.end()) return it->second;
   if (known.size() >= 4096) known.clear();
   return known.emplace(key, compute_operand_ranges(job, d)).first->second;
@@ -123,9 +136,7 @@ const std::vector<std::pair<std::uint32_t, std::uint32_t>>& operand_ranges(const
 // starting at its repeat (base offset 0), a start advanced by 32 bytes within
 // a row reads the next K slice of a TMA-written tile.
 std::uint32_t operand_offset(const SmemDescriptor& d, std::uint32_t row, std::uint32_t kbyte) {
-  const std::uint32_t group = d.start + (row / 8) * d.sbo;
-  if (d.swizzle == SmemSwizzle::none) return group + (kbyte / 16) * d.lbo + (row % 8) * 16 + kbyte % 16;
-  return swizzle_address(d.swizzle, group + (row % 8) * swizzle_bytes(d.swizzle) + kbyte);
+  return offset_of(d, row, kbyte);
 }
 
 std::string mma_check(const MmaJob& job, std::size_t smem_bytes) {
@@ -181,6 +192,14 @@ MmaFootprint mma_footprint(const MmaJob& job) {
     for (int cta = 0; cta < job.cta_group; ++cta) f.tmem.push_back({cta, lane0, kTmemLanes, col0, cols});
   }
   return f;
+}
+
+std::shared_ptr<const MmaFootprint> shared_mma_footprint(const MmaJob& job) {
+  thread_local std::unordered_map<Geometry, std::shared_ptr<const MmaFootprint>, Geometry::Hash> known;
+  const Geometry key{job.a_desc, job.b_desc, job.idesc, job.d_tmem, job.cta_group, job.kind};
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  if (known.size() >= 4096) known.clear();  // the pointers handed out stay valid
+  return known.emplace(key, std::make_shared<const MmaFootprint>(mma_footprint(job))).first->second;
 }
 
 namespace {
@@ -253,12 +272,14 @@ void gather(const MmaJob& job, const SmemDescriptor& a, const SmemDescriptor& b,
   const std::uint32_t header[4] = {static_cast<std::uint32_t>(job.kind), g, job.idesc, 0};
   std::memcpy(out.data(), header, sizeof header);
   std::byte* dst = out.data() + 16;
-  const auto rows = [&](const SmemDescriptor& desc, std::uint32_t count) {
+  const auto rows = [&](SmemDescriptor desc, std::uint32_t count) {  // (desc a copy: the byte copies could alias it)
     const std::uint32_t per_cta = count / g;
-    for (std::uint32_t row = 0; row < count; ++row, dst += kRowBytes) {
-      const std::byte* smem = ctas[row / per_cta].smem;
-      std::memcpy(dst, smem + operand_offset(desc, row % per_cta, 0), 16);
-      std::memcpy(dst + 16, smem + operand_offset(desc, row % per_cta, 16), 16);
+    for (std::uint32_t cta = 0; cta < g; ++cta) {
+      const std::byte* smem = ctas[cta].smem;
+      for (std::uint32_t row = 0; row < per_cta; ++row, dst += kRowBytes) {
+        std::memcpy(dst, smem + offset_of(desc, row, 0), 16);
+        std::memcpy(dst + 16, smem + offset_of(desc, row, 16), 16);
+      }
     }
   };
   rows(a, i.m);
@@ -553,8 +574,10 @@ void tma_copy(const TensorMap& m, const TmaCoords& c, std::byte* smem, std::uint
     }
     if (row_inside) {
       const std::byte* from = global + *row + static_cast<std::uint64_t>(x0) * eb;
+      // (The swizzle in a local: the byte copies could alias m's.)
+      const SmemSwizzle swizzle = m.swizzle;
       for (std::uint32_t b = 0; b < row_bytes; b += 16)
-        std::memcpy(smem + swizzle_address(m.swizzle, row_dst + b), from + b, 16);
+        std::memcpy(smem + swizzle_address(swizzle, row_dst + b), from + b, 16);
       continue;
     }
     // The row crosses the innermost dimension's bounds: element by element.

@@ -68,6 +68,9 @@ struct MmaFootprint {
   std::vector<Cells> tmem;
 };
 MmaFootprint mma_footprint(const MmaJob& job);
+// The same, remembered per thread and shared: the MMAs of every run issue
+// the same few descriptor and D combinations.
+std::shared_ptr<const MmaFootprint> shared_mma_footprint(const MmaJob& job);
 
 // The values an accumulator D holds after a chain of MMAs that started
 // with enable-input-d false: D as M x N floats, row-major in the MMA's own

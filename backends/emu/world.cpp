@@ -1557,48 +1557,71 @@ void World::report_race(const Shadow& s, const Access* other, bool write, std::u
 
 bool World::smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
                               std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit) {
-  if (bytes == 0) return true;
-  Cta& c = ctas_[cta];
-  // Shadow granularity: 4-byte words, the smallest unit kernels here hand
-  // between warps (a TMEM address, an f32); sub-word accesses by different
-  // warps to one word would be reported as conflicting.
-  const auto words = static_cast<std::uint32_t>((c.smem_bytes + kSmemWord - 1) / kSmemWord);
-  if (c.smem_shadow.empty()) c.smem_shadow.reset(words);
-  const std::uint32_t first = offset / kSmemWord, last = std::min((offset + bytes - 1) / kSmemWord + 1, words);
-  return c.smem_shadow.access_range(first, last, [&](Shadow& s, std::uint32_t k) {
-    // PTX "Proxies": the async proxy (tensor core, TMA) sees a warp's
-    // ordinary stores only after that warp's fence.proxy.async, and the
-    // reader must be ordered after the fence (HARDWARE.md §3).
-    const bool check_fence = !write && !generic && s.write_generic && s.write.time != 0;
-    const Access prior = s.write;
-    auto object = [&] {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "shared memory [0x%x, 0x%x) (%s)", k * kSmemWord, (k + 1) * kSmemWord,
-                    cta_label(cta).c_str());
-      return std::string(buf);
-    };
-    if (const Access* other = shadow_check(s, write, comp, info)) {
-      report_race(s, other, write, info, object(), loc, culprit);
-      return false;
-    }
-    if (write) s.write_generic = generic;
-    if (check_fence) {
-      const Warp& writer = warps_[prior.comp];
-      const auto& f = writer.proxy_fences;
-      const auto it = std::lower_bound(f.begin(), f.end(), prior.time);
-      if (it == f.end() || clocks_[comp][prior.slot] < *it) {
-        fail(*current_, "smem.missing-proxy-fence", object(),
-             std::string(access_infos_[info].what) + " by " + actor_name(access_infos_[info].actor) +
-                 " (async proxy) reads shared memory written by an ordinary store of " + writer.name +
-                 (it == f.end() ? " that no fence.proxy.async followed"
-                                : " whose fence.proxy.async is not ordered before the read") +
-                 ": the tensor core or TMA may read stale data",
-             loc, culprit, describe_access(prior));
-        return false;
+  const model::MmaFootprint::Range range{.cta = 0, .offset = offset, .bytes = bytes};
+  return smem_ranges_access(&cta, {&range, 1}, write, generic, comp, info, loc, culprit);
+}
+
+bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model::MmaFootprint::Range> ranges,
+                               bool write, bool generic, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
+                               const Warp* culprit) {
+  const Access a = access_now(comp, info);
+  const Clock& clock = clocks_[comp];
+  std::uint32_t cta = 0;
+  auto visit = [&](Shadow& s, std::uint32_t k) {
+    const Access* other = write ? shadow_write(s, clock, a) : shadow_read(s, clock, a);
+    if (other == nullptr) {
+      if (write) {
+        s.write_generic = generic;
+        return true;
       }
+      // (A read leaves the shadow's write as it was.)
+      if (generic || !s.write_generic || s.write.time == 0) return true;
     }
-    return true;
-  });
+    return smem_word_rare(s, other, k, cta, write, comp, info, loc, culprit);
+  };
+  for (const model::MmaFootprint::Range& r : ranges) {
+    if (r.bytes == 0) continue;
+    cta = ctas[r.cta];
+    Cta& c = ctas_[cta];
+    // Shadow granularity: 4-byte words, the smallest unit kernels here hand
+    // between warps (a TMEM address, an f32); sub-word accesses by different
+    // warps to one word would be reported as conflicting.
+    const auto words = static_cast<std::uint32_t>((c.smem_bytes + kSmemWord - 1) / kSmemWord);
+    if (c.smem_shadow.empty()) c.smem_shadow.reset(words);
+    const std::uint32_t first = r.offset / kSmemWord, last = std::min((r.offset + r.bytes - 1) / kSmemWord + 1, words);
+    if (!c.smem_shadow.access_range(first, last, visit)) return false;
+  }
+  return true;
+}
+
+bool World::smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t cta, bool write,
+                           std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit) {
+  auto object = [&] {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "shared memory [0x%x, 0x%x) (%s)", word * kSmemWord, (word + 1) * kSmemWord,
+                  cta_label(cta).c_str());
+    return std::string(buf);
+  };
+  if (other != nullptr) {
+    report_race(s, other, write, info, object(), loc, culprit);
+    return false;
+  }
+  // PTX "Proxies": the async proxy (tensor core, TMA) sees a warp's
+  // ordinary stores only after that warp's fence.proxy.async, and the
+  // reader must be ordered after the fence (HARDWARE.md §3).
+  const Access& prior = s.write;
+  const Warp& writer = warps_[prior.comp];
+  const auto& f = writer.proxy_fences;
+  const auto it = std::lower_bound(f.begin(), f.end(), prior.time);
+  if (it != f.end() && clocks_[comp][prior.slot] >= *it) return true;
+  fail(*current_, "smem.missing-proxy-fence", object(),
+       std::string(access_infos_[info].what) + " by " + actor_name(access_infos_[info].actor) +
+           " (async proxy) reads shared memory written by an ordinary store of " + writer.name +
+           (it == f.end() ? " that no fence.proxy.async followed"
+                          : " whose fence.proxy.async is not ordered before the read") +
+           ": the tensor core or TMA may read stale data",
+       loc, culprit, describe_access(prior));
+  return false;
 }
 
 }  // namespace detail

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -184,12 +185,60 @@ struct PairOp {
   SourceLoc loc{};
 };
 
-// Race-checker shadow blocks (ShadowTable): 32 TMEM columns of one lane
-// (an MMA writes whole column ranges of every lane; tcgen05.ld reads runs of
-// columns), 8 words of shared memory (TMA writes whole tiles; an MMA reads
-// 32 bytes of K per operand row, which a swizzled layout keeps together).
-constexpr std::uint32_t kTmemShadowBlock = 32;
+// Race-checker shadow blocks (ShadowTable): tiles of 16 TMEM lanes x 16
+// columns, 8 words of shared memory. Both are the largest units the usual
+// accesses cover whole: an MMA writes D as a rectangle of 16-lane groups
+// (M = 64 uses 16 lanes per quarter) and of columns in multiples of 16, a
+// tcgen05.ld/st covers 16 or 32 lanes and, in the kernels here, 16 or more
+// columns; TMA writes whole tiles, and an MMA reads 32 bytes of K per
+// operand row, which a swizzled layout keeps together.
+constexpr std::uint32_t kTmemShadowLanes = 16;
+constexpr std::uint32_t kTmemShadowCols = 16;
+constexpr std::uint32_t kTmemShadowBlock = kTmemShadowLanes * kTmemShadowCols;
 constexpr std::uint32_t kSmemShadowBlock = 8;
+
+// The TMEM shadow's index of cell (lane, col): tile by tile (16-lane groups
+// ascending, then 16-column groups ascending), each tile's cells contiguous
+// and lane-major, so that a ShadowTable block is one tile.
+constexpr std::uint32_t tmem_shadow_index(std::uint32_t lane, std::uint32_t col) {
+  const std::uint32_t tile = lane / kTmemShadowLanes * (kTmemColumns / kTmemShadowCols) + col / kTmemShadowCols;
+  return tile * kTmemShadowBlock + lane % kTmemShadowLanes * kTmemShadowCols + col % kTmemShadowCols;
+}
+constexpr std::uint32_t tmem_shadow_lane(std::uint32_t index) {
+  const std::uint32_t tile = index / kTmemShadowBlock;
+  return tile / (kTmemColumns / kTmemShadowCols) * kTmemShadowLanes + index % kTmemShadowBlock / kTmemShadowCols;
+}
+constexpr std::uint32_t tmem_shadow_col(std::uint32_t index) {
+  const std::uint32_t tile = index / kTmemShadowBlock;
+  return tile % (kTmemColumns / kTmemShadowCols) * kTmemShadowCols + index % kTmemShadowCols;
+}
+
+// The TMEM shadow's index ranges [first, last) of the cells lanes
+// [lane0, lane0 + lanes) x columns [col0, col0 + cols), ascending: a tile
+// the rectangle covers whole is one range (one visit while it is uniform),
+// a tile it covers in part is a range per lane. f(first, last) returns
+// false to stop; so does the call.
+template <class F>
+bool for_each_tmem_shadow_range(std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0, std::uint32_t cols,
+                                F&& f) {
+  const std::uint32_t lane_end = lane0 + lanes, col_end = col0 + cols;
+  for (std::uint32_t tl = lane0 / kTmemShadowLanes * kTmemShadowLanes; tl < lane_end; tl += kTmemShadowLanes) {
+    const std::uint32_t l0 = std::max(tl, lane0), l1 = std::min(tl + kTmemShadowLanes, lane_end);
+    for (std::uint32_t tc = col0 / kTmemShadowCols * kTmemShadowCols; tc < col_end; tc += kTmemShadowCols) {
+      const std::uint32_t c0 = std::max(tc, col0), c1 = std::min(tc + kTmemShadowCols, col_end);
+      if (l1 - l0 == kTmemShadowLanes && c1 - c0 == kTmemShadowCols) {
+        const std::uint32_t first = tmem_shadow_index(tl, tc);
+        if (!f(first, first + kTmemShadowBlock)) return false;
+        continue;
+      }
+      for (std::uint32_t lane = l0; lane < l1; ++lane) {
+        const std::uint32_t first = tmem_shadow_index(lane, c0);
+        if (!f(first, first + (c1 - c0))) return false;
+      }
+    }
+  }
+  return true;
+}
 
 struct Cta {
   std::uint32_t cluster = 0;
@@ -199,8 +248,9 @@ struct Cta {
   std::uint32_t live_warps = 0;
   bool exited() const { return live_warps == 0; }
   std::array<NamedBarrier, 16> named{};
-  // Tensor Memory: cell values and shadows (index lane * 512 + column),
-  // created on first use; live allocations; the allocation permit.
+  // Tensor Memory: cell values (index lane * 512 + column) and shadows
+  // (tmem_shadow_index), created on first use; live allocations; the
+  // allocation permit.
   std::unique_ptr<std::uint32_t[]> tmem;  // kTmemLanes * kTmemColumns cells once created
   ShadowTable<kTmemShadowBlock> tmem_shadow;
   std::vector<TmemBlock> tmem_live;
@@ -250,7 +300,7 @@ struct AsyncOp : Issued {
   std::vector<std::byte> staged;
   // mma
   model::MmaJob job{};
-  model::MmaFootprint footprint{};
+  std::shared_ptr<const model::MmaFootprint> footprint;  // model::shared_mma_footprint
 };
 
 // A CTA's TMA engine or tensor core: it completes its operations in issue
@@ -518,11 +568,11 @@ class World {
   void acquire(std::uint32_t comp, const Clock& from);
   std::uint32_t access_info(std::int32_t actor, std::int32_t issuer, const char* what, const SourceLoc& loc);
   std::string describe_access(const Access& a) const;
-  // Checks an access by component `comp` against a location's shadow and
-  // records it; returns the earlier access it races with, or nullptr.
-  const Access* shadow_check(Shadow& s, bool write, std::uint32_t comp, std::uint32_t info) {
-    const Access a{.comp = comp, .slot = slot_[comp], .time = clocks_[comp][slot_[comp]], .info = info};
-    return write ? shadow_write(s, clocks_[comp], a) : shadow_read(s, clocks_[comp], a);
+  // The access component `comp` makes now, which shadow_write/shadow_read
+  // check against a location's shadow (with clocks_[comp]) and record. An
+  // access visiting many locations computes it once.
+  Access access_now(std::uint32_t comp, std::uint32_t info) const {
+    return {.comp = comp, .slot = slot_[comp], .time = clocks_[comp][slot_[comp]], .info = info};
   }
   void report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, const std::string& object,
                    const SourceLoc& loc, const Warp* culprit);
@@ -531,6 +581,19 @@ class World {
   // async proxy reads (checks fence.proxy.async after generic writes).
   bool smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
                          std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit);
+  // The same for several ranges, in order, as one access (an MMA's
+  // operand rows): range r is bytes [r.offset, r.offset + r.bytes) of CTA
+  // ctas[r.cta].
+  bool smem_ranges_access(const std::uint32_t* ctas, std::span<const model::MmaFootprint::Range> ranges, bool write,
+                          bool generic, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
+                          const Warp* culprit);
+  // smem_ranges_access's rare cases at word `word` of CTA `cta`, out of its
+  // per-word loop: the race with `other` (reported), or a read by the async
+  // proxy of an ordinary store's word, whose fence.proxy.async it checks.
+  // False when it reported.
+  [[gnu::noinline]] bool smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t cta,
+                                        bool write, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
+                                        const Warp* culprit);
 
   // Co-resident CTAs (LaunchConfig::ctas_per_sm). The SM of CTA `cta`:
   // clusters in groups of ctas_per_sm, the rank-r CTAs of a group on one SM
@@ -577,7 +640,7 @@ class World {
   struct DeferredD {
     model::MmaJob job;     // places D's cells
     std::uint32_t cta[2];  // the CTAs that hold D, in rank order (one for cta_group 1)
-    std::vector<model::MmaFootprint::Cells> rects;  // D's cells; Cells::cta indexes cta[]
+    std::shared_ptr<const model::MmaFootprint> footprint;  // its tmem: D's cells; Cells::cta indexes cta[]
     model::AccumRef acc;
   };
   // Writes into their cells, and forgets, the deferred accumulators with a

@@ -141,8 +141,8 @@ void World::mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t
     fail(w, "tcgen05.mma-invalid", "", "tcgen05.mma." + std::string(to_string(kind)) + ": " + err, loc);
     return;
   }
-  op.footprint = model::mma_footprint(op.job);
-  for (const auto& r : op.footprint.tmem) {
+  op.footprint = model::shared_mma_footprint(op.job);
+  for (const auto& r : op.footprint->tmem) {
     const std::uint32_t cta = cta_group == 2 ? pair_cta(w.cta, static_cast<std::uint32_t>(r.cta)) : w.cta;
     if (tmem_block_covering(ctas_[cta], r.col0, r.cols) == nullptr) {
       fail(w, "tmem.unallocated-access",
@@ -370,31 +370,30 @@ void World::engine_mma(AsyncOp& op, std::uint32_t e) {
     }
   }
   const std::uint32_t comp = comp_engine(e);
+  const std::uint32_t ctas[2] = {target(0), target(op.cta_group - 1)};
   if (options_.race_check) {
     const std::uint32_t info = access_info(actor, static_cast<std::int32_t>(op.issuer), "tcgen05.mma", op.loc);
-    for (const auto& range : op.footprint.smem_reads)
-      if (!smem_range_access(target(range.cta), range.offset, range.bytes, false, false, comp, info, op.loc, &issuer))
-        return;
+    if (!smem_ranges_access(ctas, op.footprint->smem_reads, false, false, comp, info, op.loc, &issuer)) return;
     // D: a write per cell (it subsumes the read of an accumulating MMA).
-    for (const auto& rect : op.footprint.tmem) {
+    for (const auto& rect : op.footprint->tmem) {
       Cta& c = ctas_[target(rect.cta)];
       tmem_ensure(c);
-      for (std::uint32_t lane = rect.lane0; lane < rect.lane0 + rect.lanes; ++lane) {
-        const std::uint32_t first = lane * kTmemColumns + rect.col0;
-        const bool ok = c.tmem_shadow.access_range(first, first + rect.cols, [&](Shadow& s, std::uint32_t idx) {
-          const Access* other = shadow_check(s, true, comp, info);
-          if (other == nullptr) return true;
-          report_race(s, other, true, info,
-                      "TMEM lane " + std::to_string(idx / kTmemColumns) + ", column " +
-                          std::to_string(idx % kTmemColumns) + " (" + cta_label(target(rect.cta)) + ")",
-                      op.loc, &issuer);
-          return false;
-        });
-        if (!ok) return;
-      }
+      auto visit = [&, a = access_now(comp, info)](Shadow& s, std::uint32_t idx) {
+        const Access* other = shadow_write(s, clocks_[comp], a);
+        if (other == nullptr) return true;
+        report_race(s, other, true, info,
+                    "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
+                        std::to_string(tmem_shadow_col(idx)) + " (" + cta_label(target(rect.cta)) + ")",
+                    op.loc, &issuer);
+        return false;
+      };
+      if (!for_each_tmem_shadow_range(rect.lane0, rect.lanes, rect.col0, rect.cols, [&](std::uint32_t first,
+                                                                                        std::uint32_t last) {
+            return c.tmem_shadow.access_range(first, last, visit);
+          }))
+        return;
     }
   }
-  const std::uint32_t ctas[2] = {target(0), target(op.cta_group - 1)};
   tmem_mma(op, ctas);
   if (options_.trace)
     record({.step = step_, .begin = op.step, .warp = actor, .kind = EventKind::mma_done, .file = op.loc.file_name(),

@@ -28,14 +28,15 @@ LaneOp tmem_op(LaneOp::Kind kind, TmemShape shape, std::uint32_t num, std::uint3
 
 // The cells of one tcgen05.ld/st shape, relative to its address: each
 // fragment entry's (thread * regs + reg) offset lane * kTmemColumns + col,
-// and the runs of columns it covers in each lane, lanes ascending (what the
-// race checker visits). Computed once per shape, count and split per thread.
+// and the rectangles of cells it covers, lanes ascending (what the race
+// checker visits: consecutive lanes with the same run of columns are one).
+// Computed once per shape, count and split per thread.
 struct TmemPattern {
-  struct Run {
-    std::uint32_t lane, col, cols;
+  struct Rect {
+    std::uint32_t lane, lanes, col, cols;
   };
   std::vector<std::uint32_t> rel;
-  std::vector<Run> runs;
+  std::vector<Rect> rects;
   std::uint32_t lanes = 0, cols = 0;  // the extent: lanes [0, lanes) x columns [0, cols)
 };
 const TmemPattern& tmem_pattern(TmemShape shape, std::uint32_t num, std::uint32_t half_split) {
@@ -52,14 +53,22 @@ const TmemPattern& tmem_pattern(TmemShape shape, std::uint32_t num, std::uint32_
     }
   std::vector<std::uint32_t> sorted = p.rel;
   std::sort(sorted.begin(), sorted.end());
+  std::vector<TmemPattern::Rect> runs;  // one lane each
   for (const std::uint32_t c : sorted) {
     const std::uint32_t lane = c / kTmemColumns, col = c % kTmemColumns;
-    if (!p.runs.empty() && p.runs.back().lane == lane && p.runs.back().col + p.runs.back().cols == col)
-      ++p.runs.back().cols;
+    if (!runs.empty() && runs.back().lane == lane && runs.back().col + runs.back().cols == col)
+      ++runs.back().cols;
     else
-      p.runs.push_back({lane, col, 1});
+      runs.push_back({lane, 1, col, 1});
     p.lanes = std::max(p.lanes, lane + 1);
     p.cols = std::max(p.cols, col + 1);
+  }
+  for (const TmemPattern::Rect& r : runs) {
+    TmemPattern::Rect* last = p.rects.empty() ? nullptr : &p.rects.back();
+    if (last != nullptr && last->lane + last->lanes == r.lane && last->col == r.col && last->cols == r.cols)
+      ++last->lanes;
+    else
+      p.rects.push_back(r);
   }
   return known.emplace(key, std::move(p)).first->second;
 }
@@ -373,7 +382,7 @@ bool World::tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, 
     if (!e.tensor) continue;
     for (const AsyncOp& op : e.queue) {
       if (op.kind != AsyncOp::Kind::mma) continue;
-      for (const auto& r : op.footprint.tmem) {
+      for (const auto& r : op.footprint->tmem) {
         const std::uint32_t target = op.cta_group == 2 ? pair_cta(e.cta, static_cast<std::uint32_t>(r.cta)) : e.cta;
         if (target == cta && r.col0 < col + cols && col < r.col0 + r.cols) {
           fail(w, "tmem.dealloc-in-flight", obj,
@@ -407,21 +416,20 @@ bool World::tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, 
       if (!happens_before(r, mine)) return &r;
     return nullptr;
   };
-  for (std::uint32_t lane = 0; lane < kTmemLanes; ++lane) {
-    const auto first = static_cast<std::uint32_t>(cell(lane, col));
-    const std::uint32_t at =
-        c.tmem_shadow.find_first(first, first + cols, [&](const Shadow& s) { return unordered(s) != nullptr; });
-    if (at == first + cols) continue;
-    const Access* other = unordered(c.tmem_shadow.at(at));
-    const AccessInfo& i = access_infos_[other->info];
-    fail(w, "tmem.dealloc-unordered", obj,
-         "tcgen05.dealloc by " + w.name + " is not ordered after " + actor_name(i.actor) + "'s " + i.what +
-             " of TMEM lane " + std::to_string(lane) + ", column " + std::to_string(at % kTmemColumns) +
-             ": nothing (a barrier wait, or the commit of the MMA) orders that access before the dealloc",
-         loc, nullptr, describe_access(*other));
-    return false;
-  }
-  return true;
+  std::uint32_t at = 0;
+  const bool ordered = for_each_tmem_shadow_range(0, kTmemLanes, col, cols, [&](std::uint32_t first, std::uint32_t last) {
+    at = c.tmem_shadow.find_first(first, last, [&](const Shadow& s) { return unordered(s) != nullptr; });
+    return at == last;
+  });
+  if (ordered) return true;
+  const Access* other = unordered(c.tmem_shadow.at(at));
+  const AccessInfo& i = access_infos_[other->info];
+  fail(w, "tmem.dealloc-unordered", obj,
+       "tcgen05.dealloc by " + w.name + " is not ordered after " + actor_name(i.actor) + "'s " + i.what +
+           " of TMEM lane " + std::to_string(tmem_shadow_lane(at)) + ", column " + std::to_string(tmem_shadow_col(at)) +
+           ": nothing (a barrier wait, or the commit of the MMA) orders that access before the dealloc",
+       loc, nullptr, describe_access(*other));
+  return false;
 }
 
 void World::tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc) {
@@ -534,19 +542,20 @@ bool World::tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t
   const TmemPattern& pattern = tmem_pattern(shape, num, half_split);
   const std::size_t base = cell(lane0, col0);
   if (options_.race_check) {
+    const Access a = access_now(comp, info);
+    const Clock& clock = clocks_[comp];
     auto visit = [&](Shadow& s, std::uint32_t idx) {
-      const Access* other = shadow_check(s, store, comp, info);
+      const Access* other = store ? shadow_write(s, clock, a) : shadow_read(s, clock, a);
       if (other == nullptr) return true;
       report_race(s, other, store, info,
-                  "TMEM lane " + std::to_string(idx / kTmemColumns) + ", column " +
-                      std::to_string(idx % kTmemColumns) + " (" + cta_label(w.cta) + ")",
+                  "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
+                      std::to_string(tmem_shadow_col(idx)) + " (" + cta_label(w.cta) + ")",
                   loc, nullptr);
       return false;
     };
-    for (const TmemPattern::Run& run : pattern.runs) {
-      const auto first = static_cast<std::uint32_t>(base + cell(run.lane, run.col));
-      if (!c.tmem_shadow.access_range(first, first + run.cols, visit)) return false;
-    }
+    auto range = [&](std::uint32_t first, std::uint32_t last) { return c.tmem_shadow.access_range(first, last, visit); };
+    for (const TmemPattern::Rect& r : pattern.rects)
+      if (!for_each_tmem_shadow_range(lane0 + r.lane, r.lanes, col0 + r.col, r.cols, range)) return false;
   }
   tmem_settle(w.cta, lane0, pattern.lanes, col0, pattern.cols);
   std::uint32_t* const cells = c.tmem.get() + base;
@@ -680,7 +689,8 @@ void World::tmem_settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t la
                         std::uint32_t cols) {
   for (std::size_t i = deferred_.size(); i-- > 0;) {
     const DeferredD& d = deferred_[i];
-    const bool touched = std::any_of(d.rects.begin(), d.rects.end(), [&](const model::MmaFootprint::Cells& r) {
+    const auto& rects = d.footprint->tmem;
+    const bool touched = std::any_of(rects.begin(), rects.end(), [&](const model::MmaFootprint::Cells& r) {
       return d.cta[r.cta] == cta && r.lane0 < lane0 + lanes && lane0 < r.lane0 + r.lanes && r.col0 < col0 + cols &&
              col0 < r.col0 + r.cols;
     });
@@ -705,7 +715,7 @@ void World::tmem_mma(const AsyncOp& op, const std::uint32_t* ctas) {
   thread_local model::MmaMemo memo;
   if (memo.budget() != options_.mma_memo_bytes) memo.set_budget(options_.mma_memo_bytes);
   const auto settle_d = [&] {
-    for (const auto& r : op.footprint.tmem) tmem_settle(ctas[r.cta], r.lane0, r.lanes, r.col0, r.cols);
+    for (const auto& r : op.footprint->tmem) tmem_settle(ctas[r.cta], r.lane0, r.lanes, r.col0, r.cols);
   };
   if (memo.budget() == 0) {  // no memo: every MMA updates its cells
     settle_d();
@@ -729,7 +739,7 @@ void World::tmem_mma(const AsyncOp& op, const std::uint32_t* ctas) {
   }
   deferred_.push_back({.job = op.job,
                        .cta = {ctas[0], ctas[1]},
-                       .rects = op.footprint.tmem,
+                       .footprint = op.footprint,
                        .acc = model::mma_accumulate(op.job, mem, nullptr, memo)});
 }
 
