@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backends/emu/emu.hpp"
+#include "core/smem.hpp"
 #include "core/tcgen05.hpp"
 #include "emu_test_util.hpp"
 
@@ -501,6 +502,50 @@ TEST(emu_TmemLdSt, DeallocUnorderedWithAnotherWarpsLoadFires) {
     EXPECT_OK(good);
   }
   EXPECT_TRUE(fired);
+}
+
+// ------------------------------------------------------------ buffers
+
+// A run's shared memory, TMEM cells and shadow tables are kept for the next
+// run on the thread (keep_cta_buffers, world.cpp). The next run must still
+// start from zeroed memory and with no shadow of the earlier run's accesses:
+// a stale shadow would report the earlier run's writes as unordered with
+// this run's reads (race.smem, race.tmem), and stale cells would be read.
+TEST(emu_Buffers, TheNextRunOnTheThreadStartsClean) {
+  static constexpr std::uint32_t kMark = 0x5eed;
+  auto kernel = [](bool first) {
+    return [first] {
+      const wspipe::SmemView<B, std::uint32_t> pad(&smem().pad, 1);
+      if (B::warp_idx() == 0) {
+        if (first) pad.store(0, kMark);  // an ordinary store by warp 0
+        return;
+      }
+      if (!first) B::check(pad.load(0) == 0, "shared memory is zero at the start of a run");
+      const std::uint32_t a = alloc1(32);
+      const std::uint32_t base = tmem_addr(32, 0);
+      if (first) {
+        B::Frag<32> out;
+        B::for_each_lane([&](std::uint32_t) {
+          for (std::uint32_t i = 0; i < 32; ++i) out.set(i, kMark + i);
+        });
+        B::tmem_store<TmemShape::s32x32b, 32>(base, out);
+        B::tmem_wait_store();
+      } else {
+        auto in = B::tmem_load<TmemShape::s32x32b, 32>(base);
+        B::tmem_wait_load();
+        B::for_each_lane([&](std::uint32_t) {
+          for (std::uint32_t i = 0; i < 32; ++i) B::check(in.reg(i) == 0, "TMEM is zero at the start of a run");
+        });
+      }
+      B::tmem_relinquish<1>();
+      B::tmem_dealloc<1>(a, 32);
+    };
+  };
+  EXPECT_OK(run_kernel(2, kernel(true), {}, kSmem));
+  // (Warp 1 reads what warp 0 wrote, and its ld agent what its st agent
+  // wrote: with the first run's shadows, both would be unordered.)
+  auto again = run_kernel(2, kernel(false), {}, kSmem);
+  EXPECT_OK(again);
 }
 
 }  // namespace

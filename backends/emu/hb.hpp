@@ -120,6 +120,13 @@ class ShadowTable {
     free_.clear();
   }
   bool empty() const { return uniform_.empty(); }
+  // Back to empty(), keeping the storage for the next reset.
+  void clear() {
+    uniform_.clear();
+    split_.clear();
+    cells_.clear();
+    free_.clear();
+  }
 
   const Shadow& at(std::uint32_t i) const {
     const std::int32_t sp = split_[i / kBlock];

@@ -297,6 +297,105 @@ LaunchConfig checked_launch(const LaunchConfig& in) {
 
 namespace detail {
 
+namespace {
+
+// The buffers keep_cta_buffers kept on this thread: at most kKeptCtas CTAs'
+// worth of each kind (a larger grid's extra buffers are freed).
+constexpr std::size_t kKeptCtas = 16;
+thread_local bool spare_buffers_alive = false;  // from the spares' construction to their destruction
+struct SpareBuffers {
+  std::vector<std::pair<std::size_t, std::byte*>> smem;  // (size, aligned_alloc'd buffer)
+  std::vector<std::unique_ptr<std::uint32_t[]>> tmem;
+  std::vector<ShadowTable<kTmemShadowBlock>> tmem_shadows;
+  std::vector<ShadowTable<kSmemShadowBlock>> smem_shadows;
+  SpareBuffers() { spare_buffers_alive = true; }
+  ~SpareBuffers() {
+    spare_buffers_alive = false;
+    for (const auto& kept : smem) std::free(kept.second);
+  }
+  SpareBuffers(const SpareBuffers&) = delete;
+  SpareBuffers& operator=(const SpareBuffers&) = delete;
+};
+SpareBuffers& spare_buffers() {
+  thread_local SpareBuffers s;
+  return s;
+}
+
+template <class T>
+T take_last(std::vector<T>& kept) {
+  if (kept.empty()) return T{};
+  T t = std::move(kept.back());
+  kept.pop_back();
+  return t;
+}
+
+template <class T>
+void keep(std::vector<T>& kept, T&& t) {
+  if (kept.size() < kKeptCtas) kept.push_back(std::move(t));
+}
+
+// Shared memory as allocated: whole KiB, 1024-byte aligned (swizzled tiles
+// repeat every 1024 bytes and are placed at offsets aligned to it, as on
+// hardware).
+std::size_t smem_alloc_bytes(std::size_t smem_bytes) {
+  return (std::max<std::size_t>(smem_bytes, 16) + 1023) / 1024 * 1024;
+}
+
+}  // namespace
+
+std::byte* take_smem(std::size_t bytes) {
+  std::byte* p = nullptr;
+  auto& kept = spare_buffers().smem;
+  const auto it = std::find_if(kept.begin(), kept.end(), [&](const auto& k) { return k.first == bytes; });
+  if (it != kept.end()) {
+    p = it->second;
+    kept.erase(it);
+  } else {
+    p = static_cast<std::byte*>(std::aligned_alloc(1024, bytes));
+  }
+  std::memset(p, 0, bytes);
+  return p;
+}
+
+std::unique_ptr<std::uint32_t[]> take_tmem_cells() {
+  constexpr std::size_t kCells = std::size_t{kTmemLanes} * kTmemColumns;
+  std::unique_ptr<std::uint32_t[]> cells = take_last(spare_buffers().tmem);
+  if (cells == nullptr) return std::make_unique<std::uint32_t[]>(kCells);  // value-initialised
+  std::memset(cells.get(), 0, kCells * sizeof(std::uint32_t));
+  return cells;
+}
+
+ShadowTable<kTmemShadowBlock> take_tmem_shadow() {
+  return take_last(spare_buffers().tmem_shadows);
+}
+
+ShadowTable<kSmemShadowBlock> take_smem_shadow() {
+  return take_last(spare_buffers().smem_shadows);
+}
+
+void keep_cta_buffers(Cta& c, std::size_t smem_alloc) {
+  // (After the thread's spares are destroyed, at its exit, all is freed.)
+  SpareBuffers* s = spare_buffers_alive ? &spare_buffers() : nullptr;
+  if (c.smem != nullptr) {
+    if (s == nullptr) {
+      std::free(c.smem);
+    } else {
+      if (s->smem.size() == kKeptCtas) {  // the oldest goes: its size may be an earlier launch's
+        std::free(s->smem.front().second);
+        s->smem.erase(s->smem.begin());
+      }
+      s->smem.emplace_back(smem_alloc, c.smem);
+    }
+    c.smem = nullptr;
+  }
+  if (s == nullptr) return;
+  if (c.tmem != nullptr) keep(s->tmem, std::move(c.tmem));
+  c.tmem_shadow.clear();
+  c.smem_shadow.clear();
+  keep(s->tmem_shadows, std::move(c.tmem_shadow));
+  keep(s->smem_shadows, std::move(c.smem_shadow));
+}
+
 World::World(const LaunchConfig& launch_in, const std::function<void()>& body, const RunOptions& options)
     : launch_(checked_launch(launch_in)), body_(body), options_(options) {
   const LaunchConfig& launch = launch_;  // checked: cluster_shape set, cluster_size its size
@@ -304,15 +403,13 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
   const std::uint32_t num_ctas = launch.num_clusters * launch.cluster_size;
   ctas_.resize(num_ctas);
   clusters_.resize(launch.num_clusters);
-  // 1024-byte aligned: swizzled tiles repeat every 1024 bytes and are
-  // placed at offsets aligned to it, as on hardware.
-  const std::size_t bytes = (std::max<std::size_t>(launch.smem_bytes, 16) + 1023) / 1024 * 1024;
   for (std::uint32_t c = 0; c < num_ctas; ++c) {
     Cta& cta = ctas_[c];
     cta.cluster = c / launch.cluster_size;
     cta.rank = c % launch.cluster_size;
-    cta.smem = static_cast<std::byte*>(std::aligned_alloc(1024, bytes));
-    std::memset(cta.smem, 0, bytes);
+    cta.smem = take_smem(smem_alloc_bytes(launch.smem_bytes));
+    cta.smem_shadow = take_smem_shadow();
+    cta.tmem_shadow = take_tmem_shadow();
     cta.smem_bytes = launch.smem_bytes;
     cta.live_warps = launch.warps_per_cta;
   }
@@ -400,7 +497,7 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
 }
 
 World::~World() {
-  for (Cta& c : ctas_) std::free(c.smem);
+  for (Cta& c : ctas_) keep_cta_buffers(c, smem_alloc_bytes(c.smem_bytes));
 }
 
 // ---------------------------------------------------------------- scheduling

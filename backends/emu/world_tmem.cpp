@@ -137,11 +137,10 @@ std::uint32_t World::pair_cta(std::uint32_t cta, std::uint32_t rank_in_pair) con
 
 void World::tmem_ensure(Cta& c) {
   if (c.tmem) return;
-  // Value-initialised: one memset. (A vector's fill was a per-cell loop in
-  // the coverage-instrumented fuzz build, half the time of a TMEM run.)
-  constexpr std::size_t kCells = std::size_t{kTmemLanes} * kTmemColumns;
-  c.tmem = std::make_unique<std::uint32_t[]>(kCells);
-  if (options_.race_check) c.tmem_shadow.reset(static_cast<std::uint32_t>(kCells));
+  // Zeroed with one memset. (A vector's fill was a per-cell loop in the
+  // coverage-instrumented fuzz build, half the time of a TMEM run.)
+  c.tmem = take_tmem_cells();
+  if (options_.race_check) c.tmem_shadow.reset(kTmemLanes * kTmemColumns);
 }
 
 const TmemBlock* World::tmem_block_covering(const Cta& c, std::uint32_t col, std::uint32_t cols) const {
