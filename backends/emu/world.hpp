@@ -263,11 +263,11 @@ struct Cta {
 
 // A CTA's large buffers outlive its run: a World's destruction keeps them
 // for the next run on its thread (keep_cta_buffers), whose CTAs take them
-// (take_smem, take_tmem_cells, take_shadow_table). An exploration runs a
-// World per schedule, and buffers this large handed back to the system
-// (glibc maps and unmaps them, or trims its heap) had their pages faulted
-// in and cleared again at every run. Contents are reset on taking: shared
-// memory and TMEM cells zeroed, shadow tables empty().
+// (take_smem, take_tmem_cells, take_tmem_shadow, take_smem_shadow). An
+// exploration runs a World per schedule, and buffers this large handed back
+// to the system (glibc maps and unmaps them, or trims its heap) had their
+// pages faulted in and cleared again at every run. Contents are reset on
+// taking: shared memory and TMEM cells zeroed, shadow tables empty().
 std::byte* take_smem(std::size_t bytes);  // 1024-aligned
 std::unique_ptr<std::uint32_t[]> take_tmem_cells();  // kTmemLanes * kTmemColumns
 ShadowTable<kTmemShadowBlock> take_tmem_shadow();

@@ -416,10 +416,11 @@ bool World::tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, 
     return nullptr;
   };
   std::uint32_t at = 0;
-  const bool ordered = for_each_tmem_shadow_range(0, kTmemLanes, col, cols, [&](std::uint32_t first, std::uint32_t last) {
+  auto all_ordered = [&](std::uint32_t first, std::uint32_t last) {  // (`at`: the first that is not)
     at = c.tmem_shadow.find_first(first, last, [&](const Shadow& s) { return unordered(s) != nullptr; });
     return at == last;
-  });
+  };
+  const bool ordered = for_each_tmem_shadow_range(0, kTmemLanes, col, cols, all_ordered);
   if (ordered) return true;
   const Access* other = unordered(c.tmem_shadow.at(at));
   const AccessInfo& i = access_infos_[other->info];
@@ -552,7 +553,9 @@ bool World::tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t
                   loc, nullptr);
       return false;
     };
-    auto range = [&](std::uint32_t first, std::uint32_t last) { return c.tmem_shadow.access_range(first, last, visit); };
+    auto range = [&](std::uint32_t first, std::uint32_t last) {
+      return c.tmem_shadow.access_range(first, last, visit);
+    };
     for (const TmemPattern::Rect& r : pattern.rects)
       if (!for_each_tmem_shadow_range(lane0 + r.lane, r.lanes, col0 + r.col, r.cols, range)) return false;
   }
