@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -120,6 +121,11 @@ class ShadowTable {
     free_.clear();
   }
   bool empty() const { return uniform_.empty(); }
+  // The bytes its storage holds (kept by clear()).
+  std::size_t storage_bytes() const {
+    return uniform_.capacity() * sizeof(Shadow) + split_.capacity() * sizeof(std::int32_t) +
+           cells_.capacity() * sizeof(Shadow) + free_.capacity() * sizeof(std::size_t);
+  }
   // Back to empty(), keeping the storage for the next reset.
   void clear() {
     uniform_.clear();

@@ -300,8 +300,11 @@ namespace detail {
 namespace {
 
 // The buffers keep_cta_buffers kept on this thread: at most kKeptCtas CTAs'
-// worth of each kind (a larger grid's extra buffers are freed).
-constexpr std::size_t kKeptCtas = 16;
+// worth of each kind (a larger grid's extra buffers are freed), and no
+// shadow table whose storage grew past kKeptTableBytes (split blocks): at
+// most about 20 MiB per thread, typically 0.7 MiB per CTA.
+constexpr std::size_t kKeptCtas = 8;
+constexpr std::size_t kKeptTableBytes = std::size_t{1} << 20;
 thread_local bool spare_buffers_alive = false;  // from the spares' construction to their destruction
 struct SpareBuffers {
   std::vector<std::pair<std::size_t, std::byte*>> smem;  // (size, aligned_alloc'd buffer)
@@ -332,6 +335,13 @@ T take_last(std::vector<T>& kept) {
 template <class T>
 void keep(std::vector<T>& kept, T&& t) {
   if (kept.size() < kKeptCtas) kept.push_back(std::move(t));
+}
+
+template <std::uint32_t K>
+void keep_table(std::vector<ShadowTable<K>>& kept, ShadowTable<K>& t) {
+  if (t.storage_bytes() > kKeptTableBytes) return;  // freed with its CTA
+  t.clear();
+  keep(kept, std::move(t));
 }
 
 // Shared memory as allocated: whole KiB, 1024-byte aligned (swizzled tiles
@@ -390,10 +400,8 @@ void keep_cta_buffers(Cta& c, std::size_t smem_alloc) {
   }
   if (s == nullptr) return;
   if (c.tmem != nullptr) keep(s->tmem, std::move(c.tmem));
-  c.tmem_shadow.clear();
-  c.smem_shadow.clear();
-  keep(s->tmem_shadows, std::move(c.tmem_shadow));
-  keep(s->smem_shadows, std::move(c.smem_shadow));
+  keep_table(s->tmem_shadows, c.tmem_shadow);
+  keep_table(s->smem_shadows, c.smem_shadow);
 }
 
 World::World(const LaunchConfig& launch_in, const std::function<void()>& body, const RunOptions& options)
