@@ -114,11 +114,10 @@ template <std::uint32_t kBlock>
 class ShadowTable {
  public:
   void reset(std::uint32_t size) {
+    clear();
     const std::uint32_t blocks = (size + kBlock - 1) / kBlock;
     uniform_.assign(blocks, Shadow{});
     split_.assign(blocks, -1);
-    cells_.clear();
-    free_.clear();
   }
   bool empty() const { return uniform_.empty(); }
   // The bytes its storage holds (kept by clear()).

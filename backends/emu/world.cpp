@@ -383,7 +383,7 @@ ShadowTable<kSmemShadowBlock> take_smem_shadow() {
   return take_last(spare_buffers().smem_shadows);
 }
 
-void keep_cta_buffers(Cta& c, std::size_t smem_alloc) {
+void keep_cta_buffers(Cta& c) {
   // (After the thread's spares are destroyed, at its exit, all is freed.)
   SpareBuffers* s = spare_buffers_alive ? &spare_buffers() : nullptr;
   if (c.smem != nullptr) {
@@ -394,7 +394,7 @@ void keep_cta_buffers(Cta& c, std::size_t smem_alloc) {
         std::free(s->smem.front().second);
         s->smem.erase(s->smem.begin());
       }
-      s->smem.emplace_back(smem_alloc, c.smem);
+      s->smem.emplace_back(smem_alloc_bytes(c.smem_bytes), c.smem);
     }
     c.smem = nullptr;
   }
@@ -505,7 +505,7 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
 }
 
 World::~World() {
-  for (Cta& c : ctas_) keep_cta_buffers(c, smem_alloc_bytes(c.smem_bytes));
+  for (Cta& c : ctas_) keep_cta_buffers(c);
 }
 
 // ---------------------------------------------------------------- scheduling

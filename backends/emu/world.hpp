@@ -272,7 +272,7 @@ std::byte* take_smem(std::size_t bytes);  // 1024-aligned
 std::unique_ptr<std::uint32_t[]> take_tmem_cells();  // kTmemLanes * kTmemColumns
 ShadowTable<kTmemShadowBlock> take_tmem_shadow();
 ShadowTable<kSmemShadowBlock> take_smem_shadow();
-void keep_cta_buffers(Cta& c, std::size_t smem_alloc);  // leaves c without them
+void keep_cta_buffers(Cta& c);  // leaves c without them
 
 struct Cluster {
   std::uint32_t first_cta = 0;

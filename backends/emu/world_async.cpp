@@ -372,6 +372,7 @@ void World::engine_mma(AsyncOp& op, std::uint32_t e) {
   const std::uint32_t comp = comp_engine(e);
   const std::uint32_t ctas[2] = {target(0), target(op.cta_group - 1)};
   if (options_.race_check) {
+    const Clock& clock = clocks_[comp];
     const std::uint32_t info = access_info(actor, static_cast<std::int32_t>(op.issuer), "tcgen05.mma", op.loc);
     if (!smem_ranges_access(ctas, op.footprint->smem_reads, false, false, comp, info, op.loc, &issuer)) return;
     // D: a write per cell (it subsumes the read of an accumulating MMA).
@@ -379,7 +380,7 @@ void World::engine_mma(AsyncOp& op, std::uint32_t e) {
       Cta& c = ctas_[target(rect.cta)];
       tmem_ensure(c);
       auto visit = [&, a = access_now(comp, info)](Shadow& s, std::uint32_t idx) {
-        const Access* other = shadow_write(s, clocks_[comp], a);
+        const Access* other = shadow_write(s, clock, a);
         if (other == nullptr) return true;
         report_race(s, other, true, info,
                     "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
