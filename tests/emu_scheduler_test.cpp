@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "backends/emu/world.hpp"
+#include "backends/emu/runtime/world.hpp"
 #include "emu_test_util.hpp"
 #include "examples/idle_grid.hpp"
 #include "examples/scenarios.hpp"

@@ -12,8 +12,8 @@
 #include <optional>
 #include <vector>
 
-#include "backends/emu/hb.hpp"
-#include "backends/emu/world.hpp"
+#include "backends/emu/runtime/clock.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace {
 

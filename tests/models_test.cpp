@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "backends/emu/models.hpp"
+#include "backends/emu/runtime/models.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "core/backend.hpp"
-#include "world.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu {
 

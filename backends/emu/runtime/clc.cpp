@@ -22,13 +22,12 @@
 #include <bit>
 #include <cstring>
 
-#include "world.hpp"
+#include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
 namespace {
 
-std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std::popcount(mask)); }
-std::string cta_label(std::uint32_t cta) { return "cta" + std::to_string(cta); }
 
 // The emulator's encoding of the opaque response: word 0 holds a tag and
 // the success bit, words 1-3 the first CTA id of the canceled cluster (all

@@ -9,17 +9,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "world.hpp"
+#include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
-namespace {
-
-std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std::popcount(mask)); }
-std::string cta_label(std::uint32_t cta) { return "cta" + std::to_string(cta); }
-
-constexpr std::uint64_t kTag = 0x57535042ull << 32;  // as in world.cpp: "WSPB" | barrier id + 1
-
-}  // namespace
 
 std::uint32_t World::smem_offset(const void* p) {
   const Cta& c = ctas_[warp().cta];

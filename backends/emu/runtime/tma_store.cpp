@@ -29,17 +29,12 @@
 #include <cstdio>
 #include <string>
 
-#include "world.hpp"
+#include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
 namespace {
 
-std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std::popcount(mask)); }
-
-std::string cta_label(std::uint32_t cta) {
-  std::string s = "cta";
-  return s.append(std::to_string(cta));
-}
 
 // The warp's open group, made on first use.
 BulkGroup& open_group(Warp& w) {

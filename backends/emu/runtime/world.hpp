@@ -20,9 +20,9 @@
 #include "core/config.hpp"
 #include "core/tcgen05.hpp"
 #include "core/tma.hpp"
-#include "emulator.hpp"
-#include "hb.hpp"
-#include "models.hpp"
+#include "backends/emu/emulator.hpp"
+#include "backends/emu/runtime/clock.hpp"
+#include "backends/emu/runtime/models.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -268,6 +268,10 @@ struct Cta {
 // to the system (glibc maps and unmaps them, or trims its heap) had their
 // pages faulted in and cleared again at every run. Contents are reset on
 // taking: shared memory and TMEM cells zeroed, shadow tables empty().
+// Shared memory as allocated: whole KiB, 1024-byte aligned (swizzled tiles
+// repeat every 1024 bytes and are placed at offsets aligned to it, as on
+// hardware).
+std::size_t smem_alloc_bytes(std::size_t smem_bytes);
 std::byte* take_smem(std::size_t bytes);  // 1024-aligned
 std::unique_ptr<std::uint32_t[]> take_tmem_cells();  // kTmemLanes * kTmemColumns
 ShadowTable<kTmemShadowBlock> take_tmem_shadow();
@@ -357,6 +361,9 @@ std::uint64_t sched_checks();
 // Actors whose movability this thread's Worlds re-evaluated so far (the
 // scheduler's own work per step, whatever the clock says).
 std::uint64_t sched_evaluations();
+// Whether a World made now checks its enabled set (set_sched_check, or
+// the build's and the environment's default).
+bool sched_check_on();
 
 class World {
  public:

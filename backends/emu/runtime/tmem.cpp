@@ -8,13 +8,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "world.hpp"
+#include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
 namespace {
 
-std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std::popcount(mask)); }
-std::string cta_label(std::uint32_t cta) { return "cta" + std::to_string(cta); }
 std::string cols_label(std::uint32_t col, std::uint32_t cols, std::uint32_t cta) {
   return "TMEM columns [" + std::to_string(col) + ", " + std::to_string(col + cols) + ") (" + cta_label(cta) + ")";
 }
@@ -74,42 +73,6 @@ const TmemPattern& tmem_pattern(TmemShape shape, std::uint32_t num, std::uint32_
 }
 
 }  // namespace
-
-// Co-resident CTAs (LaunchConfig::ctas_per_sm). sm_100's per-SM limits
-// (CUDA C++ Programming Guide, technical specifications for compute
-// capability 10.0): at most 32 resident CTAs and 64 resident warps; 228 KiB
-// of shared memory, of which 1 KiB per CTA is reserved for the system, so
-// one CTA gets at most 227 KiB. Tensor Memory is not a launch limit: it is
-// allocated at run time, and tcgen05.alloc blocks until columns are free.
-void World::check_coresidency(const LaunchConfig& launch) {
-  constexpr std::uint32_t kMaxCtasPerSm = 32, kMaxWarpsPerSm = 64;
-  constexpr std::size_t kSmemPerSm = 228 * 1024, kSmemReservedPerCta = 1024;
-  const std::uint32_t per = launch.ctas_per_sm;
-  if (per < 1 || per > kMaxCtasPerSm)
-    throw BadLaunch("ctas_per_sm must be in [1, 32] (sm_100: at most 32 resident CTAs per SM), got " +
-                    std::to_string(per));
-  if (std::size_t{per} * launch.warps_per_cta > kMaxWarpsPerSm) {
-    std::string msg = "ctas_per_sm ";
-    msg.append(std::to_string(per))
-        .append(" CTAs of ")
-        .append(std::to_string(launch.warps_per_cta))
-        .append(" warps do not fit one SM: sm_100 holds at most 64 resident warps per SM");
-    throw BadLaunch(msg);
-  }
-  const std::size_t need = std::size_t{per} * (launch.smem_bytes + kSmemReservedPerCta);
-  if (need > kSmemPerSm) {
-    std::string msg = "ctas_per_sm ";
-    msg.append(std::to_string(per))
-        .append(" CTAs of smem_bytes ")
-        .append(std::to_string(launch.smem_bytes))
-        .append(" need ")
-        .append(std::to_string(need))
-        .append(" bytes of shared memory with the 1 KiB the system reserves per CTA; an sm_100 SM has 228 KiB (")
-        .append(std::to_string(kSmemPerSm))
-        .append(" bytes), at most 227 KiB for one CTA");
-    throw BadLaunch(msg);
-  }
-}
 
 std::string World::tmem_coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const {
   std::string note;

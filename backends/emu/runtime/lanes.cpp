@@ -32,14 +32,14 @@
 #include <cstdio>
 #include <cstring>
 
-#include "world.hpp"
+#include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
 namespace {
 
 constexpr std::uint32_t kElectedLaneBit = 1u;  // lane 0, the warp's fiber
 
-std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std::popcount(mask)); }
 
 bool same_place(const LaneOp& x, const LaneOp& y) {
   return x.kind == y.kind && x.loc.line() == y.loc.line() && std::strcmp(x.loc.file_name(), y.loc.file_name()) == 0;

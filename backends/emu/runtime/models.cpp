@@ -1,4 +1,4 @@
-#include "backends/emu/models.hpp"
+#include "backends/emu/runtime/models.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,0 +1,117 @@
+// The happens-before race checker: releases and acquires of vector
+// clocks, access descriptions, and the shadow visits of shared memory
+// (TMEM's are in tmem.cpp); the rules named race.*.
+#include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/util.hpp"
+
+namespace wspipe::emu::detail {
+
+// ------------------------------------------------------ happens-before
+
+void World::release(std::uint32_t comp, Clock& into) {
+  join(into, clocks_[comp]);
+  tick(comp);
+}
+
+void World::acquire(std::uint32_t comp, const Clock& from) { join(clocks_[comp], from); }
+
+std::uint32_t World::access_info(std::int32_t actor, std::int32_t issuer, const char* what, const SourceLoc& loc) {
+  access_infos_.push_back({.actor = actor, .issuer = issuer, .what = what, .step = step_, .loc = loc});
+  return static_cast<std::uint32_t>(access_infos_.size() - 1);
+}
+
+std::string World::describe_access(const Access& a) const {
+  const AccessInfo& i = access_infos_[a.info];
+  const std::string file = rel(i.loc.file_name());
+  std::string who = actor_name(i.actor);
+  if (i.issuer >= 0 && i.issuer != i.actor) who += " (issued by " + actor_name(i.issuer) + ")";
+  return who + ": " + i.what + " at step " + std::to_string(i.step) + ", " + file + ":" + std::to_string(i.loc.line());
+}
+
+void World::report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, const std::string& object,
+                        const SourceLoc& loc, const Warp* culprit) {
+  const AccessInfo& mine = access_infos_[info];
+  const AccessInfo& theirs = access_infos_[other->info];
+  const bool other_wrote = other == &s.write;
+  fail(*current_, object.rfind("TMEM", 0) == 0 ? "race.tmem" : "race.smem", object,
+       std::string(mine.what) + (write ? " (write)" : " (read)") + " by " + actor_name(mine.actor) +
+           " is not ordered with an earlier " + theirs.what + (other_wrote ? " (write)" : " (read)") +
+           " of the same location by " + actor_name(theirs.actor) +
+           ": no barrier, commit or wait orders the two, whatever values this schedule produced",
+       loc, culprit, describe_access(*other));
+}
+
+bool World::smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
+                              std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit) {
+  const model::MmaFootprint::Range range{.cta = 0, .offset = offset, .bytes = bytes};
+  return smem_ranges_access(&cta, {&range, 1}, write, generic, comp, info, loc, culprit);
+}
+
+bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model::MmaFootprint::Range> ranges,
+                               bool write, bool generic, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
+                               const Warp* culprit) {
+  const Access a = access_now(comp, info);
+  const Clock& clock = clocks_[comp];
+  std::uint32_t cta = 0;
+  // A visit each for writes and reads, small enough to be inlined into the
+  // table's loop.
+  auto visit_write = [&](Shadow& s, std::uint32_t k) {
+    if (const Access* other = shadow_write(s, clock, a))
+      return smem_word_rare(s, other, k, cta, true, comp, info, loc, culprit);
+    s.write_generic = generic;
+    return true;
+  };
+  auto visit_read = [&](Shadow& s, std::uint32_t k) {
+    const Access* other = shadow_read(s, clock, a);
+    // (A read leaves the shadow's write as it was.)
+    if (other == nullptr && (generic || !s.write_generic || s.write.time == 0)) return true;
+    return smem_word_rare(s, other, k, cta, false, comp, info, loc, culprit);
+  };
+  for (const model::MmaFootprint::Range& r : ranges) {
+    if (r.bytes == 0) continue;
+    cta = ctas[r.cta];
+    Cta& c = ctas_[cta];
+    // Shadow granularity: 4-byte words, the smallest unit kernels here hand
+    // between warps (a TMEM address, an f32); sub-word accesses by different
+    // warps to one word would be reported as conflicting.
+    const auto words = static_cast<std::uint32_t>((c.smem_bytes + kSmemWord - 1) / kSmemWord);
+    if (c.smem_shadow.empty()) c.smem_shadow.reset(words);
+    const std::uint32_t first = r.offset / kSmemWord, last = std::min((r.offset + r.bytes - 1) / kSmemWord + 1, words);
+    if (!(write ? c.smem_shadow.access_range(first, last, visit_write)
+                : c.smem_shadow.access_range(first, last, visit_read)))
+      return false;
+  }
+  return true;
+}
+
+bool World::smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t cta, bool write,
+                           std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit) {
+  auto object = [&] {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "shared memory [0x%x, 0x%x) (%s)", word * kSmemWord, (word + 1) * kSmemWord,
+                  cta_label(cta).c_str());
+    return std::string(buf);
+  };
+  if (other != nullptr) {
+    report_race(s, other, write, info, object(), loc, culprit);
+    return false;
+  }
+  // PTX "Proxies": the async proxy (tensor core, TMA) sees a warp's
+  // ordinary stores only after that warp's fence.proxy.async, and the
+  // reader must be ordered after the fence (HARDWARE.md §3).
+  const Access& prior = s.write;
+  const Warp& writer = warps_[prior.comp];
+  const auto& f = writer.proxy_fences;
+  const auto it = std::lower_bound(f.begin(), f.end(), prior.time);
+  if (it != f.end() && clocks_[comp][prior.slot] >= *it) return true;
+  fail(*current_, "smem.missing-proxy-fence", object(),
+       std::string(access_infos_[info].what) + " by " + actor_name(access_infos_[info].actor) +
+           " (async proxy) reads shared memory written by an ordinary store of " + writer.name +
+           (it == f.end() ? " that no fence.proxy.async followed"
+                          : " whose fence.proxy.async is not ordered before the read") +
+           ": the tensor core or TMA may read stale data",
+       loc, culprit, describe_access(prior));
+  return false;
+}
+
+}  // namespace wspipe::emu::detail

@@ -1,0 +1,107 @@
+// Reports: a violation (fail), what a blocked warp waits on, the labels
+// of objects and actors.
+#include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/util.hpp"
+
+#include <sstream>
+
+namespace wspipe::emu {
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::violation: return "violation";
+    case Status::deadlock: return "deadlock";
+    case Status::livelock: return "livelock";
+  }
+  return "?";
+}
+
+}  // namespace wspipe::emu
+
+namespace wspipe::emu::detail {
+
+// ------------------------------------------------------------ reporting
+
+void World::fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
+                 const Warp* culprit, std::string other) {
+  if (stopping_ || killing_) return;
+  const Warp& who = culprit != nullptr ? *culprit : w;
+  Violation v;
+  v.rule = std::move(rule);
+  v.message = std::move(message);
+  v.warp = who.name;
+  v.object = std::move(object);
+  v.step = step_;
+  v.file = rel(loc.file_name());
+  v.line = loc.line();
+  v.other = std::move(other);
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(who.id), .kind = EventKind::violation,
+            .file = loc.file_name(), .line = loc.line()});
+  result_.violations.push_back(std::move(v));
+  result_.status = Status::violation;
+  end(Status::violation, &w);
+}
+
+BlockedWarp World::describe_blocked(const Warp& w) const {
+  BlockedWarp b;
+  b.warp = w.name;
+  b.since = w.since;
+  b.file = rel(w.loc.file_name());
+  b.line = w.loc.line();
+  std::int32_t object = -1;
+  switch (w.block) {
+    case Block::not_started:
+      b.op = cluster_launched(ctas_[w.cta].cluster) ? "not started" : "not launched (its cluster waits for a launch slot)";
+      break;
+    case Block::none: b.op = "running"; break;
+    case Block::finished: b.op = "finished"; break;
+    case Block::mbar:
+    case Block::mbar_try: {
+      const Mbar& m = mbars_[w.obj];
+      object = w.obj;
+      b.op = w.block == Block::mbar ? "wait" : "try_wait";
+      b.object = object_label(static_cast<std::uint32_t>(w.obj));
+      b.state = "waits for parity " + std::to_string(w.parity) + " (phase " + std::to_string(w.intended) +
+                "); the barrier is in phase " + std::to_string(m.phase) + " (parity " +
+                std::to_string(m.phase & 1) + ") with " + std::to_string(m.pending) + " of " +
+                std::to_string(m.expected) + " arrivals pending, tx-count " + std::to_string(m.tx);
+      break;
+    }
+    case Block::named: {
+      const NamedBarrier& nb = ctas_[w.cta].named[w.obj];
+      b.op = "bar.sync";
+      b.object = "named barrier " + std::to_string(w.obj) + " (" + cta_label(w.cta) + ")";
+      b.state = std::to_string(nb.arrived) + " of " + std::to_string(nb.expected) + " threads arrived";
+      break;
+    }
+    case Block::cluster: {
+      const Cluster& c = clusters_[ctas_[w.cta].cluster];
+      b.op = "cluster_sync";
+      b.object = "cluster barrier (cluster " + std::to_string(ctas_[w.cta].cluster) + ")";
+      b.state = std::to_string(c.arrived) + " of " + std::to_string(c.live_threads) + " live threads arrived";
+      break;
+    }
+    case Block::tmem_alloc:
+    case Block::tmem_pair:
+      b.op = w.block == Block::tmem_alloc ? "tcgen05.alloc" : "tcgen05 cta_group::2 collective";
+      b.object = "Tensor Memory (" + cta_label(w.cta) + ")";
+      b.state = tmem_describe_blocked(w);
+      break;
+    case Block::bulk_wait:
+      b.op = w.parity != 0 ? "cp.async.bulk.wait_group.read" : "cp.async.bulk.wait_group";
+      b.object = "bulk async-groups of " + w.name;
+      b.state = bulk_describe_blocked(w);
+      break;
+  }
+  if (object >= 0 && options_.trace) {
+    for (const Event* e : result_.trace.last_on(object, 6)) {
+      b.last_events.push_back("step " + std::to_string(e->step) + "  " + result_.trace.warps[e->warp].name + "  " +
+                              result_.trace.describe(*e) + "  " + result_.trace.location(*e));
+    }
+  }
+  return b;
+}
+
+}  // namespace wspipe::emu::detail

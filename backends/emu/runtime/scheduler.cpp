@@ -1,0 +1,342 @@
+// The scheduler: scheduling points, the enabled set kept up to date at
+// events, dispatch (the strategy's choice, preemptions, try_wait time-outs,
+// deadlock and livelock), footprints.
+#include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/fibers.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace wspipe::emu::detail {
+namespace {
+
+
+// set_sched_check: -1 until set (then the build's and environment's default).
+std::atomic<int> g_sched_check{-1};
+std::atomic<std::uint64_t> g_sched_checks{0};
+thread_local std::uint64_t tl_sched_evaluations = 0;
+
+bool sched_check_default() {
+#ifndef NDEBUG
+  return true;
+#else
+  static const bool env = [] {
+    const char* v = std::getenv("WSPIPE_SCHED_CHECK");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return env;
+#endif
+}
+
+}  // namespace
+
+bool sched_check_on() {
+  const int check = g_sched_check.load();
+  return check < 0 ? sched_check_default() : check != 0;
+}
+
+void set_sched_check(bool on) { g_sched_check = on ? 1 : 0; }
+std::uint64_t sched_checks() { return g_sched_checks.load(); }
+std::uint64_t sched_evaluations() { return tl_sched_evaluations; }
+
+void World::outside_a_warp() {
+  std::fputs("wspipe: an EmuBackend operation was called outside a warp of emu::run()\n", stderr);
+  std::abort();
+}
+
+// The launch's cluster shape, checked as cudaLaunchKernelEx checks it: every
+// ---------------------------------------------------------------- scheduling
+
+World::Move World::movable(const Warp& w) const {
+  switch (w.block) {
+    case Block::none: return Move::progress;
+    case Block::not_started: return cluster_launched(ctas_[w.cta].cluster) ? Move::progress : Move::no;
+    case Block::finished: return Move::no;
+    case Block::mbar: return phase_done(mbars_[w.obj], w.parity) ? Move::progress : Move::no;
+    case Block::mbar_try:
+      if (phase_done(mbars_[w.obj], w.parity)) return Move::progress;
+      return options_.spurious_try_wait ? Move::spin : Move::no;
+    case Block::named: return ctas_[w.cta].named[w.obj].gen > w.target ? Move::progress : Move::no;
+    case Block::cluster: return clusters_[ctas_[w.cta].cluster].gen > w.target ? Move::progress : Move::no;
+    case Block::tmem_alloc:
+      return tmem_first_fit(w.cta, static_cast<std::uint32_t>(w.target), static_cast<int>(w.parity)) >= 0
+                 ? Move::progress
+                 : Move::no;
+    case Block::tmem_pair: return ctas_[pair_cta(w.cta, 0)].pair.gen > w.target ? Move::progress : Move::no;
+    // The waiter is the stores' issuer: the engine marks it at each step.
+    case Block::bulk_wait: return bulk_done(w, w.target, w.parity != 0) ? Move::progress : Move::no;
+  }
+  return Move::no;
+}
+
+std::string World::rel(const char* file) const {
+  std::string f = file != nullptr ? file : "";
+  if (!source_root_.empty() && f.rfind(source_root_, 0) == 0) f.erase(0, source_root_.size());
+  return f;
+}
+
+std::string World::actor_name(std::int32_t actor) const {
+  if (actor < 0) return "";
+  const auto a = static_cast<std::uint32_t>(actor);
+  if (a >= clc_base()) return clc_actor_name(a);
+  return a < warps_.size() ? warps_[a].name : engines_[a - warps_.size()].name;
+}
+
+void World::close_step() {
+  if (!fp_open_) return;
+  fp_open_ = false;
+  std::sort(fp_.begin(), fp_.end());
+  fp_.erase(std::unique(fp_.begin(), fp_.end()), fp_.end());
+  strategy_->stepped(last_actor_, fp_);
+  fp_.clear();
+}
+
+void World::blocked(Warp& w) {
+  mark(w.id);
+  std::uint32_t list = 0;
+  switch (w.block) {
+    case Block::mbar:
+    case Block::mbar_try: list = mbar_list(static_cast<std::uint32_t>(w.obj)); break;
+    case Block::named: list = named_list(w.cta, static_cast<std::uint32_t>(w.obj)); break;
+    case Block::cluster: list = cluster_list(ctas_[w.cta].cluster); break;
+    case Block::tmem_alloc:
+    case Block::tmem_pair: list = tmem_list(w.cta); break;
+    case Block::bulk_wait:  // no list: the TMA engine marks the issuer (world_store.cpp)
+    case Block::none:
+    case Block::not_started:
+    case Block::finished: return;
+  }
+  w.wait_list = static_cast<std::int32_t>(list);
+  w.wait_pos = static_cast<std::uint32_t>(lists_[list].size());
+  lists_[list].push_back(w.id);
+  if (w.block == Block::mbar_try) {
+    w.try_pos = static_cast<std::int32_t>(try_waiters_.size());
+    try_waiters_.push_back(w.id);
+  }
+}
+
+void World::unblocked(Warp& w) {
+  mark(w.id);
+  if (w.wait_list >= 0) {
+    std::vector<std::uint32_t>& l = lists_[static_cast<std::size_t>(w.wait_list)];
+    const std::uint32_t last = l.back();
+    l[w.wait_pos] = last;
+    warps_[last].wait_pos = w.wait_pos;
+    l.pop_back();
+    w.wait_list = -1;
+  }
+  if (w.try_pos >= 0) {
+    const std::uint32_t last = try_waiters_.back();
+    try_waiters_[static_cast<std::size_t>(w.try_pos)] = last;
+    warps_[last].try_pos = w.try_pos;
+    try_waiters_.pop_back();
+    w.try_pos = -1;
+  }
+}
+
+// Re-evaluates the marked actors and moves each whose Move changed into,
+// out of or within the sorted enabled set: work in proportion to what
+// changed (and, for an insertion, to the enabled set), none for the others.
+void World::refresh() {
+  tl_sched_evaluations += dirty_.size();
+  for (const std::uint32_t a : dirty_) {
+    marked_[a] = 0;
+    const Move now = move_of(a);
+    const auto was = static_cast<Move>(moves_[a]);
+    if (now == was) continue;
+    moves_[a] = static_cast<std::uint8_t>(now);
+    const auto at = std::lower_bound(enabled_.begin(), enabled_.end(), a) - enabled_.begin();
+    if (was == Move::no) {
+      enabled_.insert(enabled_.begin() + at, a);
+      spin_.insert(spin_.begin() + at, now == Move::spin);
+    } else if (now == Move::no) {
+      enabled_.erase(enabled_.begin() + at);
+      spin_.erase(spin_.begin() + at);
+    } else {
+      spin_[static_cast<std::size_t>(at)] = now == Move::spin;
+    }
+    if (was == Move::spin) --spinning_;
+    if (now == Move::spin) ++spinning_;
+  }
+  dirty_.clear();
+}
+
+// The full recomputation the incremental set must equal (set_sched_check),
+// compared entry by entry as it is made (no allocation per step).
+void World::check_enabled() const {
+  std::size_t k = 0;
+  bool same = true;
+  auto visit = [&](std::uint32_t actor, Move m) {
+    if (m == Move::no) return;
+    same = same && k < enabled_.size() && enabled_[k] == actor && spin_[k] == (m == Move::spin ? 1 : 0);
+    ++k;
+  };
+  std::uint32_t unfinished = 0;
+  std::size_t tries = 0;
+  for (const Warp& w : warps_) {
+    unfinished += w.block != Block::finished ? 1 : 0;
+    tries += w.block == Block::mbar_try ? 1 : 0;
+    visit(w.id, movable(w));
+  }
+  for (std::uint32_t e = 0; e < engines_.size(); ++e) visit(num_warps() + e, move_of(num_warps() + e));
+  for (std::uint32_t a = clc_base(); a < clc_base() + clc_actors(); ++a) visit(a, clc_move(a));
+  const auto spinning = static_cast<std::size_t>(std::count(spin_.begin(), spin_.end(), std::uint8_t{1}));
+  g_sched_checks.fetch_add(1, std::memory_order_relaxed);
+  if (same && k == enabled_.size() && spinning == spinning_ && unfinished == unfinished_ &&
+      tries == try_waiters_.size())
+    return;
+  // Appended piece by piece: g++ 12 at -O3 warns (-Wrestrict, falsely) on
+  // `" " + std::string` chains.
+  std::string kept, full;
+  auto add = [](std::string& to, const std::string& name, bool spin) {
+    to.append(" ").append(name);
+    if (spin) to.append(" (spin)");
+  };
+  for (std::size_t i = 0; i < enabled_.size(); ++i)
+    add(kept, actor_name(static_cast<std::int32_t>(enabled_[i])), spin_[i] != 0);
+  for (const Warp& w : warps_) {
+    const Move m = movable(w);
+    if (m != Move::no) add(full, w.name, m == Move::spin);
+  }
+  for (std::uint32_t e = 0; e < engines_.size(); ++e)
+    if (!engines_[e].queue.empty()) add(full, engines_[e].name, false);
+  for (std::uint32_t a = clc_base(); a < clc_base() + clc_actors(); ++a)
+    if (clc_move(a) != Move::no) add(full, clc_actor_name(a), false);
+  std::fprintf(stderr,
+               "wspipe: scheduler check failed at step %llu: the enabled set kept at events differs from movable()\n"
+               "  kept:      %s (%zu spinning, %u unfinished, %zu in try_wait)\n"
+               "  recomputed:%s (%u unfinished, %zu in try_wait)\n",
+               static_cast<unsigned long long>(step_), kept.c_str(), spinning_, unfinished_, try_waiters_.size(),
+               full.c_str(), unfinished, tries);
+  std::abort();
+}
+
+bool World::dispatch(Warp* self) {
+  for (;;) {
+    if (track_fp_) close_step();
+    if (step_ >= options_.max_steps) {
+      end(Status::livelock, self);
+      return false;
+    }
+    refresh();
+    if (sched_check_) check_enabled();
+    // An actor that can only time out (spurious try_wait) does not count as
+    // progress: if nothing else can move, the kernel is deadlocked. An
+    // engine with operations queued can always move.
+    const bool progress = enabled_.size() > spinning_;
+    const bool unfinished = unfinished_ > 0;
+    const std::uint32_t* enabled = enabled_.data();
+    const std::uint8_t* spin = spin_.data();
+    std::size_t n = enabled_.size();
+    if (!progress) {
+      // Nothing can change any state, except a try_wait whose time limit
+      // runs out: it returns false, and its warp may then complete the phase
+      // itself (PTX: try_wait is a potentially blocking test, not a wait).
+      // Only a warp that polls forever is deadlocked.
+      if (unfinished && n == 0 && idle_timeouts_ < kMaxIdleTimeouts) {
+        idle_enabled_.assign(try_waiters_.begin(), try_waiters_.end());
+        std::sort(idle_enabled_.begin(), idle_enabled_.end());
+        idle_spin_.assign(idle_enabled_.size(), 1);
+        enabled = idle_enabled_.data();
+        spin = idle_spin_.data();
+        n = idle_enabled_.size();
+      }
+      if (n == 0 || idle_timeouts_ >= kMaxIdleTimeouts) {
+        end(unfinished ? Status::deadlock : Status::ok, self);
+        return false;
+      }
+    }
+    // The default policy (schedule.hpp): the last actor goes on while it
+    // can make progress, else the next one in cyclic order that can.
+    std::size_t at = std::lower_bound(enabled, enabled + n, last_actor_) - enabled;
+    const bool can_continue = at < n && enabled[at] == last_actor_ && spin[at] == 0;
+    if (!can_continue) {
+      // The next actor in cyclic order that can make progress; when every
+      // one can only time out, the next one (a time-out is then the move).
+      const std::size_t first = ((at < n && enabled[at] == last_actor_) ? at + 1 : at) % n;
+      at = first;
+      for (std::size_t tries = 0, k = first; tries < n; ++tries, k = (k + 1) % n) {
+        if (spin[k] == 0) {
+          at = k;
+          break;
+        }
+      }
+    }
+    std::uint32_t pick = enabled[at];
+    if (n > 1 || track_fp_) {
+      const Choice c{.enabled = enabled, .spin = spin, .n = n, .step = step_ + 1,
+                     .index = choices_, .preferred = pick, .can_continue = can_continue};
+      const auto p = strategy_->pick(c);
+      if (!p) {
+        if (strategy_->pruned()) {
+          result_.pruned = true;
+        } else {
+          mismatch_ = strategy_->mismatch();
+        }
+        end(Status::ok, self);
+        return false;
+      }
+      if (n > 1) {
+        if (*p != pick) result_.schedule.push({choices_, *p});
+        if (is_preemption(c, *p)) result_.preemption_at.push_back(choices_);
+        for (std::size_t i = 0; i < n; ++i) fingerprint_ = (fingerprint_ ^ (enabled[i] * 2 + spin[i])) * 16777619u;
+        fingerprint_ = (fingerprint_ ^ 0xffu) * 16777619u;  // end of this choice point
+        ++choices_;
+      }
+      pick = *p;
+    }
+    // Letting a try_wait time out while nothing else could move changes no
+    // state; anything else does.
+    idle_timeouts_ = progress ? 0 : idle_timeouts_ + 1;
+    last_actor_ = pick;
+    fp_open_ = track_fp_;
+    ++step_;
+    if (pick >= clc_base()) {
+      // A CLC unit completes a try_cancel, or the launcher launches a
+      // cluster (world_clc.cpp); the scheduler picks again.
+      clc_step(pick);
+      if (stopping_ || killing_) return false;
+      continue;
+    }
+    if (pick >= num_warps()) {
+      // An engine completes its oldest operation on the running fiber, and
+      // the scheduler picks again.
+      mark(pick);  // its queue may have drained
+      if (!engine_step(pick - num_warps()) || stopping_ || killing_) return false;
+      continue;
+    }
+    if (self != nullptr && pick == self->id) return true;
+    transfer(warps_[pick], self);
+    return self != nullptr && self->block != Block::finished && !killing_;
+  }
+}
+
+bool World::point(Warp& w, Block b, std::int32_t obj, std::uint32_t parity, std::uint64_t target,
+                  const SourceLoc& loc) {
+  if (killing_) {
+    if (++w.kill_ops > kKillOpLimit) {
+      std::fprintf(stderr, "wspipe: warp %s did not finish while the run was torn down\n", w.name.c_str());
+      std::abort();
+    }
+    return false;
+  }
+  w.block = b;
+  w.obj = obj;
+  w.parity = parity;
+  w.target = target;
+  w.loc = loc;
+  w.since = step_;
+  // A non-blocking point leaves the warp as movable as it was running.
+  const bool waits = b != Block::none;
+  if (waits) blocked(w);
+  const bool go = dispatch(&w);
+  w.block = Block::none;
+  if (waits) unblocked(w);
+  return go && !killing_;
+}
+
+}  // namespace wspipe::emu::detail

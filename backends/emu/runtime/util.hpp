@@ -1,0 +1,31 @@
+// Small helpers and constants the emulator's rooms share (internal).
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace wspipe::emu::detail {
+
+// The handle an initialised barrier keeps in its 8 bytes: a tag in the high
+// word and the index of its model state plus one in the low word. A zeroed
+// or overwritten barrier does not decode to a live entry.
+inline constexpr std::uint64_t kTag = 0x57535042ull << 32;  // "WSPB"
+inline constexpr std::uint32_t kMaxCount = (1u << 20) - 1;  // PTX "Mbarrier counts", .layout::v0
+inline constexpr std::int64_t kMaxTx = (1 << 20) - 1;
+inline constexpr std::int64_t kNotSeen = -2;
+inline constexpr std::uint64_t kKillOpLimit = 50'000'000;
+inline constexpr std::uint32_t kSmemWord = 4;  // bytes per shared-memory shadow
+
+inline std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std::popcount(mask)); }
+
+inline std::string cta_label(std::uint32_t cta) { return "cta" + std::to_string(cta); }
+
+inline std::string hex8(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+}  // namespace wspipe::emu::detail

@@ -1,0 +1,66 @@
+// The warp's own operations: lane identity, shared storage, __syncwarp,
+// warp-state steps, the kernel's checks.
+#include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/util.hpp"
+
+namespace wspipe::emu::detail {
+
+// ------------------------------------------------------------ identity
+
+std::uint32_t World::lane_idx(const SourceLoc& loc) {
+  if (in_lane_) return kSecondLane;
+  Warp& w = warp();
+  if (lanes(w.active) != 1) {
+    fail(w, "warp.lane-idx-divergent", "",
+         "lane_idx() called with " + std::to_string(lanes(w.active)) +
+             " lanes active: in warp-level code it has no single value; use for_each_lane or elect_one",
+         loc);
+    return 0;
+  }
+  return static_cast<std::uint32_t>(std::countr_zero(w.active));
+}
+
+void* World::shared_storage(std::size_t size, std::size_t align) {
+  Warp& w = warp();
+  const Cta& c = ctas_[w.cta];
+  if (size > c.smem_bytes || align > 1024) {
+    std::fprintf(stderr,
+                 "wspipe: shared_storage of %zu bytes (alignment %zu) does not fit the launch's smem_bytes %zu\n",
+                 size, align, c.smem_bytes);
+    std::abort();
+  }
+  return c.smem;
+}
+
+void World::syncwarp(const SourceLoc& loc) {
+  Warp& w = warp();
+  if (!lanes_agree(w, {.kind = LaneOp::Kind::syncwarp, .loc = loc}) || !point(w, loc)) return;
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::syncwarp,
+            .file = loc.file_name(), .line = loc.line()});
+}
+
+// Every lane keeps its own copy of a pipeline cursor (DESIGN.md: each warp,
+// and on the GPU each thread, holds its own state; only the barriers are
+// shared). The emulator's one copy stands for 32 equal ones only while the
+// whole warp steps it: stepped by fewer lanes, the others keep the old stage
+// and phase, and their next wait passes on a stale phase or reads a stale
+// slot on hardware, while this fiber's copy looks right.
+void World::warp_state_step(const char* what, const SourceLoc& loc) {
+  Warp& w = warp();
+  if (lanes(w.active) == 32 || killing_ || stopping_ || in_lane_) return;
+  fail(w, "warp.divergent-state", what,
+       std::string(what) + " stepped with " + std::to_string(lanes(w.active)) +
+           " of 32 lanes active (inside elect_one or for_each_lane): each lane keeps its own copy, so the other " +
+           std::to_string(32 - lanes(w.active)) +
+           " keep the old stage and phase and later wait on a stale one; step it at warp level (an elected "
+           "release that steps for the whole warp: release_elected())",
+       loc);
+}
+
+void World::check(bool cond, const char* what, const SourceLoc& loc) {
+  if (cond || killing_ || stopping_ || in_lane_) return;
+  fail(warp(), "kernel.check", "", std::string("kernel check failed: ") + what, loc);
+}
+
+}  // namespace wspipe::emu::detail

@@ -1,0 +1,252 @@
+// The World: one execution of a kernel (construction, the run, the end,
+// exits and teardown). Its rooms are the other files of this folder
+// (docs/architecture.md).
+#include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/fibers.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace wspipe::emu::detail {
+
+World::World(const LaunchConfig& launch_in, const std::function<void()>& body, const RunOptions& options)
+    : launch_(checked_launch(launch_in)), body_(body), options_(options) {
+  const LaunchConfig& launch = launch_;  // checked: cluster_shape set, cluster_size its size
+
+  const std::uint32_t num_ctas = launch.num_clusters * launch.cluster_size;
+  ctas_.resize(num_ctas);
+  clusters_.resize(launch.num_clusters);
+  for (std::uint32_t c = 0; c < num_ctas; ++c) {
+    Cta& cta = ctas_[c];
+    cta.cluster = c / launch.cluster_size;
+    cta.rank = c % launch.cluster_size;
+    cta.smem = take_smem(smem_alloc_bytes(launch.smem_bytes));
+    cta.smem_shadow = take_smem_shadow();
+    cta.tmem_shadow = take_tmem_shadow();
+    cta.smem_bytes = launch.smem_bytes;
+    cta.live_warps = launch.warps_per_cta;
+  }
+  for (std::uint32_t k = 0; k < launch.num_clusters; ++k) {
+    clusters_[k].first_cta = k * launch.cluster_size;
+    clusters_[k].live_threads = launch.cluster_size * launch.warps_per_cta * 32;
+  }
+  warps_.resize(num_ctas * launch.warps_per_cta);
+  for (std::uint32_t i = 0; i < warps_.size(); ++i) {
+    Warp& w = warps_[i];
+    w.id = i;
+    w.cta = i / launch.warps_per_cta;
+    w.widx = i % launch.warps_per_cta;
+    w.name = cta_label(w.cta) + "/w" + std::to_string(w.widx);
+    if (w.widx < launch.warp_roles.size() && !launch.warp_roles[w.widx].empty())
+      w.name += " " + launch.warp_roles[w.widx];
+  }
+  // Two engines per CTA, actors after the warps: its TMA engine and its
+  // tensor core.
+  engines_.resize(2 * num_ctas);
+  for (std::uint32_t e = 0; e < engines_.size(); ++e) {
+    engines_[e].cta = e / 2;
+    engines_[e].tensor = (e % 2) != 0;
+    engines_[e].name = cta_label(e / 2) + (engines_[e].tensor ? "/tensor-core" : "/tma");
+  }
+  clc_modeled_ = launch.max_active_clusters != 0;
+  const std::uint32_t actors = static_cast<std::uint32_t>(warps_.size() + engines_.size()) + clc_actors();
+  if (options_.race_check) {
+    // Components: warps, their ld agents, their st agents, engines, the
+    // clusters' CLC units; each numbered within its cluster, in that order.
+    const std::size_t comps = 3 * warps_.size() + engines_.size() + clusters_.size();
+    std::vector<std::uint32_t> cluster_of(comps);
+    slot_.assign(comps, 0);
+    cluster_comps_.assign(clusters_.size(), 0);
+    for (std::size_t k = 0; k < comps; ++k) {
+      const std::size_t w = k % warps_.size();
+      const std::size_t clc = 3 * warps_.size() + engines_.size();
+      const std::uint32_t cta = k < 3 * warps_.size() ? warps_[w].cta
+                                : k < clc            ? engines_[k - 3 * warps_.size()].cta
+                                                     : clusters_[k - clc].first_cta;
+      cluster_of[k] = ctas_[cta].cluster;
+      slot_[k] = cluster_comps_[cluster_of[k]]++;
+    }
+    clocks_.resize(comps);
+    for (std::size_t k = 0; k < comps; ++k) {
+      clocks_[k].assign(cluster_comps_[cluster_of[k]], 0);
+      clocks_[k][slot_[k]] = 1;
+    }
+  }
+  // Every warp can start: all enabled, no engine yet. Waiter lists for the
+  // barriers that exist from the start; an mbarrier's list comes with its init.
+  enabled_.reserve(actors);
+  spin_.reserve(actors);
+  for (std::uint32_t i = 0; i < warps_.size(); ++i) enabled_.push_back(i);
+  spin_.assign(warps_.size(), 0);
+  moves_.assign(actors, static_cast<std::uint8_t>(Move::no));
+  std::fill_n(moves_.begin(), warps_.size(), static_cast<std::uint8_t>(Move::progress));
+  unfinished_ = num_warps();
+  marked_.assign(actors, 0);
+  clc_setup();  // the clusters that do not start: their warps leave the enabled set
+  lists_.resize(mbar_list(0));
+  sched_check_ = sched_check_on();
+  strategy_ = make_strategy(options.strategy, actors);
+  if (strategy_ == nullptr) throw std::invalid_argument("RunOptions: a custom strategy needs StrategyParams::make");
+  track_fp_ = strategy_->wants_footprints();
+
+  source_root_ = options.source_root;
+#ifdef WSPIPE_SOURCE_DIR
+  if (source_root_.empty()) source_root_ = WSPIPE_SOURCE_DIR;
+#endif
+  if (!source_root_.empty() && source_root_.back() != '/') source_root_ += '/';
+  if (options_.trace) {
+    result_.trace.num_ctas = num_ctas;
+    for (const Warp& w : warps_) result_.trace.warps.push_back({w.name, w.cta});
+    for (const Engine& e : engines_) result_.trace.warps.push_back({e.name, e.cta});
+    // The CLC units shown with their cluster's first CTA, the launcher with CTA 0.
+    for (std::uint32_t a = 0; a < clc_actors(); ++a) {
+      const std::uint32_t cta = a / 2 < clusters_.size() ? clusters_[a / 2].first_cta : 0;
+      result_.trace.warps.push_back({clc_actor_name(clc_base() + a), cta});
+    }
+    result_.trace.strip_prefix = source_root_;
+    result_.trace.events = take_event_storage();
+  }
+}
+
+World::~World() {
+  for (Cta& c : ctas_) keep_cta_buffers(c);
+}
+
+void World::end(Status s, Warp* from) {
+  if (!stopping_) {
+    stopping_ = true;
+    if (result_.status == Status::ok) result_.status = s;
+  }
+  algo_->next = main_ctx_;
+  current_ = nullptr;
+  if (from != nullptr && from->block != Block::finished) {
+    switch_to(main_stack_);  // back to run(); resumed only for teardown
+    current_ = from;
+  }
+}
+
+void World::finish(Warp& w) {
+  w.block = Block::finished;
+  mark(w.id);
+  --unfinished_;
+  touch_global();  // an exit changes the cluster barrier's count and may end the CTA
+  Cta& cta = ctas_[w.cta];
+  Cluster& cl = clusters_[cta.cluster];
+  --cta.live_warps;
+  cl.live_threads -= 32;
+  if (cl.live_threads == 0) clc_cluster_exited(cta.cluster);
+  if (killing_) {
+    algo_->next = main_ctx_;
+    return;
+  }
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::exit});
+  if (cta.exited()) cta_exited(w);
+  // barrier.cluster waits for the threads that have not exited.
+  release_cluster_if_complete(cl);
+  if (!stopping_) dispatch(&w);
+  if (stopping_) algo_->next = main_ctx_;
+}
+
+RunResult World::run() {
+  algo_ = &algorithm();
+  World* const outer = tl_world_;
+  tl_world_ = this;
+  main_ctx_ = boost::fibers::context::active();
+  main_stack_ = this_stack();
+  dispatch(nullptr);  // returns when the run has ended
+  if (track_fp_) close_step();
+  if (mismatch_.empty() && !result_.pruned) mismatch_ = strategy_->mismatch();
+  const std::uint32_t check = options_.strategy.kind == StrategyKind::replay && options_.strategy.strict
+                                  ? options_.strategy.replay.check()
+                                  : 0;
+  if (check != 0 && check != fingerprint()) {
+    mismatch_ = (mismatch_.empty() ? std::string() : mismatch_ + "; ") +
+                "it was recorded from a run with other choice points (check " + hex8(check) + ", this run " +
+                hex8(fingerprint()) + "): another kernel, configuration or wspipe version";
+  }
+  result_.steps = step_;
+  result_.choices = choices_;
+  result_.schedule.set_check(fingerprint());
+  if (result_.status == Status::deadlock || result_.status == Status::livelock) {
+    for (const Warp& w : warps_)
+      if (w.block != Block::finished) result_.blocked.push_back(describe_blocked(w));
+  }
+
+  // Teardown: every fiber that started must run to its end before it can be
+  // joined; unfinished ones continue with every operation a no-op. (Their
+  // stacks may hold scoped contexts whose destructors call operations, so
+  // unwinding them with an exception is not an option.)
+  killing_ = true;
+  for (Warp& w : warps_) {
+    if (w.ctx != nullptr && w.block != Block::finished) {
+      current_ = &w;
+      algo_->next = w.ctx;
+      switch_to(w.stack);
+    }
+    if (w.fiber.joinable()) w.fiber.join();
+    if (w.lane.ctx != nullptr && !w.lane.finished) {
+      current_ = &w;
+      in_lane_ = true;
+      switch_to(w.lane.ctx, w.lane.stack);
+      in_lane_ = false;
+    }
+    if (w.lane.fiber.joinable()) w.lane.fiber.join();
+  }
+  current_ = nullptr;
+  algo_->collect_terminated();
+  tl_world_ = outer;
+
+  if (!mismatch_.empty()) throw ScheduleMismatch("schedule does not fit this run: " + mismatch_);
+  return std::move(result_);
+}
+
+void World::cta_exited(Warp& w) {
+  const Cta& cta = ctas_[w.cta];
+  // An async operation that still writes into this CTA's shared memory or
+  // TMEM, or arrives on its barriers, would do so after it is gone (on
+  // hardware: a launch failure, HARDWARE.md §6 bug 15). The same rule as an
+  // operation reaching the CTA after its exit (world_async.cpp).
+  if (store_reading_at_exit(w)) return;
+  std::string what;
+  if (cta_has_async_in_flight(w.cta, &what) || clc_pending_for(w.cta, &what)) {
+    fail(w, "async.target-exited", cta_label(w.cta),
+         "the CTA exited while " + what + " was still in flight into it (drain the pipeline before exiting)", w.loc);
+    return;
+  }
+  // Bytes still expected or delivered unmatched on a barrier when its CTA
+  // exits: expect_tx and the bytes that arrived disagree (HARDWARE.md §4).
+  for (std::uint32_t id = 0; id < mbars_.size(); ++id) {
+    const Mbar& m = mbars_[id];
+    if (m.live && m.cta == w.cta && m.tx != 0) {
+      fail(w, "mbarrier.tx-pending-at-exit", object_label(id),
+           "the CTA exited with tx-count " + std::to_string(m.tx) + " in phase " + std::to_string(m.phase) +
+               ": bytes expected and bytes delivered disagree",
+           w.loc);
+      return;
+    }
+  }
+  // PTX "tcgen05.alloc": all Tensor Memory allocated must be deallocated
+  // before the kernel exits; a leaked block stays taken for the next CTA on
+  // the SM, whose tcgen05.alloc then blocks.
+  if (!cta.tmem_live.empty()) {
+    const TmemBlock& b = cta.tmem_live.front();
+    fail(w, "tmem.leak", "TMEM columns [" + std::to_string(b.col) + ", " + std::to_string(b.col + b.cols) + ") (" +
+                             cta_label(w.cta) + ")",
+         "the CTA exited with " + std::to_string(cta.tmem_live.size()) + " Tensor Memory allocation(s) live; " +
+             std::to_string(b.cols) + " columns allocated by " + warps_[b.warp].name + " at " + where(b.loc) + " (step " + std::to_string(b.step) + ") were never deallocated",
+         b.loc, &warps_[b.warp]);
+  }
+}
+
+}  // namespace wspipe::emu::detail
+
+namespace wspipe::emu {
+
+RunResult run(const LaunchConfig& launch, const std::function<void()>& body, const RunOptions& options) {
+  detail::World world(launch, body, options);
+  return world.run();
+}
+
+}  // namespace wspipe::emu
