@@ -104,11 +104,12 @@ EmuOutcome run_in_emulator(const std::vector<MbarOp>& p) {
             case MbarOpKind::init: B::elect_one([&] { B::init(s.bar, op.arg, {"bar"}); }); break;
             case MbarOpKind::inval: B::elect_one([&] { B::inval(s.bar); }); break;
             case MbarOpKind::arrive: {
-              auto& warp = wspipe::emu::detail::World::current().warp();
-              const std::uint32_t saved = warp.active;
-              warp.active = op.arg >= 32 ? ~0u : (1u << op.arg) - 1u;
+              // op.arg lanes arrive: the recorded program's active mask.
+              std::uint32_t& active = wspipe::emu::detail::RunningWarp::current().active_lanes();
+              const std::uint32_t saved = active;
+              active = op.arg >= 32 ? ~0u : (1u << op.arg) - 1u;
               B::arrive(s.bar);
-              warp.active = saved;
+              active = saved;
               break;
             }
             case MbarOpKind::arrive_expect_tx: B::elect_one([&] { B::arrive_expect_tx(s.bar, op.arg); }); break;
@@ -131,7 +132,7 @@ EmuOutcome run_in_emulator(const std::vector<MbarOp>& p) {
               B::elect_one([&] {
                 ok = op.kind == MbarOpKind::try_wait ? B::try_wait(s.bar, op.arg) : B::test_wait(s.bar, op.arg);
               });
-              if (!wspipe::emu::detail::World::current().ended()) out.observations += ok ? '1' : '0';
+              if (!wspipe::emu::detail::RunningWarp::current().ended()) out.observations += ok ? '1' : '0';
               break;
             }
           }

@@ -35,6 +35,13 @@ prefix=$(mktemp -d /tmp/wspipe-prefix.XXXXXX)
 trap 'rm -rf "$prefix"' EXIT
 echo "[test] cmake --install build/default --prefix $prefix; examples/consumer against it" >&2
 cmake --install build/default --prefix "$prefix/install" >/dev/null
+# The narrow door (docs/architecture.md): the emulator's private headers
+# are not installed, so a consumer cannot come to depend on them.
+if private=$(find "$prefix/install" -path '*/backends/emu/runtime*' -o -name exhaustive.hpp | grep .); then
+  echo "[test] the install holds private emulator headers:" >&2
+  echo "$private" >&2
+  exit 1
+fi
 cmake -S examples/consumer -B "$prefix/consumer" -DCMAKE_PREFIX_PATH="$prefix/install" \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null
 cmake --build "$prefix/consumer" -j "$jobs" >&2

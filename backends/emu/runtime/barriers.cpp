@@ -111,4 +111,62 @@ void World::cluster_sync(const SourceLoc& loc) {
             .kind = EventKind::cluster_pass, .file = loc.file_name(), .line = loc.line()});
 }
 
+// A multicast's ctaMask is a set of %cluster_ctarank values (PTX
+// "cp.async.bulk.tensor" and "tcgen05.commit": "bit position in the 16-bit
+// ctaMask operand corresponds to the %ctaid of the destination CTA"): a bit
+// at or above the cluster's size names no CTA, and the copy or arrive to it
+// has no destination. Any subset of the cluster is legal, the issuer's own
+// rank included or not.
+bool World::check_cta_mask(Warp& w, std::uint16_t mask, const char* op, const SourceLoc& loc) {
+  const std::uint32_t size = launch_.cluster_size;
+  if (mask != 0 && (std::uint32_t{mask} >> size) == 0) return true;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%x", static_cast<unsigned>(mask));
+  std::string m(op);
+  m.append(" with CTA mask ").append(hex).append(" in a cluster of ").append(std::to_string(size));
+  if (mask == 0) {
+    m.append(": the mask names no CTA (at least one bit)");
+  } else {
+    m.append(": rank ").append(std::to_string(std::bit_width(std::uint32_t{mask}) - 1))
+        .append(" is outside the cluster (every bit must name a CTA of the cluster, ranks 0..")
+        .append(std::to_string(size - 1)).append(")");
+  }
+  fail(w, "cluster.bad-rank", "", m, loc);
+  return false;
+}
+
+// PTX "tcgen05" (CTA pair): the peer CTA of a .cta_group::2 instruction is
+// the one whose %cluster_ctarank differs in bit 0, so rank r pairs with
+// r ^ 1 whatever the cluster's shape (in a 1 x 2 cluster the pair is a
+// column; the hardware runs that, so it is not reported). In a cluster of
+// odd size the last rank has no peer: reported at its pair operations.
+bool World::check_cta_pair(Warp& w, const char* op, const char* no_pair_rule, const SourceLoc& loc) {
+  if (launch_.cluster_size < 2) {
+    fail(w, no_pair_rule, "",
+         std::string(op) + " with .cta_group::2 in a launch whose clusters have 1 CTA: a CTA pair needs clusters "
+                           "of at least 2",
+         loc);
+    return false;
+  }
+  const std::uint32_t rank = ctas_[w.cta].rank, peer = rank ^ 1u;
+  if (peer < launch_.cluster_size) return true;
+  const ClusterShape& shape = cluster_shape();
+  std::string m(op);
+  m.append(" with .cta_group::2 in a ")
+      .append(std::to_string(shape.x)).append("x").append(std::to_string(shape.y)).append("x")
+      .append(std::to_string(shape.z))
+      .append(" cluster: the CTA pair is ranks 2k and 2k+1 (PTX: %cluster_ctarank differing in bit 0), and rank ")
+      .append(std::to_string(rank)).append(" has no peer (rank ").append(std::to_string(peer))
+      .append(" is outside the cluster); give the cluster an even size");
+  fail(w, "cluster.no-peer", "", m, loc);
+  return false;
+}
+
+// A remote operation names CTA rank `rank`, outside the cluster.
+void World::report_bad_rank(Warp& w, std::uint32_t rank, const SourceLoc& loc) {
+  fail(w, "cluster.bad-rank", "",
+       "remote arrive to CTA rank " + std::to_string(rank) + " in a cluster of " + std::to_string(launch_.cluster_size),
+       loc);
+}
+
 }  // namespace wspipe::emu::detail

@@ -267,7 +267,7 @@ void World::clc_complete(ClcRequest& req, std::uint32_t cluster, bool grant, std
       std::string m = "a clusterlaunchcontrol.try_cancel issued by ";
       m.append(issuer.name).append(" at step ").append(std::to_string(req.step))
           .append(" writes its response into ").append(cta_label(cta)).append(", which has exited");
-      fail(*current_, "async.target-exited", cta_label(cta), m, req.loc, &issuer);
+      report_target_exited(cta, req, std::move(m));
       return;
     }
     if (options_.race_check &&
@@ -276,10 +276,7 @@ void World::clc_complete(ClcRequest& req, std::uint32_t cluster, bool grant, std
     std::memcpy(ctas_[cta].smem + req.resp_offset, &value, sizeof value);
     const std::int64_t id = barrier_at(cta, req.bar_offset);
     if (id < 0) {
-      std::string m = "the try_cancel's complete_tx found no initialised mbarrier at this offset in ";
-      m.append(cta_label(cta));
-      fail(*current_, "mbarrier.uninitialized",
-           "mbarrier at smem+" + std::to_string(req.bar_offset) + " (" + cta_label(cta) + ")", m, req.loc, &issuer);
+      report_uninitialized(cta, req.bar_offset, req, "the try_cancel's complete_tx found");
       return;
     }
     Mbar& m = mbars_[static_cast<std::size_t>(id)];

@@ -105,7 +105,7 @@ FiberStack this_stack() {
 // a finished one returns and lets its fiber end.
 void World::transfer(Warp& to, Warp* from) {
   DirectedAlgorithm& algo = *algo_;
-  current_ = &to;
+  set_current(&to);
   if (to.ctx == nullptr) {
     Warp* target = &to;
     to.fiber = boost::fibers::fiber(std::allocator_arg, CachedStack(), [this, target] {
@@ -118,7 +118,7 @@ void World::transfer(Warp& to, Warp* from) {
   algo.next = to.ctx;
   if (from == nullptr || from->block != Block::finished) {
     switch_to(to.stack);
-    current_ = from;
+    set_current(from);
   }
 }
 
@@ -157,7 +157,7 @@ void World::leaving([[maybe_unused]] const boost::fibers::context* self) {
 }
 
 void World::warp_main(Warp& w) {
-  current_ = &w;
+  set_current(&w);
   w.block = Block::none;
   if (!killing_ && options_.trace)
     record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::start});

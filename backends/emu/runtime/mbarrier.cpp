@@ -49,10 +49,7 @@ Mbar* World::resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc) {
 Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, const SourceLoc& loc) {
   const Cta& own = ctas_[w.cta];
   if (rank >= launch_.cluster_size) {
-    fail(w, "cluster.bad-rank", "",
-         "remote arrive to CTA rank " + std::to_string(rank) + " in a cluster of " +
-             std::to_string(launch_.cluster_size),
-         loc);
+    report_bad_rank(w, rank, loc);
     return nullptr;
   }
   if (!in_smem(&bar, own)) {
@@ -276,10 +273,7 @@ void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint3
   // releases the accumulator stage) only after tcgen05.wait::ld, or the MMA
   // that reuses the stage may overwrite cells the load still reads.
   if (w.ld_waited < w.ld_issued) {
-    fail(w, "tmem.release-before-wait-ld", object_label(id),
-         "arrive while " + std::to_string(w.ld_issued - w.ld_waited) +
-             " tcgen05.ld of this warp are still in flight (the latest at " + where(w.ld_loc) + "): tcgen05.wait::ld must come first",
-         loc);
+    tmem_report_release_before_wait(w, id, loc);
     return;
   }
   arrive_on(id, lanes(w.active), tx_bytes, remote && m->cta != w.cta, w.id, static_cast<std::int32_t>(w.id), loc,
@@ -372,6 +366,59 @@ bool World::mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind
             .line = loc.line()});
   if (w.lane.publish) w.lane.ok = ok;
   return ok;
+}
+
+// An asynchronous operation `op` (issued by a warp, completed by an engine
+// or a CLC unit) finds no initialised mbarrier at `offset` in CTA `cta`;
+// `what` says how it met it ("tcgen05.commit arrives on").
+void World::report_uninitialized(std::uint32_t cta, std::uint32_t offset, const Issued& op, const char* what) {
+  std::string m(what);
+  m.append(" no initialised mbarrier at this offset in ").append(cta_label(cta));
+  fail(*current_, "mbarrier.uninitialized", "mbarrier at smem+" + std::to_string(offset) + " (" + cta_label(cta) + ")",
+       std::move(m), op.loc, &warps_[op.issuer]);
+}
+
+// An operation's mbarrier (`whose`: "the TMA load's mbarrier") is not in
+// the issuing CTA's shared memory.
+void World::report_not_shared(Warp& w, const char* whose, const SourceLoc& loc) {
+  fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
+       std::string(whose) + " is not in this CTA's shared memory", loc);
+}
+
+// A TMA load about to complete `bytes` of transaction count on barrier `m`
+// (id `id`): true, after reporting, when they overshoot the phase.
+bool World::tx_overshoot(const Mbar& m, std::uint32_t id, std::uint32_t bytes, const Issued& op) {
+  // Silicon delivers a copy's bytes in pieces (16 bytes at a time, as far
+  // as an H100 shows: docs/silicon.md). More bytes than the phase still
+  // expects, with every arrival in, complete the phase partway through
+  // the copy, or not, depending on how the pieces fall, and the rest count
+  // against the next phase: nondeterministic on hardware, a bug here.
+  if (m.pending == 0 && m.tx > 0 && static_cast<std::int64_t>(bytes) > m.tx) {
+    fail(*current_, "mbarrier.tx-overshoot", object_label(id),
+         "a TMA load delivers " + std::to_string(bytes) + " bytes to a barrier that expects only " +
+             std::to_string(m.tx) + " more in phase " + std::to_string(m.phase) +
+             " with no arrivals pending: on silicon the bytes land in pieces, the phase may complete partway "
+             "through the copy, and the rest count against the next phase (expect_tx too small?)",
+         op.loc, &warps_[op.issuer]);
+    return true;
+  }
+  return false;
+}
+
+// Bytes still expected or delivered unmatched on a barrier when its CTA
+// exits: expect_tx and the bytes that arrived disagree (HARDWARE.md §4).
+bool World::mbar_check_exit(Warp& w) {
+  for (std::uint32_t id = 0; id < mbars_.size(); ++id) {
+    const Mbar& m = mbars_[id];
+    if (m.live && m.cta == w.cta && m.tx != 0) {
+      fail(w, "mbarrier.tx-pending-at-exit", object_label(id),
+           "the CTA exited with tx-count " + std::to_string(m.tx) + " in phase " + std::to_string(m.phase) +
+               ": bytes expected and bytes delivered disagree",
+           w.loc);
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace wspipe::emu::detail

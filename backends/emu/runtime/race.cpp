@@ -114,4 +114,39 @@ bool World::smem_word_rare(const Shadow& s, const Access* other, std::uint32_t w
   return false;
 }
 
+std::uint32_t World::smem_offset(const void* p) {
+  const Cta& c = ctas_[warp().cta];
+  const auto* b = static_cast<const std::byte*>(p);
+  if (b < c.smem || b > c.smem + c.smem_bytes) return 0xffffffffu;  // decodes to no valid operand
+  return static_cast<std::uint32_t>(b - c.smem);
+}
+
+void World::smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc) {
+  if (in_lane_) return;
+  if (!options_.race_check || killing_ || stopping_) return;
+  Warp& w = warp();
+  const Cta& c = ctas_[w.cta];
+  const auto* b = static_cast<const std::byte*>(p);
+  if (b < c.smem || b + bytes > c.smem + c.smem_bytes) {
+    fail(w, "smem.not-shared", "", "a shared-memory view accesses bytes outside this CTA's shared memory", loc);
+    return;
+  }
+  const std::uint32_t info = access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
+                                         write ? "ordinary store" : "ordinary load", loc);
+  smem_range_access(w.cta, static_cast<std::uint32_t>(b - c.smem), bytes, write, true, w.id, info, loc, nullptr);
+}
+
+void World::fence_proxy_async(const SourceLoc& loc) {
+  if (in_lane_) return;
+  Warp& w = warp();
+  if (killing_ || stopping_) return;
+  if (options_.race_check) {
+    w.proxy_fences.push_back(now(w.id));
+    tick(w.id);  // later stores are not covered by this fence
+  }
+  if (options_.trace)
+    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::proxy_fence,
+            .file = loc.file_name(), .line = loc.line()});
+}
+
 }  // namespace wspipe::emu::detail

@@ -43,7 +43,7 @@ void set_sched_check(bool on) { g_sched_check = on ? 1 : 0; }
 std::uint64_t sched_checks() { return g_sched_checks.load(); }
 std::uint64_t sched_evaluations() { return tl_sched_evaluations; }
 
-void World::outside_a_warp() {
+void RunningWarp::outside_a_warp() {
   std::fputs("wspipe: an EmuBackend operation was called outside a warp of emu::run()\n", stderr);
   std::abort();
 }
@@ -105,7 +105,7 @@ void World::blocked(Warp& w) {
     case Block::cluster: list = cluster_list(ctas_[w.cta].cluster); break;
     case Block::tmem_alloc:
     case Block::tmem_pair: list = tmem_list(w.cta); break;
-    case Block::bulk_wait:  // no list: the TMA engine marks the issuer (world_store.cpp)
+    case Block::bulk_wait:  // no list: the TMA engine marks the issuer (tma_store.cpp)
     case Block::none:
     case Block::not_started:
     case Block::finished: return;
@@ -297,7 +297,7 @@ bool World::dispatch(Warp* self) {
     ++step_;
     if (pick >= clc_base()) {
       // A CLC unit completes a try_cancel, or the launcher launches a
-      // cluster (world_clc.cpp); the scheduler picks again.
+      // cluster (clc.cpp); the scheduler picks again.
       clc_step(pick);
       if (stopping_ || killing_) return false;
       continue;

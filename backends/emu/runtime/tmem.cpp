@@ -18,7 +18,7 @@ std::string cols_label(std::uint32_t col, std::uint32_t cols, std::uint32_t cta)
   return "TMEM columns [" + std::to_string(col) + ", " + std::to_string(col + cols) + ") (" + cta_label(cta) + ")";
 }
 constexpr std::size_t cell(std::uint32_t lane, std::uint32_t col) { return std::size_t{lane} * kTmemColumns + col; }
-// A tcgen05.ld/st as lane-divergence mode compares it (world_lanes.cpp).
+// A tcgen05.ld/st as lane-divergence mode compares it (lanes.cpp).
 LaneOp tmem_op(LaneOp::Kind kind, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
                const SourceLoc& loc) {
   return {.kind = kind, .a = taddr, .b = static_cast<std::uint64_t>(shape),
@@ -145,49 +145,6 @@ bool World::check_whole_warp(Warp& w, const char* op, const SourceLoc& loc) {
        std::string(op) + " issued with " + std::to_string(lanes(w.active)) +
            " of 32 lanes active: it is .sync.aligned, warp-collective (call it at warp level, not inside "
            "elect_one or for_each_lane)",
-       loc);
-  return false;
-}
-
-// PTX "tcgen05" (CTA pair): the peer CTA of a .cta_group::2 instruction is
-// the one whose %cluster_ctarank differs in bit 0, so rank r pairs with
-// r ^ 1 whatever the cluster's shape (in a 1 x 2 cluster the pair is a
-// column; the hardware runs that, so it is not reported). In a cluster of
-// odd size the last rank has no peer: reported at its pair operations.
-bool World::check_cta_pair(Warp& w, const char* op, const char* no_pair_rule, const SourceLoc& loc) {
-  if (launch_.cluster_size < 2) {
-    fail(w, no_pair_rule, "",
-         std::string(op) + " with .cta_group::2 in a launch whose clusters have 1 CTA: a CTA pair needs clusters "
-                           "of at least 2",
-         loc);
-    return false;
-  }
-  const std::uint32_t rank = ctas_[w.cta].rank, peer = rank ^ 1u;
-  if (peer < launch_.cluster_size) return true;
-  const ClusterShape& shape = cluster_shape();
-  std::string m(op);
-  m.append(" with .cta_group::2 in a ")
-      .append(std::to_string(shape.x)).append("x").append(std::to_string(shape.y)).append("x")
-      .append(std::to_string(shape.z))
-      .append(" cluster: the CTA pair is ranks 2k and 2k+1 (PTX: %cluster_ctarank differing in bit 0), and rank ")
-      .append(std::to_string(rank)).append(" has no peer (rank ").append(std::to_string(peer))
-      .append(" is outside the cluster); give the cluster an even size");
-  fail(w, "cluster.no-peer", "", m, loc);
-  return false;
-}
-
-bool World::check_cta_group(Warp& w, int cta_group, const char* op, const SourceLoc& loc) {
-  if (cta_group == 2 && !check_cta_pair(w, op, "tcgen05.no-cta-pair", loc)) return false;
-  if (cta_group_ == 0) {
-    cta_group_ = cta_group;
-    cta_group_loc_ = loc;
-    return true;
-  }
-  if (cta_group_ == cta_group) return true;
-  fail(w, "tcgen05.mixed-cta-group", "",
-       std::string(op) + " uses .cta_group::" + std::to_string(cta_group) + " but the kernel's earlier tcgen05 " +
-           "instruction at " + where(cta_group_loc_) + " used .cta_group::" + std::to_string(cta_group_) +
-           " (PTX: all tcgen05 instructions of a kernel use the same; ptxas rejects it)",
        loc);
   return false;
 }
@@ -589,33 +546,6 @@ void World::tmem_wait(bool loads, const SourceLoc& loc) {
             .file = loc.file_name(), .line = loc.line()});
 }
 
-std::uint32_t World::frag_lane_checked(std::uint64_t token, std::uint32_t reg, std::uint32_t regs,
-                                       const SourceLoc& loc) {
-  if (in_lane_) return kSecondLane;  // lane 31's own registers; the warp's fiber made the checks
-  Warp& w = warp();
-  if (killing_ || stopping_) return w.active == 0 ? 0 : static_cast<std::uint32_t>(std::countr_zero(w.active));
-  if (reg >= regs) {
-    fail(w, "kernel.check", "", "fragment register " + std::to_string(reg) + " of a fragment of " +
-                                    std::to_string(regs) + " registers per thread",
-         loc);
-    return 0;
-  }
-  if (w.active == 0 || (w.active & (w.active - 1)) != 0) {  // not exactly one lane
-    fail(w, "warp.lane-idx-divergent", "",
-         "a fragment register accessed with " + std::to_string(lanes(w.active)) +
-             " lanes active: registers are per thread; use for_each_lane",
-         loc);
-    return 0;
-  }
-  if (token > w.ld_waited) {
-    fail(w, "tmem.ld-without-wait", "",
-         "register " + std::to_string(reg) + " of the tcgen05.ld at " + where(w.ld_loc) +
-             " read before tcgen05.wait::ld: the load is asynchronous and its registers are not yet written",
-         loc);
-  }
-  return static_cast<std::uint32_t>(std::countr_zero(w.active));
-}
-
 std::string World::tmem_describe_blocked(const Warp& w) const {
   // The live allocations on the SM(s) it allocates from; those of other CTAs
   // (co-resident ones) are what an alloc waits for that its own CTA cannot free.
@@ -648,7 +578,6 @@ std::string World::tmem_describe_blocked(const Warp& w) const {
   return std::string("waits for the peer CTA's warp to join its cta_group::2 ") + (p.dealloc ? "dealloc" : "alloc") +
          " (one warp of each CTA of the pair must issue it)";
 }
-
 
 void World::tmem_settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0,
                         std::uint32_t cols) {
@@ -706,6 +635,56 @@ void World::tmem_mma(const AsyncOp& op, const std::uint32_t* ctas) {
                        .cta = {ctas[0], ctas[1]},
                        .footprint = op.footprint,
                        .acc = model::mma_accumulate(op.job, mem, nullptr, memo)});
+}
+
+// An arrive on barrier `id` while the warp's tcgen05.ld are in flight.
+void World::tmem_report_release_before_wait(Warp& w, std::uint32_t id, const SourceLoc& loc) {
+  fail(w, "tmem.release-before-wait-ld", object_label(id),
+       "arrive while " + std::to_string(w.ld_issued - w.ld_waited) +
+           " tcgen05.ld of this warp are still in flight (the latest at " + where(w.ld_loc) +
+           "): tcgen05.wait::ld must come first",
+       loc);
+}
+
+// A fragment register read before the tcgen05.ld that fills it was waited for.
+void World::tmem_report_ld_without_wait(Warp& w, std::uint32_t reg, const SourceLoc& loc) {
+  fail(w, "tmem.ld-without-wait", "",
+       "register " + std::to_string(reg) + " of the tcgen05.ld at " + where(w.ld_loc) +
+           " read before tcgen05.wait::ld: the load is asynchronous and its registers are not yet written",
+       loc);
+}
+
+// An MMA's D (footprint `fp`) must lie in live allocations of its CTAs.
+bool World::tmem_check_mma_d(Warp& w, const model::MmaFootprint& fp, int cta_group, const SourceLoc& loc) {
+  for (const auto& r : fp.tmem) {
+    const std::uint32_t cta = cta_group == 2 ? pair_cta(w.cta, static_cast<std::uint32_t>(r.cta)) : w.cta;
+    if (tmem_block_covering(ctas_[cta], r.col0, r.cols) == nullptr) {
+      fail(w, "tmem.unallocated-access",
+           "TMEM columns [" + std::to_string(r.col0) + ", " + std::to_string(r.col0 + r.cols) + ") (" +
+               cta_label(cta) + ")",
+           "tcgen05.mma writes D into columns outside every live allocation of " + cta_label(cta) +
+               tmem_coresident_owner(cta, r.col0, r.cols),
+           loc);
+      return false;
+    }
+  }
+  return true;
+}
+
+// PTX "tcgen05.alloc": all Tensor Memory allocated must be deallocated
+// before the kernel exits; a leaked block stays taken for the next CTA on
+// the SM, whose tcgen05.alloc then blocks.
+void World::tmem_check_exit(Warp& w) {
+  const Cta& cta = ctas_[w.cta];
+  if (cta.tmem_live.empty()) return;
+  const TmemBlock& b = cta.tmem_live.front();
+  fail(w, "tmem.leak",
+       "TMEM columns [" + std::to_string(b.col) + ", " + std::to_string(b.col + b.cols) + ") (" + cta_label(w.cta) +
+           ")",
+       "the CTA exited with " + std::to_string(cta.tmem_live.size()) + " Tensor Memory allocation(s) live; " +
+           std::to_string(b.cols) + " columns allocated by " + warps_[b.warp].name + " at " + where(b.loc) +
+           " (step " + std::to_string(b.step) + ") were never deallocated",
+       b.loc, &warps_[b.warp]);
 }
 
 }  // namespace wspipe::emu::detail

@@ -63,4 +63,26 @@ void World::check(bool cond, const char* what, const SourceLoc& loc) {
   fail(warp(), "kernel.check", "", std::string("kernel check failed: ") + what, loc);
 }
 
+std::uint32_t World::frag_lane_report(std::uint64_t token, std::uint32_t reg, std::uint32_t regs,
+                                       const SourceLoc& loc) {
+  if (in_lane_) return kSecondLane;  // lane 31's own registers; the warp's fiber made the checks
+  Warp& w = warp();
+  if (killing_ || stopping_) return w.active == 0 ? 0 : static_cast<std::uint32_t>(std::countr_zero(w.active));
+  if (reg >= regs) {
+    fail(w, "kernel.check", "", "fragment register " + std::to_string(reg) + " of a fragment of " +
+                                    std::to_string(regs) + " registers per thread",
+         loc);
+    return 0;
+  }
+  if (w.active == 0 || (w.active & (w.active - 1)) != 0) {  // not exactly one lane
+    fail(w, "warp.lane-idx-divergent", "",
+         "a fragment register accessed with " + std::to_string(lanes(w.active)) +
+             " lanes active: registers are per thread; use for_each_lane",
+         loc);
+    return 0;
+  }
+  if (token > w.ld_waited) tmem_report_ld_without_wait(w, reg, loc);
+  return static_cast<std::uint32_t>(std::countr_zero(w.active));
+}
+
 }  // namespace wspipe::emu::detail

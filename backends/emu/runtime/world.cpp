@@ -119,10 +119,10 @@ void World::end(Status s, Warp* from) {
     if (result_.status == Status::ok) result_.status = s;
   }
   algo_->next = main_ctx_;
-  current_ = nullptr;
+  set_current(nullptr);
   if (from != nullptr && from->block != Block::finished) {
     switch_to(main_stack_);  // back to run(); resumed only for teardown
-    current_ = from;
+    set_current(from);
   }
 }
 
@@ -151,8 +151,8 @@ void World::finish(Warp& w) {
 
 RunResult World::run() {
   algo_ = &algorithm();
-  World* const outer = tl_world_;
-  tl_world_ = this;
+  RunningWarp* const outer = tl_running_;
+  tl_running_ = this;
   main_ctx_ = boost::fibers::context::active();
   main_stack_ = this_stack();
   dispatch(nullptr);  // returns when the run has ended
@@ -181,63 +181,33 @@ RunResult World::run() {
   killing_ = true;
   for (Warp& w : warps_) {
     if (w.ctx != nullptr && w.block != Block::finished) {
-      current_ = &w;
+      set_current(&w);
       algo_->next = w.ctx;
       switch_to(w.stack);
     }
     if (w.fiber.joinable()) w.fiber.join();
     if (w.lane.ctx != nullptr && !w.lane.finished) {
-      current_ = &w;
+      set_current(&w);
       in_lane_ = true;
       switch_to(w.lane.ctx, w.lane.stack);
       in_lane_ = false;
     }
     if (w.lane.fiber.joinable()) w.lane.fiber.join();
   }
-  current_ = nullptr;
+  set_current(nullptr);
   algo_->collect_terminated();
-  tl_world_ = outer;
+  tl_running_ = outer;
 
   if (!mismatch_.empty()) throw ScheduleMismatch("schedule does not fit this run: " + mismatch_);
   return std::move(result_);
 }
 
+// What a CTA's exit leaves behind, each room checking its own: a TMA store
+// still reading its shared memory, an async operation in flight into it,
+// bytes pending on its barriers, Tensor Memory still allocated.
 void World::cta_exited(Warp& w) {
-  const Cta& cta = ctas_[w.cta];
-  // An async operation that still writes into this CTA's shared memory or
-  // TMEM, or arrives on its barriers, would do so after it is gone (on
-  // hardware: a launch failure, HARDWARE.md §6 bug 15). The same rule as an
-  // operation reaching the CTA after its exit (world_async.cpp).
-  if (store_reading_at_exit(w)) return;
-  std::string what;
-  if (cta_has_async_in_flight(w.cta, &what) || clc_pending_for(w.cta, &what)) {
-    fail(w, "async.target-exited", cta_label(w.cta),
-         "the CTA exited while " + what + " was still in flight into it (drain the pipeline before exiting)", w.loc);
-    return;
-  }
-  // Bytes still expected or delivered unmatched on a barrier when its CTA
-  // exits: expect_tx and the bytes that arrived disagree (HARDWARE.md §4).
-  for (std::uint32_t id = 0; id < mbars_.size(); ++id) {
-    const Mbar& m = mbars_[id];
-    if (m.live && m.cta == w.cta && m.tx != 0) {
-      fail(w, "mbarrier.tx-pending-at-exit", object_label(id),
-           "the CTA exited with tx-count " + std::to_string(m.tx) + " in phase " + std::to_string(m.phase) +
-               ": bytes expected and bytes delivered disagree",
-           w.loc);
-      return;
-    }
-  }
-  // PTX "tcgen05.alloc": all Tensor Memory allocated must be deallocated
-  // before the kernel exits; a leaked block stays taken for the next CTA on
-  // the SM, whose tcgen05.alloc then blocks.
-  if (!cta.tmem_live.empty()) {
-    const TmemBlock& b = cta.tmem_live.front();
-    fail(w, "tmem.leak", "TMEM columns [" + std::to_string(b.col) + ", " + std::to_string(b.col + b.cols) + ") (" +
-                             cta_label(w.cta) + ")",
-         "the CTA exited with " + std::to_string(cta.tmem_live.size()) + " Tensor Memory allocation(s) live; " +
-             std::to_string(b.cols) + " columns allocated by " + warps_[b.warp].name + " at " + where(b.loc) + " (step " + std::to_string(b.step) + ") were never deallocated",
-         b.loc, &warps_[b.warp]);
-  }
+  if (store_reading_at_exit(w) || !async_check_exit(w) || !mbar_check_exit(w)) return;
+  tmem_check_exit(w);
 }
 
 }  // namespace wspipe::emu::detail

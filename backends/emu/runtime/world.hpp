@@ -1,6 +1,11 @@
-// The emulator's runtime state (internal): CTAs, warps, the models of
-// mbarriers, named barriers and the cluster barrier, and the scheduler loop.
-// EmuBackend's operations call into the World of the run in progress.
+// The World (internal): one execution of a kernel. It holds the CTAs, the
+// warps, the clusters and every room's state (mbarrier.hpp, barriers.hpp,
+// tmem.hpp, engines.hpp, lanes.hpp, clock.hpp), and its member functions are
+// defined room by room in this folder's .cpp files: scheduler, fibers,
+// launch, buffers, warp, mbarrier, barriers, tmem, engines (tensor core and
+// TMA loads), tma_store, clc, lanes, race, report, world. EmuBackend reaches
+// it only through the narrow door (emu_ops.hpp, ops.cpp). The map of rooms,
+// and what each may touch: docs/architecture.md.
 #pragma once
 
 #include <algorithm>
@@ -20,9 +25,16 @@
 #include "core/config.hpp"
 #include "core/tcgen05.hpp"
 #include "core/tma.hpp"
+#include "backends/emu/emu_ops.hpp"
 #include "backends/emu/emulator.hpp"
+#include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clock.hpp"
+#include "backends/emu/runtime/engines.hpp"
+#include "backends/emu/runtime/fibers_stack.hpp"
+#include "backends/emu/runtime/lanes.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/models.hpp"
+#include "backends/emu/runtime/tmem.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -40,88 +52,11 @@ enum class Block : std::uint8_t {
   finished,
 };
 
-struct Mbar {
-  SharedMemBarrier* addr = nullptr;
-  std::uint32_t cta = 0;
-  std::string name;
-  bool live = false;
-  std::uint32_t expected = 0;  // arrivals per phase
-  std::uint32_t pending = 0;   // arrivals still missing in the current phase
-  std::int64_t tx = 0;         // tx-count of the current phase
-  std::uint64_t phase = 0;     // absolute phase number; its low bit is the parity
-  // PTX usage rule: a wait must observe each completed phase before an
-  // arrive lands in the next. True while the latest completion was seen.
-  bool observed = true;
-  std::int32_t init_warp = -1;
-  // fence.mbarrier_init: made visible to the cluster by the initialising
-  // warp's fence; remote CTAs may use it once a cluster barrier that
-  // started after the fence has completed.
-  bool fenced = false;
-  std::uint64_t fenced_gen = 0;
-  // Happens-before: the releases of the current phase, and those of the
-  // phase that completed last (what a successful wait acquires).
-  Clock acc, done;
-};
-
-// A fiber's stack as AddressSanitizer needs it: Boost.Context switches
-// stacks without telling it, so the World announces each switch (world.cpp,
-// World::switch_to). Unused in builds without ASan.
-struct FiberStack {
-  const void* bottom = nullptr;  // lowest address
-  std::size_t size = 0;
-};
-
-// Lane-divergence mode (RunOptions::lane_divergence, world_lanes.cpp): an
-// operation at which the lanes of a warp must agree, as one lane reached it.
-struct LaneOp {
-  enum class Kind : std::uint8_t {
-    elect, syncwarp, wait, try_wait, test_wait, named_sync, named_arrive, cluster_sync,
-    tmem_alloc, tmem_relinquish, tmem_dealloc, tmem_ld, tmem_st, tmem_wait_ld, tmem_wait_st,
-    exit,  // the end of the kernel body
-  };
-  Kind kind = Kind::exit;
-  std::uint32_t lanes = 0;        // active lanes, as this lane sees them
-  const void* object = nullptr;   // wait: the barrier; tcgen05.alloc: the destination
-  std::uint64_t a = 0, b = 0, c = 0;  // the other operands (see LaneOp's makers in world_lanes.cpp)
-  SourceLoc loc{};
-};
-
-// The warp's second lane in lane-divergence mode: lane 31, on a fiber of its
-// own that runs the same body in lockstep with the warp's fiber (which is
-// lane 0, the elected lane, as well as the warp). It performs nothing: at
-// each operation where lanes must agree it waits for the warp's fiber,
-// which compares the two and performs it for both.
-struct SecondLane {
-  boost::fibers::context* ctx = nullptr;
-  boost::fibers::fiber fiber;
-  FiberStack stack;
-  std::uint32_t active = ~0u;  // the active lanes as lane 31 sees them
-  bool finished = false;
-  LaneOp at;  // the operation it waits at
-  // The results of the operation the warp performed for both lanes, valid
-  // when `publish` was set by the meeting before it.
-  bool publish = false;
-  bool ok = true;
-  std::uint64_t token = 0;
-  std::vector<std::uint32_t> regs;
-};
-
-// A bulk async-group (PTX "cp.async.bulk.commit_group"): the TMA stores
-// committed together, counted until their shared-memory reads and their
-// global writes are done, and the releases of those completions, which
-// cp.async.bulk.wait_group[.read] acquires.
-struct BulkGroup {
-  std::uint32_t reading = 0;  // stores that have not read their shared-memory source yet
-  std::uint32_t writing = 0;  // stores whose global writes are not done yet
-  Clock read_done, write_done;
-};
-
-struct Warp {
+struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops.hpp
   std::uint32_t id = 0;    // actor id: global warp index
   std::uint32_t cta = 0;   // global CTA index
   std::uint32_t widx = 0;  // warp index in the CTA
   std::string name;
-  std::uint32_t active = ~0u;  // active lanes
   Block block = Block::not_started;
   std::int32_t obj = -1;    // barrier id / named barrier id
   std::uint32_t parity = 0;
@@ -137,13 +72,13 @@ struct Warp {
   std::uint64_t cluster_syncs = 0;  // cluster barriers this warp has passed
   // tcgen05.ld / st issued and waited for (wait::ld / wait::st), and the
   // TMEM columns of the loads not yet waited for.
-  std::uint64_t ld_issued = 0, ld_waited = 0, st_issued = 0, st_waited = 0;
+  std::uint64_t ld_issued = 0, st_issued = 0, st_waited = 0;
   std::uint32_t pending_col0 = 0, pending_col1 = 0;  // columns of those not waited for
   SourceLoc ld_loc{};
   // This warp's clock value at each fence.proxy.async, ascending.
   std::vector<std::uint32_t> proxy_fences;
   SecondLane lane;  // lane-divergence mode only
-  // Bulk async-groups (world_store.cpp). PTX keeps them per thread; they
+  // Bulk async-groups (tma_store.cpp). PTX keeps them per thread; they
   // are kept per warp here: a TMA store is issued by one elected lane, so
   // the warp's groups are that lane's (the other lanes' are empty).
   // bulk_groups[g] for g < size() - 1 are committed, in commit order; the
@@ -156,89 +91,6 @@ struct Warp {
   std::uint32_t wait_pos = 0;
   std::int32_t try_pos = -1;
 };
-
-struct NamedBarrier {
-  std::uint32_t expected = 0;  // thread count of the barrier instance in progress
-  std::uint32_t arrived = 0;
-  std::uint64_t gen = 0;
-  Clock acc, done;  // releases of the instance in progress; of the last completed one
-};
-
-// A live Tensor Memory allocation.
-struct TmemBlock {
-  std::uint32_t col = 0;
-  std::uint32_t cols = 0;
-  std::uint32_t warp = 0;
-  std::uint64_t step = 0;
-  SourceLoc loc{};
-};
-
-// A cta_group::2 alloc or dealloc: one warp of each CTA of the pair takes
-// part; the first to arrive waits for the second, which performs it.
-struct PairOp {
-  bool active = false;
-  bool dealloc = false;
-  std::uint64_t gen = 0;  // collectives completed; the first warp waits for it to pass
-  std::uint32_t first_warp = 0;
-  std::uint32_t cols = 0;
-  std::uint32_t operand = 0;  // alloc: dst offset in shared memory; dealloc: the TMEM address
-  SourceLoc loc{};
-};
-
-// Race-checker shadow blocks (ShadowTable): tiles of 16 TMEM lanes x 16
-// columns, 8 words of shared memory. Both are the largest units the usual
-// accesses cover whole: an MMA writes D as a rectangle of 16-lane groups
-// (M = 64 uses 16 lanes per quarter) and of columns in multiples of 16, a
-// tcgen05.ld/st covers 16 or 32 lanes and, in the kernels here, 16 or more
-// columns; TMA writes whole tiles, and an MMA reads 32 bytes of K per
-// operand row, which a swizzled layout keeps together.
-constexpr std::uint32_t kTmemShadowLanes = 16;
-constexpr std::uint32_t kTmemShadowCols = 16;
-constexpr std::uint32_t kTmemShadowBlock = kTmemShadowLanes * kTmemShadowCols;
-constexpr std::uint32_t kSmemShadowBlock = 8;
-
-// The TMEM shadow's index of cell (lane, col): tile by tile (16-lane groups
-// ascending, then 16-column groups ascending), each tile's cells contiguous
-// and lane-major, so that a ShadowTable block is one tile.
-constexpr std::uint32_t tmem_shadow_index(std::uint32_t lane, std::uint32_t col) {
-  const std::uint32_t tile = lane / kTmemShadowLanes * (kTmemColumns / kTmemShadowCols) + col / kTmemShadowCols;
-  return tile * kTmemShadowBlock + lane % kTmemShadowLanes * kTmemShadowCols + col % kTmemShadowCols;
-}
-constexpr std::uint32_t tmem_shadow_lane(std::uint32_t index) {
-  const std::uint32_t tile = index / kTmemShadowBlock;
-  return tile / (kTmemColumns / kTmemShadowCols) * kTmemShadowLanes + index % kTmemShadowBlock / kTmemShadowCols;
-}
-constexpr std::uint32_t tmem_shadow_col(std::uint32_t index) {
-  const std::uint32_t tile = index / kTmemShadowBlock;
-  return tile % (kTmemColumns / kTmemShadowCols) * kTmemShadowCols + index % kTmemShadowCols;
-}
-
-// The TMEM shadow's index ranges [first, last) of the cells lanes
-// [lane0, lane0 + lanes) x columns [col0, col0 + cols), ascending: a tile
-// the rectangle covers whole is one range (one visit while it is uniform),
-// a tile it covers in part is a range per lane. f(first, last) returns
-// false to stop; so does the call.
-template <class F>
-bool for_each_tmem_shadow_range(std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0, std::uint32_t cols,
-                                F&& f) {
-  const std::uint32_t lane_end = lane0 + lanes, col_end = col0 + cols;
-  for (std::uint32_t tl = lane0 / kTmemShadowLanes * kTmemShadowLanes; tl < lane_end; tl += kTmemShadowLanes) {
-    const std::uint32_t l0 = std::max(tl, lane0), l1 = std::min(tl + kTmemShadowLanes, lane_end);
-    for (std::uint32_t tc = col0 / kTmemShadowCols * kTmemShadowCols; tc < col_end; tc += kTmemShadowCols) {
-      const std::uint32_t c0 = std::max(tc, col0), c1 = std::min(tc + kTmemShadowCols, col_end);
-      if (l1 - l0 == kTmemShadowLanes && c1 - c0 == kTmemShadowCols) {
-        const std::uint32_t first = tmem_shadow_index(tl, tc);
-        if (!f(first, first + kTmemShadowBlock)) return false;
-        continue;
-      }
-      for (std::uint32_t lane = l0; lane < l1; ++lane) {
-        const std::uint32_t first = tmem_shadow_index(lane, c0);
-        if (!f(first, first + (c1 - c0))) return false;
-      }
-    }
-  }
-  return true;
-}
 
 struct Cta {
   std::uint32_t cluster = 0;
@@ -261,6 +113,15 @@ struct Cta {
   ShadowTable<kSmemShadowBlock> smem_shadow;
 };
 
+// What a recorded access was, for race reports.
+struct AccessInfo {
+  std::int32_t actor = -1;  // who: a warp, or an engine acting for `issuer`
+  std::int32_t issuer = -1;
+  const char* what = "";
+  std::uint64_t step = 0;
+  SourceLoc loc{};
+};
+
 // A CTA's large buffers outlive its run: a World's destruction keeps them
 // for the next run on its thread (keep_cta_buffers), whose CTAs take them
 // (take_smem, take_tmem_cells, take_tmem_shadow, take_smem_shadow). An
@@ -277,76 +138,6 @@ std::unique_ptr<std::uint32_t[]> take_tmem_cells();  // kTmemLanes * kTmemColumn
 ShadowTable<kTmemShadowBlock> take_tmem_shadow();
 ShadowTable<kSmemShadowBlock> take_smem_shadow();
 void keep_cta_buffers(Cta& c);  // leaves c without them
-
-struct Cluster {
-  std::uint32_t first_cta = 0;
-  std::uint32_t live_threads = 0;  // threads that have not exited
-  std::uint32_t arrived = 0;
-  std::uint64_t gen = 0;
-  Clock acc, done;
-};
-
-// An operation issued to an asynchronous engine, completed when the
-// scheduler picks the engine.
-// Who issued an asynchronous operation, when and where, and the issuer's
-// clock at issue (World::stamp_issue): the operation happens after what the
-// warp did so far, and not before what it does next.
-struct Issued {
-  std::uint32_t issuer = 0;  // warp id
-  std::uint64_t step = 0;    // issue step
-  SourceLoc loc{};
-  Clock clock;               // the issuer's clock at issue
-};
-
-struct AsyncOp : Issued {
-  enum class Kind : std::uint8_t { tma, mma, commit, tma_store };
-  Kind kind = Kind::tma;
-  int cta_group = 1;
-  std::uint16_t mask = 0;    // destination CTA ranks (TMA, commit); bit of the own rank when not multicast
-  std::uint32_t bar_offset = 0;  // the mbarrier's offset in shared memory
-  // tma
-  TensorMap map{};
-  TmaCoords coords{};
-  std::uint32_t dst_offset = 0;
-  // tma_store (map, coords; dst_offset is the source in shared memory): it
-  // completes in two engine steps, PTX "cp.async.bulk.wait_group" telling
-  // the reads of the source (.read) from the writes to global memory. The
-  // first reads the box into `staged`; the second writes it.
-  std::uint32_t group = 0;  // the issuer's bulk group (index into Warp::bulk_groups)
-  bool read_done = false;
-  std::vector<std::byte> staged;
-  // mma
-  model::MmaJob job{};
-  std::shared_ptr<const model::MmaFootprint> footprint;  // model::shared_mma_footprint
-};
-
-// A CTA's TMA engine or tensor core: it completes its operations in issue
-// order (the tensor core pipelines MMAs in order, PTX "tcgen05 memory
-// consistency"; TMA completion order is a simplification: copies may
-// complete out of order on hardware).
-struct Engine {
-  std::uint32_t cta = 0;
-  bool tensor = false;
-  std::string name;
-  std::deque<AsyncOp> queue;
-};
-
-// What a recorded access was, for race reports.
-struct AccessInfo {
-  std::int32_t actor = -1;  // who: a warp, or an engine acting for `issuer`
-  std::int32_t issuer = -1;
-  const char* what = "";
-  std::uint64_t step = 0;
-  SourceLoc loc{};
-};
-
-// Cluster launch control (world_clc.cpp): a clusterlaunchcontrol.try_cancel
-// waiting in its cluster's CLC unit until the scheduler completes it.
-struct ClcRequest : Issued {
-  std::uint32_t cta = 0;     // the issuing CTA
-  std::uint32_t resp_offset = 0, bar_offset = 0;  // in shared memory
-  bool multicast = false;    // .multicast::cluster::all: every CTA of the cluster
-};
 
 class DirectedAlgorithm;
 
@@ -365,7 +156,7 @@ std::uint64_t sched_evaluations();
 // the build's and the environment's default).
 bool sched_check_on();
 
-class World {
+class World : public RunningWarp {
  public:
   World(const LaunchConfig& launch, const std::function<void()>& body, const RunOptions& options);
   ~World();
@@ -375,29 +166,12 @@ class World {
   RunResult run();
 
   // The world of the run in progress on this thread (aborts outside one).
-  static World& current() {
-    World* const w = tl_world_;
-    if (w == nullptr || w->current_ == nullptr) [[unlikely]]
-      outside_a_warp();
-    return *w;
-  }
+  static World& current() { return static_cast<World&>(RunningWarp::current()); }
   Warp& warp() { return *current_; }
   const Cta& cta_of(const Warp& w) const { return ctas_[w.cta]; }
   const LaunchConfig& launch() const { return launch_; }
   const ClusterShape& cluster_shape() const { return *launch_.cluster_shape; }  // set by checked_launch
   static void check_coresidency(const LaunchConfig& launch);                   // throws BadLaunch
-  // The run has ended (a violation, a deadlock): what a warp still does
-  // while the world tears down is not part of it.
-  bool ended() const { return stopping_ || killing_; }
-  // The active lanes of the fiber running: the warp's, or its second lane's
-  // (lane-divergence mode). elect_one and for_each_lane narrow them.
-  std::uint32_t& active_lanes() { return in_lane_ ? current_->lane.active : current_->active; }
-  // Whether the fiber running executes code for the lanes of `mask`: the
-  // warp's fiber runs every lane's, the second lane only its own.
-  bool runs_lanes(std::uint32_t mask) const { return !in_lane_ || (mask & kSecondLaneBit) != 0; }
-  static constexpr std::uint32_t kSecondLane = 31;
-  static constexpr std::uint32_t kSecondLaneBit = 1u << kSecondLane;
-
   // --- operations of the current warp (EmuBackend forwards here)
   std::uint32_t lane_idx(const SourceLoc& loc);
   void* shared_storage(std::size_t size, std::size_t align);
@@ -418,7 +192,7 @@ class World {
   void named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc);
   void cluster_sync(const SourceLoc& loc);
 
-  // Tensor Memory (world_tmem.cpp)
+  // Tensor Memory (tmem.cpp)
   void tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc);
   void tmem_relinquish(int cta_group, const SourceLoc& loc);
   void tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc);
@@ -429,28 +203,18 @@ class World {
   void tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
                const std::uint32_t* in, const SourceLoc& loc);
   void tmem_wait(bool loads, const SourceLoc& loc);
-  // The lane whose registers a fragment access means (the one active lane),
-  // after checking that the load that filled it (`token`) was waited for.
-  // Inline when there is nothing to report: it is the epilogues' inner loop.
-  std::uint32_t frag_lane(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc) {
-    const Warp& w = *current_;
-    // One lane active: a bit test, not std::has_single_bit (a libgcc call
-    // without -mpopcnt).
-    const bool one_lane = w.active != 0 && (w.active & (w.active - 1)) == 0;
-    if (reg < regs && one_lane && !in_lane_ && !killing_ && !stopping_ && token <= w.ld_waited) [[likely]]
-      return static_cast<std::uint32_t>(std::countr_zero(w.active));
-    return frag_lane_checked(token, reg, regs, loc);
-  }
-  std::uint32_t frag_lane_checked(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc);
+  // RunningWarp::frag_lane's reports: the fragment access is not one lane's
+  // register of a load waited for.
+  std::uint32_t frag_lane_report(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc);
 
-  // Tensor core and TMA (world_async.cpp)
+  // Tensor core and TMA (engines.cpp)
   void mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t a_desc, std::uint64_t b_desc,
            std::uint32_t idesc, bool accumulate, const SourceLoc& loc);
   void mma_commit(int cta_group, SharedMemBarrier& bar, std::uint16_t mask, bool multicast, const SourceLoc& loc);
   void tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, void* dst, SharedMemBarrier& bar, const TmaCoords& coords,
                 std::uint16_t mask, bool multicast, const SourceLoc& loc);
   void fence_proxy_async(const SourceLoc& loc);
-  // TMA stores and bulk async-groups (world_store.cpp)
+  // TMA stores and bulk async-groups (tma_store.cpp)
   void tma_store(std::uint32_t rank, const TensorMap& map, const void* src, const TmaCoords& coords,
                  const SourceLoc& loc);
   void bulk_commit_group(const SourceLoc& loc);
@@ -458,7 +222,7 @@ class World {
   std::uint32_t smem_offset(const void* p);
   void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc);
 
-  // Cluster launch control (world_clc.cpp)
+  // Cluster launch control (clc.cpp)
   void clc_try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multicast, const SourceLoc& loc);
   bool clc_is_canceled(const ClcResponse& resp, const SourceLoc& loc);
   ClcCtaId clc_first_ctaid(const ClcResponse& resp, const SourceLoc& loc);
@@ -487,7 +251,7 @@ class World {
   void leaving(const boost::fibers::context* self);
   void end(Status s, Warp* from);
   void warp_main(Warp& w);
-  // Lane-divergence mode (world_lanes.cpp). lanes_meet: the warp's fiber, at
+  // Lane-divergence mode (lanes.cpp). lanes_meet: the warp's fiber, at
   // an operation `op` lane 0 takes part in, runs the second lane to its next
   // such operation and compares; true when the warp's fiber goes on to
   // perform `op`. The second lane parks there until the warp reaches its
@@ -496,7 +260,7 @@ class World {
   // Whether the fiber running performs the operation `op`: always with the
   // mode off; else as lanes_meet.
   bool lanes_agree(Warp& w, const LaneOp& op) { return !options_.lane_divergence || lanes_meet(w, op); }
-  void start_second_lane(Warp& w);  // world.cpp: fibers are made there
+  void start_second_lane(Warp& w);  // fibers.cpp: fibers are made there
   void lane_main(Warp& w);
   std::string describe(const LaneOp& op) const;
   std::string barrier_label(const SharedMemBarrier& bar, const Warp& w) const;
@@ -575,7 +339,7 @@ class World {
   void close_step();
   std::uint32_t fingerprint() const { return fingerprint_ == 0 ? 1 : fingerprint_; }
 
-  // Happens-before (hb.hpp). Components: warp w -> w, its ld agent -> W+w,
+  // Happens-before (clock.hpp). Components: warp w -> w, its ld agent -> W+w,
   // its st agent -> 2W+w, engine e -> 3W+e; engines are actors W+e, e =
   // 2*cta + (tensor core ? 1 : 0).
   std::uint32_t comp_ld(const Warp& w) const { return num_warps() + w.id; }
@@ -635,7 +399,7 @@ class World {
   // co-resident CTA's allocation overlaps [col, col + cols), and who made it.
   std::string tmem_coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const;
 
-  // Tensor Memory helpers (world_tmem.cpp).
+  // Tensor Memory helpers (tmem.cpp).
   void tmem_ensure(Cta& c);
   const TmemBlock* tmem_block_covering(const Cta& c, std::uint32_t col, std::uint32_t cols) const;
   std::int64_t tmem_first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const;
@@ -671,7 +435,7 @@ class World {
   void tmem_mma(const AsyncOp& op, const std::uint32_t* ctas);
   std::vector<DeferredD> deferred_;
 
-  // Async engines (world_async.cpp).
+  // Async engines (engines.cpp).
   void stamp_issue(Warp& w, Issued& op, const SourceLoc& loc);
   AsyncOp issue_op(Warp& w, AsyncOp::Kind kind, int cta_group, SharedMemBarrier& bar, std::uint16_t mask,
                    const SourceLoc& loc);
@@ -684,7 +448,7 @@ class World {
   void enqueue(std::uint32_t cta, bool tensor, AsyncOp op);
   std::int64_t barrier_at(std::uint32_t cta, std::uint32_t offset) const;
   bool cta_has_async_in_flight(std::uint32_t cta, std::string* what) const;
-  // TMA stores and bulk async-groups (world_store.cpp). engine_tma_store:
+  // TMA stores and bulk async-groups (tma_store.cpp). engine_tma_store:
   // one of a store's two steps; true when the store must run again (its
   // write step). bulk_done: whether the warp's groups [0, upto) have read
   // (read_only) or completed. store_reading_at_exit: the CTA exits while a
@@ -708,9 +472,30 @@ class World {
                  std::int32_t actor, const SourceLoc& loc, const Warp* culprit);
   bool check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc);
   void release_cluster_if_complete(Cluster& c);
+  // The reports of an asynchronous operation `op` completing: no mbarrier
+  // at `offset` of CTA `cta` (what: "tcgen05.commit arrives on"); a TMA
+  // load's bytes overshooting the phase of barrier `id` (true: reported);
+  // an operation's barrier outside shared memory (whose: "the TMA load's
+  // mbarrier"); bad remote rank.
+  void report_uninitialized(std::uint32_t cta, std::uint32_t offset, const Issued& op, const char* what);
+  bool tx_overshoot(const Mbar& m, std::uint32_t id, std::uint32_t bytes, const Issued& op);
+  void report_not_shared(Warp& w, const char* whose, const SourceLoc& loc);
+  void report_bad_rank(Warp& w, std::uint32_t rank, const SourceLoc& loc);
+  // A CTA's exit (world.cpp, cta_exited), checked by each room for what it
+  // leaves behind; false (or nothing, for the last) when it reported.
+  bool async_check_exit(Warp& w);
+  bool mbar_check_exit(Warp& w);
+  void tmem_check_exit(Warp& w);
+  void report_target_exited(std::uint32_t cta, const Issued& op, std::string message);
+  // Tensor Memory's rules at other rooms' operations: an MMA's D must be
+  // allocated; an arrive must not release TMEM a load still reads; a
+  // fragment register must not be read before its load was waited for.
+  bool tmem_check_mma_d(Warp& w, const model::MmaFootprint& fp, int cta_group, const SourceLoc& loc);
+  void tmem_report_release_before_wait(Warp& w, std::uint32_t id, const SourceLoc& loc);
+  void tmem_report_ld_without_wait(Warp& w, std::uint32_t reg, const SourceLoc& loc);
   void cta_exited(Warp& w);
 
-  // Cluster launch control (world_clc.cpp). Actors after the engines, only
+  // Cluster launch control (clc.cpp). Actors after the engines, only
   // with LaunchConfig::max_active_clusters set: per cluster k a CLC unit
   // that completes its oldest request by cancelling a cluster (clc_base() +
   // 2k) and one that completes it failed (clc_base() + 2k + 1), then the
@@ -796,20 +581,15 @@ class World {
   bool track_fp_ = false;
   bool fp_open_ = false;  // a step is in progress whose footprint is not handed over yet
   Footprint fp_;
-  Warp* current_ = nullptr;
-  // The fiber running is current_'s second lane (lane-divergence mode). Its
-  // per-lane operations (arrive, expect_tx, init, TMA, MMA, commit, fences,
-  // shared-memory accesses, checks) return at once: the warp's fiber
-  // performed them for every active lane, lane 31 included.
-  bool in_lane_ = false;
+  Warp* current_ = nullptr;  // the warp running; set_current keeps RunningWarp::lanes_ with it
+  void set_current(Warp* w) {
+    current_ = w;
+    lanes_ = w;
+  }
   boost::fibers::context* main_ctx_ = nullptr;
   FiberStack main_stack_;  // the stack run() was called on
   DirectedAlgorithm* algo_ = nullptr;
   std::uint64_t step_ = 0;
-  bool stopping_ = false;  // the run has ended; nothing more is scheduled
-  bool killing_ = false;   // tearing down: unfinished warps run with no-op operations
-  [[noreturn]] static void outside_a_warp();
-  static inline thread_local World* tl_world_ = nullptr;  // the run in progress on this thread
   std::string mismatch_;   // a replayed schedule that did not fit
   std::string source_root_;  // with a trailing '/'
   RunResult result_;
