@@ -1,7 +1,7 @@
 // mbarrier programs for the emulator-against-silicon conformance suite
 // (docs/silicon.md): one barrier, one thread issuing a fixed sequence of
 // mbarrier operations, every wait's result observed. Silicon runs them in
-// backends/cuda/silicon.cu; the emulator's mbarrier model runs the same
+// tools/gpu/silicon.cu; the emulator's mbarrier model runs the same
 // programs in tests/silicon_conformance_test.cpp and must observe the same.
 //
 // Programs are reproducible from (seed, index): program(seed, i) is the

@@ -56,7 +56,7 @@
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/launch.hpp"
-#include "backends/cuda/mbar_program.hpp"
+#include "tools/gpu/mbar_program.hpp"
 #include "backends/cuda/tensor_map.hpp"
 #include "core/cluster.hpp"
 #include "core/pipeline_state.hpp"

@@ -8,7 +8,7 @@
 // check of cuBLAS itself against the CPU reference needs only a GPU that
 // cuBLAS supports, and the launchers' input checks no GPU at all: they run
 // wherever they can.
-#include "backends/cuda/examples_launch.hpp"
+#include "tools/gpu/examples_launch.hpp"
 
 #include <gtest/gtest.h>
 
