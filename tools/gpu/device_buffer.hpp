@@ -9,7 +9,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <source_location>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -33,9 +32,19 @@ class CudaError : public std::runtime_error {
 inline void cuda_check(cudaError_t e, const char* call, const char* file, unsigned line) {
   if (e != cudaSuccess) throw CudaError(e, call, file, line);
 }
-inline void cuda_check(cudaError_t e, const char* call, const std::source_location& at) {
-  cuda_check(e, call, at.file_name(), at.line());
-}
+// Where a helper below was called from: a default argument of
+// CallSite::here() is evaluated at the call, as std::source_location's
+// would be (which clang 14 with libstdc++ 12 lacks; g++, clang++ and nvcc
+// all have these builtins).
+struct CallSite {
+  const char* file;
+  unsigned line;
+  static constexpr CallSite here(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    return {file, line};
+  }
+};
+
+inline void cuda_check(cudaError_t e, const char* call, CallSite at) { cuda_check(e, call, at.file, at.line); }
 
 }  // namespace wspipe::gpu
 
@@ -54,14 +63,14 @@ template <class T>
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t count, std::source_location at = std::source_location::current())
+  explicit DeviceBuffer(std::size_t count, CallSite at = CallSite::here())
       : count_(count) {
     void* p = nullptr;
     cuda_check(cudaMalloc(&p, bytes()), "cudaMalloc", at);
     ptr_ = static_cast<T*>(p);
   }
   // A device copy of `host`.
-  static DeviceBuffer copy_of(const std::vector<T>& host, std::source_location at = std::source_location::current()) {
+  static DeviceBuffer copy_of(const std::vector<T>& host, CallSite at = CallSite::here()) {
     DeviceBuffer d(host.size(), at);
     d.upload(host, at);
     return d;
@@ -85,19 +94,19 @@ class DeviceBuffer {
   std::size_t bytes() const { return count_ * sizeof(T); }
 
   // host.size() elements (at most size()) to the start of the buffer.
-  void upload(const std::vector<T>& host, std::source_location at = std::source_location::current()) {
+  void upload(const std::vector<T>& host, CallSite at = CallSite::here()) {
     check_fits(host.size());
     cuda_check(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to device",
                at);
   }
   // The first host.size() elements (at most size()) into `host`.
-  void download(std::vector<T>& host, std::source_location at = std::source_location::current()) const {
+  void download(std::vector<T>& host, CallSite at = CallSite::here()) const {
     check_fits(host.size());
     cuda_check(cudaMemcpy(host.data(), ptr_, host.size() * sizeof(T), cudaMemcpyDeviceToHost),
                "cudaMemcpy from device", at);
   }
   // Every byte of the buffer set to `byte`.
-  void fill_bytes(int byte, std::source_location at = std::source_location::current()) {
+  void fill_bytes(int byte, CallSite at = CallSite::here()) {
     cuda_check(cudaMemset(ptr_, byte, bytes()), "cudaMemset", at);
   }
 
@@ -121,7 +130,7 @@ class DeviceBuffer {
 // A CUDA event, destroyed by the destructor. Move-only.
 class DeviceEvent {
  public:
-  explicit DeviceEvent(std::source_location at = std::source_location::current()) {
+  explicit DeviceEvent(CallSite at = CallSite::here()) {
     cuda_check(cudaEventCreate(&event_), "cudaEventCreate", at);
   }
   DeviceEvent(DeviceEvent&& o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
@@ -136,11 +145,11 @@ class DeviceEvent {
   }
 
   // Recorded on the default stream.
-  void record(std::source_location at = std::source_location::current()) {
+  void record(CallSite at = CallSite::here()) {
     cuda_check(cudaEventRecord(event_), "cudaEventRecord", at);
   }
   // Milliseconds from `start` to this event, both recorded and completed.
-  float ms_since(const DeviceEvent& start, std::source_location at = std::source_location::current()) const {
+  float ms_since(const DeviceEvent& start, CallSite at = CallSite::here()) const {
     float ms = 0;
     cuda_check(cudaEventElapsedTime(&ms, start.event_, event_), "cudaEventElapsedTime", at);
     return ms;
