@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mbarrier_limits.hpp"
 #include "fuzz/model_fuzz.hpp"
 #include "fuzz/ref_mbarrier.hpp"
 
@@ -42,11 +43,12 @@ struct Op {
 };
 
 std::uint32_t count_of(std::uint8_t a) {
-  constexpr std::uint32_t kSpecial[] = {0, RefMbarriers::kMaxCount, RefMbarriers::kMaxCount + 1, 32, 64, 33, 96, 1};
+  constexpr std::uint32_t kSpecial[] = {0, kMbarrierMaxCount, kMbarrierMaxCount + 1, 32, 64, 33, 96, 1};
   return a < 248 ? 1 + a % 40 : kSpecial[a - 248];
 }
 std::uint32_t bytes_of(std::uint8_t a) {
-  constexpr std::uint32_t kSpecial[] = {1, 8, 24, 48, 1u << 15, (1u << 20) - 1, 1u << 20, 0};
+  constexpr auto kMaxTx = static_cast<std::uint32_t>(kMbarrierMaxTx);
+  constexpr std::uint32_t kSpecial[] = {1, 8, 24, 48, 1u << 15, kMaxTx, kMaxTx + 1, 0};
   return a < 248 ? (a % 32) * 16 : kSpecial[a - 248];
 }
 

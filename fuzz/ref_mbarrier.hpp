@@ -17,6 +17,13 @@
 // A barrier is identified, as by the emulator, by its 8 bytes in the CTA's
 // shared-memory image: init writes a tag and the instance number there;
 // bytes that do not decode to a live instance are an uninitialised barrier.
+//
+// This is wspipe's one mbarrier reference: RefMbarrier, one barrier's state
+// and transitions, is also what the conformance programs are drawn with and
+// predicted by (tools/gpu/mbar_program.hpp); RefMbarriers adds the CTA's
+// barriers, its warps' waits and the rules. The emulator's model is written
+// apart from it, so that the two can be run against each other; the limits
+// both check are in core/mbarrier_limits.hpp.
 #pragma once
 
 #include <cstdint>
@@ -24,21 +31,59 @@
 #include <string>
 #include <vector>
 
+#include "core/mbarrier_limits.hpp"
+
 namespace wspipe::fuzz {
+
+// One barrier as the PTX ISA defines it: its transitions, and no rule. The
+// caller decides what an over-arrival or a tx-count out of range means (a
+// violation for the fuzzers, a trap or an undefined step for the
+// conformance programs).
+struct RefMbarrier {
+  std::uint32_t expected = 0, pending = 0;  // arrivals per phase, arrivals the current phase still needs
+  std::int64_t tx = 0;                      // bytes expected less bytes delivered
+  std::int64_t phase = 0;                   // phases completed
+  bool observed = true;                     // a wait has seen the last completed phase
+
+  void init(std::uint32_t count) {
+    expected = pending = count;
+    tx = 0;
+    phase = 0;
+    observed = true;
+  }
+  // expect_tx (delta > 0) or complete_tx (delta < 0); the phase is not
+  // completed here (complete_if_done).
+  void add_tx(std::int64_t delta) { tx += delta; }
+  bool tx_in_range() const { return tx <= kMbarrierMaxTx && tx >= -kMbarrierMaxTx; }
+  bool over_arrives(std::uint32_t count) const { return count > pending; }
+  // `count` arrivals, at most the pending ones; true when they complete the phase.
+  bool arrive(std::uint32_t count) {
+    pending -= count;
+    return complete_if_done();
+  }
+  // Completes the phase when no arrival and no byte is outstanding; true
+  // when it did.
+  bool complete_if_done() {
+    if (pending != 0 || tx != 0) return false;
+    ++phase;
+    pending = expected;
+    observed = false;
+    return true;
+  }
+  // Whether a wait for `parity` passes: the phase of that parity has
+  // completed, the current one has the other parity.
+  bool passes(std::uint32_t parity) const { return static_cast<std::uint32_t>(phase & 1) != (parity & 1); }
+  // The parity of the last completed phase (phase > 0).
+  std::uint32_t completed_parity() const { return static_cast<std::uint32_t>((phase - 1) & 1); }
+};
 
 class RefMbarriers {
  public:
-  static constexpr std::uint32_t kMaxCount = (1u << 20) - 1;
-  static constexpr std::int64_t kMaxTx = (1 << 20) - 1;
   static constexpr std::uint32_t kOutside = ~0u;  // an operand outside shared memory
 
-  struct Bar {
+  struct Bar : RefMbarrier {
     std::uint32_t offset = 0;
     bool live = false;
-    std::uint32_t expected = 0, pending = 0;
-    std::int64_t tx = 0;
-    std::int64_t phase = 0;
-    bool observed = true;
   };
   // A warp blocked in a wait: which instance, its parity, the phase it means.
   struct Waiter {
@@ -66,9 +111,12 @@ class RefMbarriers {
   const char* init(std::uint32_t offset, std::uint32_t count, std::uint32_t lanes) {
     if (offset == kOutside) return "mbarrier.not-shared";
     if (at(offset) >= 0) return "mbarrier.init-live";
-    if (count < 1 || count > kMaxCount) return "mbarrier.count-range";
+    if (count < 1 || count > kMbarrierMaxCount) return "mbarrier.count-range";
     const auto id = static_cast<std::uint32_t>(bars.size());
-    bars.push_back({.offset = offset, .live = true, .expected = count, .pending = count});
+    Bar& b = bars.emplace_back();
+    b.init(count);
+    b.offset = offset;
+    b.live = true;
     const std::uint64_t raw = (std::uint64_t{kTag} << 32) | (id + 1);
     std::memcpy(smem_.data() + offset, &raw, 8);
     return lanes > 1 ? "mbarrier.init-live" : nullptr;  // the second lane re-inits it
@@ -88,12 +136,11 @@ class RefMbarriers {
   // Arrivals on a resolved barrier (also a tcgen05.commit's).
   const char* arrive_on(std::uint32_t id, std::uint32_t lanes, std::uint32_t tx_per_lane) {
     Bar& b = bars[id];
-    b.tx += std::int64_t{tx_per_lane} * lanes;
-    if (tx_per_lane != 0 && !tx_ok(b)) return "mbarrier.tx-range";
-    if (lanes > b.pending) return "mbarrier.over-arrival";
+    b.add_tx(std::int64_t{tx_per_lane} * lanes);
+    if (tx_per_lane != 0 && !b.tx_in_range()) return "mbarrier.tx-range";
+    if (b.over_arrives(lanes)) return "mbarrier.over-arrival";
     if (!b.observed) return "mbarrier.arrive-before-wait";
-    b.pending -= lanes;
-    return complete_if_done(id);
+    return b.arrive(lanes) ? completed(id) : nullptr;
   }
   // expect_tx (delta > 0) or complete_tx (delta < 0), by `lanes` lanes.
   const char* tx(std::uint32_t offset, std::int64_t delta_per_lane, std::uint32_t lanes) {
@@ -103,9 +150,9 @@ class RefMbarriers {
   }
   const char* tx_on(std::uint32_t id, std::int64_t delta) {
     Bar& b = bars[id];
-    b.tx += delta;
-    if (!tx_ok(b)) return "mbarrier.tx-range";
-    return complete_if_done(id);
+    b.add_tx(delta);
+    if (!b.tx_in_range()) return "mbarrier.tx-range";
+    return b.complete_if_done() ? completed(id) : nullptr;
   }
   // A wait of warp `w` reaching its scheduling point: the checks made
   // before it blocks. Registers the waiter.
@@ -129,7 +176,7 @@ class RefMbarriers {
   bool done(std::uint32_t w) const {
     const Waiter& x = waiters[w];
     const Bar& b = bars[x.id];
-    return b.live && static_cast<std::uint32_t>(b.phase & 1) != x.parity;
+    return b.live && b.passes(x.parity);
   }
   // The wait of warp `w` returns: true when its phase completed.
   bool wait_end(std::uint32_t w) {
@@ -168,15 +215,11 @@ class RefMbarriers {
     *id = at(offset);
     return *id < 0 ? "mbarrier.uninitialized" : nullptr;
   }
-  static bool tx_ok(const Bar& b) { return b.tx <= kMaxTx && b.tx >= -kMaxTx; }
-  const char* complete_if_done(std::uint32_t id) {
-    Bar& b = bars[id];
-    if (b.pending != 0 || b.tx != 0) return nullptr;
-    ++b.phase;
-    b.pending = b.expected;
-    b.observed = false;
+  // Barrier `id` has completed a phase: a waiter still blocked on an older
+  // one has missed it.
+  const char* completed(std::uint32_t id) const {
     for (const Waiter& x : waiters)
-      if (x.blocked && x.id == id && x.intended + 1 < b.phase) return "mbarrier.parity-alias";
+      if (x.blocked && x.id == id && x.intended + 1 < bars[id].phase) return "mbarrier.parity-alias";
     return nullptr;
   }
 

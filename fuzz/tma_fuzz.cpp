@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mbarrier_limits.hpp"
 #include "fuzz/model_fuzz.hpp"
 #include "fuzz/ref_mbarrier.hpp"
 
@@ -397,8 +398,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       op.lanes = (k & 8u) != 0 ? 32 : 1;
       op.slot = ((k >> 4) & 7u) % (kSlots + 1);
       op.parity = k >> 7;
-      constexpr std::uint32_t kCounts[] = {1, 1, 2, 1, 32, 0, 64, (1u << 20)};
-      op.value = op.kind == Kind::init ? kCounts[a & 7u] : a < 248 ? (a % 64) * 16 : (1u << 20) - 8 + (a & 7u);
+      // Counts up to one past the limit; bytes from 7 below the tx-count's limit to one past it.
+      constexpr std::uint32_t kCounts[] = {1, 1, 2, 1, 32, 0, 64, kMbarrierMaxCount + 1};
+      constexpr auto kMaxTx = static_cast<std::uint32_t>(kMbarrierMaxTx);
+      op.value = op.kind == Kind::init ? kCounts[a & 7u] : a < 248 ? (a % 64) * 16 : kMaxTx - 7 + (a & 7u);
       op.map = a % kMaps;
       op.dst = kDsts[(a >> 2) & 7u];
       op.rank = maps[op.map].rank;

@@ -1,5 +1,5 @@
 // The emulator's mbarrier model against silicon: every program of the
-// conformance suite (backends/cuda/mbar_program.hpp) runs in the emulator,
+// conformance suite (tools/gpu/mbar_program.hpp) runs in the emulator,
 // and its observations are compared with those an H100 recorded
 // (tests/data/h100_mbarrier_conformance.txt, written by
 // `wspipe_silicon conformance`; docs/silicon.md).
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/mbar_program.hpp"
+#include "tools/gpu/mbar_program.hpp"
 #include "backends/emu/emu.hpp"
 #include "emu_test_util.hpp"
 

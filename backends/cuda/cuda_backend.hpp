@@ -237,7 +237,7 @@ __device__ __forceinline__ void cp_async_bulk_tensor_multicast_cta_group_2(std::
 // bounds every wait(): after that many failed try_wait the thread prints the
 // barrier's shared-memory address and parity and traps, so that a hung
 // pipeline becomes a launch failure the host can report (the silicon tests'
-// watchdog, backends/cuda/silicon.cu). Production builds leave it off.
+// watchdog, tools/gpu/silicon.cu). Production builds leave it off.
 #ifndef WSPIPE_CUDA_WATCHDOG_SPINS
 #define WSPIPE_CUDA_WATCHDOG_SPINS 0
 #endif

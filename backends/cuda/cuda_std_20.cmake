@@ -7,7 +7,7 @@
 # CUDA is not enabled it does nothing.
 #
 # Included by wspipe's CMakeLists.txt (in its top-level scope, so that every
-# directory can build .cu files: backends/cuda, tests/, bench/) and by the
+# directory can build .cu files: tools/gpu, tests/, bench/) and by the
 # installed wspipeConfig.cmake: a consumer's .cu targets that link
 # wspipe::cuda need it too, and enable CUDA before find_package(wspipe) or
 # add_subdirectory.

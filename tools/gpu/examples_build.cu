@@ -12,7 +12,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_backend.hpp"
-#include "backends/cuda/examples_launch.hpp"
+#include "tools/gpu/examples_launch.hpp"
 #include "backends/cuda/launch.hpp"
 #include "backends/cuda/tensor_map.hpp"
 #include "examples/blockwise_fp8.hpp"

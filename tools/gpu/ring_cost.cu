@@ -22,10 +22,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <vector>
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "core/pipeline.hpp"
+#include "tools/gpu/device_buffer.hpp"
 
 namespace {
 
@@ -188,23 +190,13 @@ struct Config {
 const Config kConfigs[] = {WSPIPE_COST_CONFIGS(WSPIPE_COST_ENTRY)};
 #undef WSPIPE_COST_ENTRY
 
-#define CUDA_OK(expr)                                                                                  \
-  do {                                                                                                 \
-    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                                  \
-      std::fprintf(stderr, "CUDA error: %s: %s (%s:%d)\n", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                                    \
-    }                                                                                                  \
-  } while (0)
-
 // The median of `reps` timed launches of `kernel` over `ctas` rings of `items` items, in ms.
 float median_ms(void (*kernel)(std::uint32_t), std::size_t smem, std::uint32_t ctas, std::uint32_t items, int reps) {
-  cudaEvent_t t0, t1;
-  CUDA_OK(cudaEventCreate(&t0));
-  CUDA_OK(cudaEventCreate(&t1));
+  wspipe::gpu::DeviceEvent t0, t1;
   std::vector<float> ms;
   // Dynamic shared memory: the two rings share CostStorage's layout, whose
   // size the caller passes; clusters of 1, as the example's launch.
-  CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  WSPIPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = 1;
@@ -217,24 +209,20 @@ float median_ms(void (*kernel)(std::uint32_t), std::size_t smem, std::uint32_t c
   lc.attrs = attr;
   lc.numAttrs = 1;
   for (int r = 0; r <= reps; ++r) {  // the first is a warm-up
-    CUDA_OK(cudaEventRecord(t0));
-    CUDA_OK(cudaLaunchKernelEx(&lc, kernel, items));
-    CUDA_OK(cudaEventRecord(t1));
-    CUDA_OK(cudaDeviceSynchronize());
-    float m = 0;
-    CUDA_OK(cudaEventElapsedTime(&m, t0, t1));
-    if (r > 0) ms.push_back(m);
+    t0.record();
+    WSPIPE_CUDA_CHECK(cudaLaunchKernelEx(&lc, kernel, items));
+    t1.record();
+    WSPIPE_CUDA_CHECK(cudaDeviceSynchronize());
+    if (r > 0) ms.push_back(t1.ms_since(t0));
   }
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
 
-}  // namespace
-
 // wspipe_ring_cost [items] [reps]: for each configuration, one ring (one CTA)
 // and a full grid of 4 rings per SM, core/ against by hand: items/s of each
 // and their ratio (core / hand-written; >= 0.98 is the target).
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   const std::uint32_t items = argc > 1 ? static_cast<std::uint32_t>(std::strtoul(argv[1], nullptr, 10)) : 200000;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 11;
   int n = 0;
@@ -243,7 +231,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   cudaDeviceProp prop{};
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  WSPIPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   if (prop.major < 9) {
     std::printf("SKIP: device 0 is %s (sm_%d%d); the ring needs sm_90 or later\n", prop.name, prop.major, prop.minor);
     return 77;
@@ -268,4 +256,15 @@ int main(int argc, char** argv) {
   }
   std::printf("worst ratio (core / hand-written): %.3f (target >= 0.98)\n", worst);
   return worst >= 0.98 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // a CudaError
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
 }

@@ -8,7 +8,7 @@
 // check of cuBLAS itself against the CPU reference needs only a GPU that
 // cuBLAS supports, and the launchers' input checks no GPU at all: they run
 // wherever they can.
-#include "backends/cuda/examples_launch.hpp"
+#include "tools/gpu/examples_launch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -21,11 +21,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tools/gpu/device_buffer.hpp"
 
 namespace {
 
@@ -34,6 +35,7 @@ using wspipe::cuda::BlockwiseFp8Kernel;
 using wspipe::cuda::GemmKernel;
 using wspipe::examples::BlockwiseFp8Problem;
 using wspipe::examples::GemmProblem;
+using wspipe::gpu::DeviceBuffer;
 
 // Several output tiles per cluster, so that the accumulator stages wrap, and
 // several K blocks per tile, so that the input ring wraps: with 5 clusters,
@@ -76,37 +78,12 @@ const std::string& why_no_sm100() {
     }                                                            \
   } while (false)
 
-struct CudaFree {
-  void operator()(void* p) const { (void)cudaFree(p); }
-};
-template <class T>
-using DevicePtr = std::unique_ptr<T, CudaFree>;
-
-template <class T>
-DevicePtr<T> device_alloc(std::size_t count) {
-  void* p = nullptr;
-  check_cuda(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc");
-  return DevicePtr<T>(static_cast<T*>(p));
-}
-
-template <class T>
-DevicePtr<T> device_copy(const std::vector<T>& host) {
-  DevicePtr<T> d = device_alloc<T>(host.size());
-  check_cuda(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to device");
-  return d;
-}
-
 // D's device copy, every element NaN (all bits set) until the kernel writes
 // it, as the host copies start.
-DevicePtr<float> device_output(std::size_t count) {
-  DevicePtr<float> d = device_alloc<float>(count);
-  check_cuda(cudaMemset(d.get(), 0xff, count * sizeof(float)), "cudaMemset");
+DeviceBuffer<float> device_output(std::size_t count) {
+  DeviceBuffer<float> d(count);
+  d.fill_bytes(0xff);
   return d;
-}
-
-void copy_back(std::vector<float>& host, const float* device) {
-  check_cuda(cudaMemcpy(host.data(), device, host.size() * sizeof(float), cudaMemcpyDeviceToHost),
-             "cudaMemcpy from device");
 }
 
 // Waits for the device, at most kKernelTimeLimit. Nothing stops a kernel
@@ -148,12 +125,12 @@ std::uint64_t seed_of(ElemType t) { return t == ElemType::bf16 ? 1 : 2; }
 
 // Runs `k` on p's device copies and reads D back into p.d.
 void run_gemm(const GemmKernel& k, GemmProblem& p, bool manual_a) {
-  const DevicePtr<std::uint8_t> a = device_copy(p.a), b = device_copy(p.b);
-  const DevicePtr<float> d = device_output(p.d.size());
+  const auto a = DeviceBuffer<std::uint8_t>::copy_of(p.a), b = DeviceBuffer<std::uint8_t>::copy_of(p.b);
+  const DeviceBuffer<float> d = device_output(p.d.size());
   check_cuda(k.launch(p, {a.get(), b.get(), d.get()}, {kClusters, manual_a, nullptr}),
              std::string("launching ") + k.name);
   finish(k.name);
-  copy_back(p.d, d.get());
+  d.download(p.d);
 }
 
 #if WSPIPE_HAVE_CUBLASLT
@@ -180,9 +157,9 @@ cublasStatus_t cublas_gemm(GemmProblem& p) {
   const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
   constexpr std::size_t kWorkspace = std::size_t{32} << 20;  // what cuBLAS recommends for Hopper and later
 
-  const DevicePtr<std::uint8_t> a = device_copy(p.a), b = device_copy(p.b);
-  const DevicePtr<float> d = device_output(p.d.size());
-  const DevicePtr<std::uint8_t> workspace = device_alloc<std::uint8_t>(kWorkspace);
+  const auto a = DeviceBuffer<std::uint8_t>::copy_of(p.a), b = DeviceBuffer<std::uint8_t>::copy_of(p.b);
+  const DeviceBuffer<float> d = device_output(p.d.size());
+  const DeviceBuffer<std::uint8_t> workspace(kWorkspace);
   const float alpha = 1, beta = 0;
   cublasStatus_t s = cublasLtCreate(&r.handle);
   if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulDescCreate(&r.op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
@@ -202,7 +179,7 @@ cublasStatus_t cublas_gemm(GemmProblem& p) {
   }
   if (s != CUBLAS_STATUS_SUCCESS) return s;
   finish("cublasLtMatmul");
-  copy_back(p.d, d.get());
+  d.download(p.d);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -348,13 +325,13 @@ TEST_P(BlockwiseFp8OnDevice, MatchesTheReference) {
   WSPIPE_SKIP_UNLESS_SM100();
   const BlockwiseFp8Kernel& k = *GetParam();
   BlockwiseFp8Problem p = BlockwiseFp8Problem::random(kM, kN, kK, 3);
-  const DevicePtr<std::uint8_t> a = device_copy(p.a), b = device_copy(p.b);
-  const DevicePtr<float> a_scales = device_copy(p.a_scales), b_scales = device_copy(p.b_scales);
-  const DevicePtr<float> d = device_output(p.d.size());
+  const auto a = DeviceBuffer<std::uint8_t>::copy_of(p.a), b = DeviceBuffer<std::uint8_t>::copy_of(p.b);
+  const auto a_scales = DeviceBuffer<float>::copy_of(p.a_scales), b_scales = DeviceBuffer<float>::copy_of(p.b_scales);
+  const DeviceBuffer<float> d = device_output(p.d.size());
   check_cuda(k.launch(p, {a.get(), b.get(), a_scales.get(), b_scales.get(), d.get()}, {kClusters, nullptr}),
              std::string("launching ") + k.name);
   finish(k.name);
-  copy_back(p.d, d.get());
+  d.download(p.d);
   EXPECT_EQ(p.check(), "");
 }
 

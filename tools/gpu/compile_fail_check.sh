@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 failures=0
 compile() {  # compile CASE: nvcc's output in $tmp/out, its status returned
   "$nvcc" -std=c++20 -gencode arch=compute_90a,code=sm_90a -I "$root" -DWSPIPE_REJECT_CASE="$1" \
-    -c "$root/backends/cuda/hopper_reject.cu" -o "$tmp/o.o" >"$tmp/out" 2>&1
+    -c "$root/tools/gpu/hopper_reject.cu" -o "$tmp/o.o" >"$tmp/out" 2>&1
 }
 expect_reject() {  # expect_reject CASE REGEX WHAT
   if compile "$1"; then

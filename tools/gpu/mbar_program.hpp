@@ -1,7 +1,7 @@
 // mbarrier programs for the emulator-against-silicon conformance suite
 // (docs/silicon.md): one barrier, one thread issuing a fixed sequence of
 // mbarrier operations, every wait's result observed. Silicon runs them in
-// backends/cuda/silicon.cu; the emulator's mbarrier model runs the same
+// tools/gpu/silicon.cu; the emulator's mbarrier model runs the same
 // programs in tests/silicon_conformance_test.cpp and must observe the same.
 //
 // Programs are reproducible from (seed, index): program(seed, i) is the
@@ -18,6 +18,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "fuzz/ref_mbarrier.hpp"
 
 namespace wspipe::silicon {
 
@@ -108,9 +110,12 @@ inline std::vector<MbarOp> named_program(std::uint32_t i) {
   }
 }
 
-// A random program. A small reference model of the barrier (phase, pending
-// arrivals, tx-count) steers the draw so that most programs stay within the
-// PTX ISA's defined behaviour; the rest take one undefined step on purpose.
+// A random program. The reference model of the barrier (fuzz/ref_mbarrier.hpp:
+// phase, pending arrivals, tx-count, whether the last phase was observed)
+// steers the draw so that most programs stay within the PTX ISA's defined
+// behaviour; the rest take one undefined step on purpose. The draw is part
+// of the recorded data's meaning (tests/data/: program(seed, i) must stay
+// the program silicon ran): changing it means recording again.
 inline std::vector<MbarOp> random_program(std::uint64_t seed, std::uint32_t index) {
   using K = MbarOpKind;
   std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + index);
@@ -118,24 +123,11 @@ inline std::vector<MbarOp> random_program(std::uint64_t seed, std::uint32_t inde
   auto chance = [&](std::uint32_t percent) { return pick(100) < percent; };
 
   std::vector<MbarOp> p;
-  std::uint32_t expected = 0, pending = 0;
-  std::int64_t tx = 0;
-  std::uint64_t phase = 0;
-  bool observed = true;  // the last completed phase has been seen by a successful wait
+  fuzz::RefMbarrier bar;
   auto init = [&] {
-    expected = chance(70) ? 1 + pick(4) : 1 + pick(32);
-    pending = expected;
-    tx = 0;
-    phase = 0;
-    observed = true;
-    p.push_back({K::init, expected});
-  };
-  auto complete_if_done = [&] {
-    if (pending == 0 && tx == 0) {
-      ++phase;
-      pending = expected;
-      observed = false;
-    }
+    const std::uint32_t count = chance(70) ? 1 + pick(4) : 1 + pick(32);
+    bar.init(count);
+    p.push_back({K::init, count});
   };
   auto bytes16 = [&] { return 16 * (1 + pick(kMaxCopyBytes / 16)); };
 
@@ -146,47 +138,45 @@ inline std::vector<MbarOp> random_program(std::uint64_t seed, std::uint32_t inde
   while (p.size() < length) {
     // A completed phase nobody has observed: observe it first (the usage
     // rule), unless this is the program's undefined step.
-    if (!observed && !(undefined_step && !took_undefined && chance(30))) {
-      p.push_back({chance(50) ? K::try_wait : K::test_wait, static_cast<std::uint32_t>((phase - 1) & 1)});
-      observed = true;
+    if (!bar.observed && !(undefined_step && !took_undefined && chance(30))) {
+      p.push_back({chance(50) ? K::try_wait : K::test_wait, bar.completed_parity()});
+      bar.observed = true;
       continue;
     }
-    if (!observed) took_undefined = true;  // the next arrival lands unobserved
+    if (!bar.observed) took_undefined = true;  // the next arrival lands unobserved
     std::uint32_t r = pick(100);
     // All arrivals in (pending 0, bytes outstanding): another arrival would
     // over-arrive, which only the undefined step may do.
-    if (pending == 0 && r < 32 && !(undefined_step && !took_undefined && chance(4))) r = 32 + pick(68);
+    if (bar.pending == 0 && r < 32 && !(undefined_step && !took_undefined && chance(4))) r = 32 + pick(68);
     if (r < 22) {  // arrive(c): within what is pending, or an over-arrival as the undefined step
-      std::uint32_t c = pending == 0 ? 1 : 1 + pick(pending);
-      if (undefined_step && !took_undefined && (pending == 0 || chance(5))) {
-        c = pending + 1 + pick(3);
+      std::uint32_t c = bar.pending == 0 ? 1 : 1 + pick(bar.pending);
+      if (undefined_step && !took_undefined && (bar.pending == 0 || chance(5))) {
+        c = bar.pending + 1 + pick(3);
         took_undefined = true;
       }
       if (c > 32) c = 32;
       p.push_back({K::arrive, c});
-      if (c > pending) break;  // silicon traps here: nothing after it is observable
-      pending -= c;
-      complete_if_done();
+      if (bar.over_arrives(c)) break;  // silicon traps here: nothing after it is observable
+      bar.arrive(c);
     } else if (r < 32) {
       const std::uint32_t b = bytes16();
       p.push_back({K::arrive_expect_tx, b});
-      if (pending == 0) {  // the undefined step: an over-arrival
+      if (bar.over_arrives(1)) {  // the undefined step: an over-arrival
         took_undefined = true;
         break;
       }
-      tx += b;
-      pending -= 1;
-      complete_if_done();
+      bar.add_tx(b);
+      bar.arrive(1);
     } else if (r < 42) {
       const std::uint32_t b = chance(50) ? bytes16() : 1 + pick(64);
       p.push_back({K::expect_tx, b});
-      tx += b;
-      complete_if_done();
+      bar.add_tx(b);
+      bar.complete_if_done();
     } else if (r < 52) {
       const std::uint32_t b = chance(50) ? bytes16() : 1 + pick(64);
       p.push_back({K::complete_tx, b});
-      tx -= b;
-      complete_if_done();
+      bar.add_tx(-std::int64_t{b});
+      bar.complete_if_done();
     } else if (r < 65) {
       // A copy. With every arrival in and bytes still expected, one that
       // delivers more than expected completes the phase partway through on
@@ -194,24 +184,24 @@ inline std::vector<MbarOp> random_program(std::uint64_t seed, std::uint32_t inde
       // undefined step does that; otherwise the copy fits, or the bytes
       // come from the thread.
       std::uint32_t b = r < 60 ? bytes16() : kTmaCopyBytes;
-      const bool overshoots = pending == 0 && tx > 0 && b > tx;
+      const bool overshoots = bar.pending == 0 && bar.tx > 0 && b > bar.tx;
       if (overshoots && undefined_step && !took_undefined && chance(20)) {
         took_undefined = true;
-      } else if (overshoots && tx >= 16) {
-        b = 16 * (1 + pick(static_cast<std::uint32_t>(tx / 16)));
+      } else if (overshoots && bar.tx >= 16) {
+        b = 16 * (1 + pick(static_cast<std::uint32_t>(bar.tx / 16)));
         r = 55;  // a bulk copy: the TMA box is 64 bytes
       } else if (overshoots) {
-        b = static_cast<std::uint32_t>(tx);
+        b = static_cast<std::uint32_t>(bar.tx);
         r = 45;  // the thread's complete_tx
       }
       p.push_back({r < 50 ? K::complete_tx : r < 60 ? K::bulk_copy : K::tma_copy, b});
-      tx -= b;
-      complete_if_done();
+      bar.add_tx(-std::int64_t{b});
+      bar.complete_if_done();
     } else if (r < 94) {  // a wait: mostly for the current or the previous phase
       std::uint32_t parity = static_cast<std::uint32_t>(pick(2));
       p.push_back({chance(50) ? K::try_wait : K::test_wait, parity});
       // Success observes the completed phase it names.
-      if ((phase & 1) != parity) observed = true;
+      if (bar.passes(parity)) bar.observed = true;
     } else if (r < 97) {  // inval and init again
       p.push_back({K::inval, 0});
       init();
@@ -235,47 +225,35 @@ struct Reference {
 };
 inline Reference reference(const std::vector<MbarOp>& p) {
   Reference r;
-  std::uint64_t phase = 0;
-  std::int64_t pending = 0, expected = 0, tx = 0;
-  auto complete_if_done = [&] {
-    if (pending == 0 && tx == 0) {
-      ++phase;
-      pending = expected;
-    }
-  };
+  fuzz::RefMbarrier bar;
   for (std::size_t i = 0; i < p.size(); ++i) {
     const MbarOp& op = p[i];
     switch (op.kind) {
-      case MbarOpKind::init:
-        phase = 0;
-        pending = expected = op.arg;
-        tx = 0;
-        break;
+      case MbarOpKind::init: bar.init(op.arg); break;
       case MbarOpKind::inval: break;
       case MbarOpKind::arrive:
       case MbarOpKind::arrive_expect_tx: {
-        const std::int64_t count = op.kind == MbarOpKind::arrive ? op.arg : 1;
-        if (op.kind == MbarOpKind::arrive_expect_tx) tx += op.arg;
-        if (count > pending) {
+        const std::uint32_t count = op.kind == MbarOpKind::arrive ? op.arg : 1;
+        if (op.kind == MbarOpKind::arrive_expect_tx) bar.add_tx(op.arg);
+        if (bar.over_arrives(count)) {
           r.trap_at = static_cast<int>(i);
           return r;
         }
-        pending -= count;
-        complete_if_done();
+        bar.arrive(count);
         break;
       }
       case MbarOpKind::expect_tx:
-        tx += op.arg;
-        complete_if_done();
+        bar.add_tx(op.arg);
+        bar.complete_if_done();
         break;
       case MbarOpKind::complete_tx:
       case MbarOpKind::bulk_copy:
       case MbarOpKind::tma_copy:
-        tx -= op.arg;
-        complete_if_done();
+        bar.add_tx(-std::int64_t{op.arg});
+        bar.complete_if_done();
         break;
       case MbarOpKind::try_wait:
-      case MbarOpKind::test_wait: r.observations += (phase & 1) != (op.arg & 1) ? '1' : '0'; break;
+      case MbarOpKind::test_wait: r.observations += bar.passes(op.arg) ? '1' : '0'; break;
     }
   }
   return r;

@@ -56,14 +56,16 @@
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/launch.hpp"
-#include "backends/cuda/mbar_program.hpp"
 #include "backends/cuda/tensor_map.hpp"
 #include "core/cluster.hpp"
 #include "core/pipeline_state.hpp"
 #include "core/smem.hpp"
 #include "core/tcgen05.hpp"
 #include "examples/ring.hpp"
+#include "examples/stage_dispatch.hpp"
 #include "examples/tile_reduce.hpp"
+#include "tools/gpu/device_buffer.hpp"
+#include "tools/gpu/mbar_program.hpp"
 
 namespace {
 
@@ -71,6 +73,9 @@ using B = wspipe::cuda::HopperBackend;
 using wspipe::SharedMemBarrier;
 using wspipe::examples::RingBug;
 using wspipe::examples::TileReduceBug;
+using wspipe::gpu::CudaError;
+using wspipe::gpu::DeviceBuffer;
+using wspipe::gpu::DeviceEvent;
 using wspipe::silicon::MbarOp;
 using wspipe::silicon::MbarOpKind;
 
@@ -160,7 +165,9 @@ struct ChildResult {
 };
 
 // Runs `fn` in a forked child, its stdout and stderr captured; kills it
-// after `timeout_s`. The child's return value is its exit status.
+// after `timeout_s`. The child's return value is its exit status; an
+// exception out of it (a failed CUDA call, WSPIPE_CUDA_CHECK) is printed
+// and exits 3.
 ChildResult in_child(const std::function<int()>& fn, double timeout_s) {
   int fds[2];
   if (pipe(fds) != 0) {
@@ -180,7 +187,12 @@ ChildResult in_child(const std::function<int()>& fn, double timeout_s) {
     dup2(fds[1], 1);
     dup2(fds[1], 2);
     close(fds[1]);
-    const int rc = fn();
+    int rc = 3;
+    try {
+      rc = fn();
+    } catch (const std::exception& e) {
+      std::printf("%s\n", e.what());
+    }
     std::fflush(stdout);
     std::fflush(stderr);
     _exit(rc);
@@ -217,14 +229,6 @@ ChildResult in_child(const std::function<int()>& fn, double timeout_s) {
   return r;
 }
 
-#define CUDA_OK(expr)                                                                             \
-  do {                                                                                            \
-    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                             \
-      std::printf("CUDA error: %s: %s (%s:%d)\n", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
-      return 3;                                                                                   \
-    }                                                                                             \
-  } while (0)
-
 // The device, probed in a child: "<name> (sm_XY), driver N" and exit 0, or
 // the reason there is none and exit 77.
 int probe_device() {
@@ -234,9 +238,9 @@ int probe_device() {
     return 77;
   }
   cudaDeviceProp prop{};
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  WSPIPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   int driver = 0;
-  CUDA_OK(cudaDriverGetVersion(&driver));
+  WSPIPE_CUDA_CHECK(cudaDriverGetVersion(&driver));
   std::printf("%s (sm_%d%d, %d SMs), driver API %d", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
               driver);
   return prop.major >= 9 ? 0 : 77;
@@ -267,130 +271,104 @@ cudaError_t launch_ring(std::uint32_t ctas, std::uint32_t items, RingBug bug, st
                                                                              done);
 }
 
-cudaError_t launch_ring(int stages, std::uint32_t ctas, std::uint32_t items, RingBug bug, std::uint32_t* done) {
-  switch (stages) {
-    case 1: return launch_ring<1>(ctas, items, bug, done);
-    case 2: return launch_ring<2>(ctas, items, bug, done);
-    case 3: return launch_ring<3>(ctas, items, bug, done);
-    case 4: return launch_ring<4>(ctas, items, bug, done);
-    case 5: return launch_ring<5>(ctas, items, bug, done);
-    case 6: return launch_ring<6>(ctas, items, bug, done);
-    case 7: return launch_ring<7>(ctas, items, bug, done);
-    case 8: return launch_ring<8>(ctas, items, bug, done);
-    default: return cudaErrorInvalidValue;
-  }
+// stages in [1, 8].
+cudaError_t launch_ring(std::uint32_t stages, std::uint32_t ctas, std::uint32_t items, RingBug bug,
+                        std::uint32_t* done) {
+  return wspipe::examples::dispatch_stage_count<8>(
+      stages, [&]<int Stages>() { return launch_ring<Stages>(ctas, items, bug, done); });
 }
 
 // Every stage count with a few item counts, each as one CTA and as a grid
 // of 4 rings per SM running side by side; every CTA must report all items.
 int ring_child() {
   int sms = 0;
-  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  WSPIPE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const std::uint32_t grid = 4u * static_cast<std::uint32_t>(sms);
-  std::uint32_t* done = nullptr;
-  CUDA_OK(cudaMalloc(&done, grid * sizeof(std::uint32_t)));
-  std::vector<std::uint32_t> host(grid);
+  DeviceBuffer<std::uint32_t> done(grid);
+  DeviceEvent t0, t1;
   int failures = 0;
-  for (int stages = 1; stages <= 8; ++stages) {
+  for (std::uint32_t stages = 1; stages <= 8; ++stages) {
     for (std::uint32_t items : {1u, 2u, 9u, 1000u, 100000u}) {
       for (std::uint32_t ctas : {1u, grid}) {
-        CUDA_OK(cudaMemset(done, 0, grid * sizeof(std::uint32_t)));
-        cudaEvent_t t0, t1;
-        CUDA_OK(cudaEventCreate(&t0));
-        CUDA_OK(cudaEventCreate(&t1));
-        CUDA_OK(cudaEventRecord(t0));
-        CUDA_OK(launch_ring(stages, ctas, items, RingBug::none, done));
-        CUDA_OK(cudaEventRecord(t1));
-        CUDA_OK(cudaDeviceSynchronize());
-        float ms = 0;
-        CUDA_OK(cudaEventElapsedTime(&ms, t0, t1));
-        CUDA_OK(cudaMemcpy(host.data(), done, ctas * sizeof(std::uint32_t), cudaMemcpyDeviceToHost));
+        done.fill_bytes(0);
+        t0.record();
+        WSPIPE_CUDA_CHECK(launch_ring(stages, ctas, items, RingBug::none, done.get()));
+        t1.record();
+        WSPIPE_CUDA_CHECK(cudaDeviceSynchronize());
+        const float ms = t1.ms_since(t0);
+        std::vector<std::uint32_t> host(ctas);
+        done.download(host);
         std::uint32_t ok = 0;
         for (std::uint32_t c = 0; c < ctas; ++c) ok += host[c] == items;
         const bool pass = ok == ctas;
         failures += !pass;
-        std::printf("ring stages=%d items=%u ctas=%u: %s (%u/%u CTAs complete, %.3f ms, %.1f ns/item)\n", stages,
+        std::printf("ring stages=%u items=%u ctas=%u: %s (%u/%u CTAs complete, %.3f ms, %.1f ns/item)\n", stages,
                     items, ctas, pass ? "ok" : "FAIL", ok, ctas, ms, 1e6 * ms / items);
       }
     }
   }
-  CUDA_OK(cudaFree(done));
   return failures == 0 ? 0 : 1;
 }
 
 // -------------------------------------------------------------- tile-reduce
 
 // One launch of tile-reduce: `clusters` clusters of `cluster` CTAs over
-// `rows` rows; "" when every sum equals the host reference, else what differs.
+// `rows` rows; "" when every sum equals the host reference, else what
+// differs. A CUDA call that fails throws CudaError.
 template <int Stages>
 std::string tile_reduce_once(std::uint32_t rows, std::uint32_t cluster, std::uint32_t clusters, TileReduceBug bug,
-                             cudaError_t* err, float* ms = nullptr) {
+                             float* ms = nullptr) {
   wspipe::examples::TileReduceProblem p(rows, cluster);
-  std::uint32_t* d_x = nullptr;
-  std::uint32_t* d_out = nullptr;
-  auto fail = [&](cudaError_t e) {
-    *err = e;
-    return std::string(cudaGetErrorString(e));
-  };
-  if (cudaError_t e = cudaMalloc(&d_x, p.x.size() * 4); e != cudaSuccess) return fail(e);
-  if (cudaError_t e = cudaMalloc(&d_out, p.out.size() * 4); e != cudaSuccess) return fail(e);
-  if (cudaError_t e = cudaMemcpy(d_x, p.x.data(), p.x.size() * 4, cudaMemcpyHostToDevice); e != cudaSuccess) return fail(e);
-  if (cudaError_t e = cudaMemset(d_out, 0, p.out.size() * 4); e != cudaSuccess) return fail(e);
+  const auto d_x = DeviceBuffer<std::uint32_t>::copy_of(p.x);
+  DeviceBuffer<std::uint32_t> d_out(p.out.size());
+  d_out.fill_bytes(0);
   wspipe::examples::TileReduceArgs<B> args;
-  args.x_map = wspipe::cuda::make_tma_map(p.x_map(d_x));
-  args.out = d_out;
+  args.x_map = wspipe::cuda::make_tma_map(p.x_map(d_x.get()));
+  args.out = d_out.get();
   args.rows = rows;
   args.bug = bug;
   const wspipe::cuda::ClusterLaunch cfg{dim3(clusters * cluster), dim3(32 * wspipe::examples::kTileReduceWarps),
                                         dim3(cluster), nullptr};
-  cudaEvent_t t0, t1;
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  cudaEventRecord(t0);
-  cudaError_t e = wspipe::cuda::launch_cluster<wspipe::examples::TileReduceStorage<Stages>>(tile_reduce_kernel<Stages>,
-                                                                                             cfg, args);
-  cudaEventRecord(t1);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  if (e == cudaSuccess && ms != nullptr) cudaEventElapsedTime(ms, t0, t1);
-  if (e == cudaSuccess) e = cudaMemcpy(p.out.data(), d_out, p.out.size() * 4, cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess) return fail(e);
-  cudaFree(d_x);
-  cudaFree(d_out);
-  *err = cudaSuccess;
+  DeviceEvent t0, t1;
+  t0.record();
+  WSPIPE_CUDA_CHECK(wspipe::cuda::launch_cluster<wspipe::examples::TileReduceStorage<Stages>>(
+      tile_reduce_kernel<Stages>, cfg, args));
+  t1.record();
+  WSPIPE_CUDA_CHECK(cudaDeviceSynchronize());
+  if (ms != nullptr) *ms = t1.ms_since(t0);
+  d_out.download(p.out);
   return p.check();
 }
 
-std::string tile_reduce_once(int stages, std::uint32_t rows, std::uint32_t cluster, std::uint32_t clusters,
-                             TileReduceBug bug, cudaError_t* err, float* ms = nullptr) {
-  switch (stages) {
-    case 1: return tile_reduce_once<1>(rows, cluster, clusters, bug, err, ms);
-    case 2: return tile_reduce_once<2>(rows, cluster, clusters, bug, err, ms);
-    case 3: return tile_reduce_once<3>(rows, cluster, clusters, bug, err, ms);
-    default: return tile_reduce_once<4>(rows, cluster, clusters, bug, err, ms);
-  }
+// stages in [1, 4].
+std::string tile_reduce_once(std::uint32_t stages, std::uint32_t rows, std::uint32_t cluster, std::uint32_t clusters,
+                             TileReduceBug bug, float* ms = nullptr) {
+  return wspipe::examples::dispatch_stage_count<4>(
+      stages, [&]<int Stages>() { return tile_reduce_once<Stages>(rows, cluster, clusters, bug, ms); });
 }
 
 // Every stage count, clusters of 1 and 2, one cluster and a full grid.
 int tile_reduce_child() {
   int sms = 0;
-  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  WSPIPE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   int failures = 0;
-  for (int stages = 1; stages <= 4; ++stages) {
+  for (std::uint32_t stages = 1; stages <= 4; ++stages) {
     for (std::uint32_t cluster : {1u, 2u}) {
       const std::uint32_t full = static_cast<std::uint32_t>(sms) / cluster;
       for (std::uint32_t clusters : {1u, full}) {
         for (std::uint32_t tiles : {1u, 7u, 4096u}) {
-          cudaError_t e = cudaSuccess;
           float ms = 0;
-          const std::string diff = tile_reduce_once(stages, tiles * wspipe::examples::kTileRows, cluster, clusters,
-                                                    TileReduceBug::none, &e, &ms);
-          if (e != cudaSuccess) {
-            std::printf("tile-reduce stages=%d cluster=%u clusters=%u tiles=%u: CUDA error %s\n", stages, cluster,
-                        clusters, tiles, cudaGetErrorString(e));
+          std::string diff;
+          try {
+            diff = tile_reduce_once(stages, tiles * wspipe::examples::kTileRows, cluster, clusters,
+                                    TileReduceBug::none, &ms);
+          } catch (const CudaError& e) {
+            std::printf("tile-reduce stages=%u cluster=%u clusters=%u tiles=%u: %s\n", stages, cluster, clusters,
+                        tiles, e.what());
             return 3;
           }
           failures += !diff.empty();
-          std::printf("tile-reduce stages=%d cluster=%u clusters=%u tiles=%u: %s (%.3f ms)\n", stages, cluster,
+          std::printf("tile-reduce stages=%u cluster=%u clusters=%u tiles=%u: %s (%.3f ms)\n", stages, cluster,
                       clusters, tiles, diff.empty() ? "ok, bit for bit" : ("FAIL: " + diff).c_str(), ms);
         }
       }
@@ -539,7 +517,7 @@ __host__ __device__ constexpr std::uint32_t store_guard(std::size_t i) {
 // words past a row's end that share its last 16 bytes (only where the row's
 // bytes are not a multiple of 16): on the H100 a store writes them.
 template <int Stages>
-std::string tma_store_once(const StoreCase& c, int sms, cudaError_t* err, std::string* tail) {
+std::string tma_store_once(const StoreCase& c, int sms, std::string* tail) {
   const std::uint32_t x_pitch = (c.cols + 3) / 4 * 4;  // row strides are multiples of 16 bytes
   const std::uint32_t y_pitch = x_pitch + 8;
   const std::size_t x_words = std::size_t{c.rows} * x_pitch;
@@ -550,18 +528,8 @@ std::string tma_store_once(const StoreCase& c, int sms, cudaError_t* err, std::s
       x[std::size_t{r} * x_pitch + col] = col < c.cols ? store_input(r, col) : store_x_padding(r, col);
   for (std::size_t i = 0; i < y_words; ++i) y[i] = store_guard(i);
 
-  std::uint32_t* d_x = nullptr;
-  std::uint32_t* d_y = nullptr;
-  auto fail = [&](cudaError_t e) {
-    cudaFree(d_x);
-    cudaFree(d_y);
-    *err = e;
-    return std::string(cudaGetErrorString(e));
-  };
-  if (cudaError_t e = cudaMalloc(&d_x, x_words * 4); e != cudaSuccess) return fail(e);
-  if (cudaError_t e = cudaMalloc(&d_y, y_words * 4); e != cudaSuccess) return fail(e);
-  if (cudaError_t e = cudaMemcpy(d_x, x.data(), x_words * 4, cudaMemcpyHostToDevice); e != cudaSuccess) return fail(e);
-  if (cudaError_t e = cudaMemcpy(d_y, y.data(), y_words * 4, cudaMemcpyHostToDevice); e != cudaSuccess) return fail(e);
+  const auto d_x = DeviceBuffer<std::uint32_t>::copy_of(x);
+  auto d_y = DeviceBuffer<std::uint32_t>::copy_of(y);
 
   auto map = [&](const void* global, std::uint32_t pitch, std::uint32_t box_rows, wspipe::SmemSwizzle sw) {
     wspipe::TensorMap m;
@@ -577,8 +545,8 @@ std::string tma_store_once(const StoreCase& c, int sms, cudaError_t* err, std::s
     return wspipe::cuda::make_tma_map(m);
   };
   StoreArgs args;
-  args.x_map = map(d_x, x_pitch, c.box_rows, c.in_swizzle);
-  args.y_map = map(d_y + std::size_t{kStoreGuardRows} * y_pitch, y_pitch, c.box_rows / 2, c.out_swizzle);
+  args.x_map = map(d_x.get(), x_pitch, c.box_rows, c.in_swizzle);
+  args.y_map = map(d_y.get() + std::size_t{kStoreGuardRows} * y_pitch, y_pitch, c.box_rows / 2, c.out_swizzle);
   args.in_swizzle = c.in_swizzle;
   args.out_swizzle = c.out_swizzle;
   args.box_cols = c.box_cols;
@@ -587,13 +555,9 @@ std::string tma_store_once(const StoreCase& c, int sms, cudaError_t* err, std::s
   args.boxes_y = (c.rows + c.box_rows - 1) / c.box_rows;
   const std::uint32_t ctas = c.ctas != 0 ? c.ctas : static_cast<std::uint32_t>(sms);
   const wspipe::cuda::ClusterLaunch cfg{dim3(ctas), dim3(kStoreThreads), dim3(1), nullptr};
-  cudaError_t e = wspipe::cuda::launch_cluster<StoreStorage<Stages>>(tma_store_kernel<Stages>, cfg, args);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  if (e == cudaSuccess) e = cudaMemcpy(y.data(), d_y, y_words * 4, cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess) return fail(e);
-  cudaFree(d_x);
-  cudaFree(d_y);
-  *err = cudaSuccess;
+  WSPIPE_CUDA_CHECK(wspipe::cuda::launch_cluster<StoreStorage<Stages>>(tma_store_kernel<Stages>, cfg, args));
+  WSPIPE_CUDA_CHECK(cudaDeviceSynchronize());
+  d_y.download(y);
 
   // Words past a row's end in its last 16 bytes ("tail") are tallied: left
   // alone, or written with the value the CTA staged there, computed from a
@@ -638,34 +602,27 @@ std::string tma_store_once(const StoreCase& c, int sms, cudaError_t* err, std::s
   return std::to_string(wrong) + " of " + std::to_string(y_words) + " words wrong, the first at " + first;
 }
 
-std::string tma_store_once(int stages, const StoreCase& c, int sms, cudaError_t* err, std::string* tail) {
-  switch (stages) {
-    case 1: return tma_store_once<1>(c, sms, err, tail);
-    case 2: return tma_store_once<2>(c, sms, err, tail);
-    default: return tma_store_once<3>(c, sms, err, tail);
-  }
+// stages in [1, 3].
+std::string tma_store_once(std::uint32_t stages, const StoreCase& c, int sms, std::string* tail) {
+  return wspipe::examples::dispatch_stage_count<3>(
+      stages, [&]<int Stages>() { return tma_store_once<Stages>(c, sms, tail); });
 }
 
 // One case with 1, 2 and 3 staging buffers (so up to 3 groups in flight).
 int tma_store_child(const StoreCase& c) {
   int sms = 0;
-  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  WSPIPE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   int failures = 0;
-  for (int stages = 1; stages <= 3; ++stages) {
-    cudaError_t e = cudaSuccess;
+  for (std::uint32_t stages = 1; stages <= 3; ++stages) {
     std::string diff, tail;
     try {
-      diff = tma_store_once(stages, c, sms, &e, &tail);
-    } catch (const std::exception& ex) {
-      std::printf("tma-store %s, staging buffers %d: %s\n", c.name, stages, ex.what());
-      return 3;
-    }
-    if (e != cudaSuccess) {
-      std::printf("tma-store %s, staging buffers %d: CUDA error %s\n", c.name, stages, cudaGetErrorString(e));
+      diff = tma_store_once(stages, c, sms, &tail);
+    } catch (const std::exception& ex) {  // a CudaError, or make_tma_map's refusal
+      std::printf("tma-store %s, staging buffers %u: %s\n", c.name, stages, ex.what());
       return 3;
     }
     failures += !diff.empty();
-    std::printf("tma-store %s, tensor %ux%u, staging buffers %d: %s%s%s\n", c.name, c.cols, c.rows, stages,
+    std::printf("tma-store %s, tensor %ux%u, staging buffers %u: %s%s%s\n", c.name, c.cols, c.rows, stages,
                 diff.empty() ? "ok, Y and its guards bit for bit" : ("FAIL: " + diff).c_str(),
                 tail.empty() ? "" : "; ", tail.c_str());
   }
@@ -714,10 +671,9 @@ struct TmaProbe {
 
 // In the child: "ok" or the CUDA error, printed; exit 0 either way.
 int tma_probe_child(const TmaProbe& p) {
-  std::uint32_t* d = nullptr;
-  CUDA_OK(cudaMalloc(&d, 100 * 208 * 4));
+  const DeviceBuffer<std::uint32_t> d(100 * 208);
   wspipe::TensorMap m;
-  m.global = d;
+  m.global = d.get();
   m.dtype = wspipe::ElemType::u32;
   m.rank = 2;
   m.dims[0] = 200;
@@ -939,8 +895,8 @@ __global__ void __launch_bounds__(32) cluster_multicast_kernel(const __grid_cons
 
 // Launches `clusters` clusters of `shape` (a grid of shape.x * clusters by
 // shape.y CTAs) and checks every CTA's slots and registers: "" when all are
-// as the shape implies.
-std::string clusters_once(const wspipe::ClusterShape shape, std::uint32_t clusters, cudaError_t* err) {
+// as the shape implies. A CUDA call that fails throws CudaError.
+std::string clusters_once(const wspipe::ClusterShape shape, std::uint32_t clusters) {
   const std::uint32_t ctas = shape.size() * clusters;
   const std::uint32_t tile_rows = clusters * kMcPhases * kMcMaxCtas * kMcBoxRows;
   std::vector<std::uint32_t> tiles(std::size_t{tile_rows} * kMcBoxCols);
@@ -949,26 +905,14 @@ std::string clusters_once(const wspipe::ClusterShape shape, std::uint32_t cluste
   std::vector<std::uint32_t> slots(std::size_t{ctas} * kMcSlotWords);
   std::vector<McIdent> ident(ctas);
 
-  std::uint32_t* d_tiles = nullptr;
-  std::uint32_t* d_slots = nullptr;
-  McIdent* d_ident = nullptr;
-  auto fail = [&](cudaError_t e) {
-    cudaFree(d_tiles);
-    cudaFree(d_slots);
-    cudaFree(d_ident);
-    *err = e;
-    return std::string(cudaGetErrorString(e));
-  };
-  if (cudaError_t e = cudaMalloc(&d_tiles, tiles.size() * 4); e != cudaSuccess) return fail(e);
-  if (cudaError_t e = cudaMalloc(&d_slots, slots.size() * 4); e != cudaSuccess) return fail(e);
-  if (cudaError_t e = cudaMalloc(&d_ident, ident.size() * sizeof(McIdent)); e != cudaSuccess) return fail(e);
-  if (cudaError_t e = cudaMemcpy(d_tiles, tiles.data(), tiles.size() * 4, cudaMemcpyHostToDevice); e != cudaSuccess)
-    return fail(e);
-  if (cudaError_t e = cudaMemset(d_slots, 0, slots.size() * 4); e != cudaSuccess) return fail(e);
-  if (cudaError_t e = cudaMemset(d_ident, 0xff, ident.size() * sizeof(McIdent)); e != cudaSuccess) return fail(e);
+  const auto d_tiles = DeviceBuffer<std::uint32_t>::copy_of(tiles);
+  DeviceBuffer<std::uint32_t> d_slots(slots.size());
+  d_slots.fill_bytes(0);
+  DeviceBuffer<McIdent> d_ident(ident.size());
+  d_ident.fill_bytes(0xff);
 
   wspipe::TensorMap m;
-  m.global = d_tiles;
+  m.global = d_tiles.get();
   m.dtype = wspipe::ElemType::u32;
   m.rank = 2;
   m.dims[0] = kMcBoxCols;
@@ -979,19 +923,14 @@ std::string clusters_once(const wspipe::ClusterShape shape, std::uint32_t cluste
   McArgs args;
   args.map = wspipe::cuda::make_tma_map(m);
   args.shape = shape;
-  args.slots_out = d_slots;
-  args.ident_out = d_ident;
+  args.slots_out = d_slots.get();
+  args.ident_out = d_ident.get();
   const wspipe::cuda::ClusterLaunch cfg{dim3(shape.x * clusters, shape.y), dim3(32), dim3(shape.x, shape.y, 1),
                                         nullptr};
-  cudaError_t e = wspipe::cuda::launch_cluster<McStorage>(cluster_multicast_kernel, cfg, args);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  if (e == cudaSuccess) e = cudaMemcpy(slots.data(), d_slots, slots.size() * 4, cudaMemcpyDeviceToHost);
-  if (e == cudaSuccess) e = cudaMemcpy(ident.data(), d_ident, ident.size() * sizeof(McIdent), cudaMemcpyDeviceToHost);
-  if (e != cudaSuccess) return fail(e);
-  cudaFree(d_tiles);
-  cudaFree(d_slots);
-  cudaFree(d_ident);
-  *err = cudaSuccess;
+  WSPIPE_CUDA_CHECK(wspipe::cuda::launch_cluster<McStorage>(cluster_multicast_kernel, cfg, args));
+  WSPIPE_CUDA_CHECK(cudaDeviceSynchronize());
+  d_slots.download(slots);
+  d_ident.download(ident);
 
   // CTA (bx, by) of the grid sits at (bx % dim.x, by % dim.y) of cluster
   // bx / dim.x, and its rank is ClusterShape::rank of that position.
@@ -1089,16 +1028,11 @@ int clusters_child() {
     std::printf("clusters %s (%s): %d clusters fit at once; subset masks by rank: %s\n", name.c_str(),
                 shape.portable() ? "portable" : "non-portable", fit, masks.c_str());
     for (const std::uint32_t clusters : {1u, 2u * static_cast<std::uint32_t>(fit)}) {
-      cudaError_t e = cudaSuccess;
       std::string diff;
       try {
-        diff = clusters_once(shape, clusters, &e);
-      } catch (const std::exception& ex) {
+        diff = clusters_once(shape, clusters);
+      } catch (const std::exception& ex) {  // a CudaError, or make_tma_map's refusal
         std::printf("clusters %s, %u clusters: %s\n", name.c_str(), clusters, ex.what());
-        return 3;
-      }
-      if (e != cudaSuccess) {
-        std::printf("clusters %s, %u clusters: CUDA error %s\n", name.c_str(), clusters, cudaGetErrorString(e));
         return 3;
       }
       failures += !diff.empty();
@@ -1119,19 +1053,18 @@ struct Variant {
 };
 
 int ring_variant_child(RingBug bug) {
-  std::uint32_t* done = nullptr;
-  CUDA_OK(cudaMalloc(&done, sizeof(std::uint32_t)));
-  CUDA_OK(cudaMemset(done, 0, sizeof(std::uint32_t)));
-  CUDA_OK(launch_ring(4, 1, 1000, bug, done));
+  DeviceBuffer<std::uint32_t> done(1);
+  done.fill_bytes(0);
+  WSPIPE_CUDA_CHECK(launch_ring(4, 1, 1000, bug, done.get()));
   const cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {
     std::printf("launch failed: %s\n", cudaGetErrorString(e));
     return 4;
   }
-  std::uint32_t host = 0;
-  CUDA_OK(cudaMemcpy(&host, done, sizeof host, cudaMemcpyDeviceToHost));
-  std::printf("completed: %u of 1000 items\n", host);
-  return host == 1000 ? 0 : 5;
+  std::vector<std::uint32_t> host(1);
+  done.download(host);
+  std::printf("completed: %u of 1000 items\n", host[0]);
+  return host[0] == 1000 ? 0 : 5;
 }
 
 // kTileReduceTries launches over a full grid of clusters of 2, 2 stages:
@@ -1139,15 +1072,15 @@ int ring_variant_child(RingBug bug) {
 constexpr int kTileReduceTries = 20;
 int tile_reduce_variant_child(TileReduceBug bug) {
   int sms = 0;
-  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  WSPIPE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   int wrong = 0;
   std::string first;
   for (int i = 0; i < kTileReduceTries; ++i) {
-    cudaError_t e = cudaSuccess;
-    const std::string diff = tile_reduce_once(2, 4096 * wspipe::examples::kTileRows, 2,
-                                              static_cast<std::uint32_t>(sms) / 2, bug, &e);
-    if (e != cudaSuccess) {
-      std::printf("launch failed: %s (launch %d of %d; %d wrong before)\n", cudaGetErrorString(e), i + 1,
+    std::string diff;
+    try {
+      diff = tile_reduce_once(2, 4096 * wspipe::examples::kTileRows, 2, static_cast<std::uint32_t>(sms) / 2, bug);
+    } catch (const CudaError& e) {
+      std::printf("launch failed: %s (launch %d of %d; %d wrong before)\n", cudaGetErrorString(e.code()), i + 1,
                   kTileReduceTries, wrong);
       return 4;
     }
@@ -1224,24 +1157,15 @@ struct Programs {
 // fails, prints "F <position in which> <end position>" and stops.
 constexpr std::uint32_t kChunk = 1024;
 int conformance_child(const Programs& progs, const std::vector<std::uint32_t>& which) {
-  MbarOp* d_ops = nullptr;
-  std::uint32_t* d_begin = nullptr;
-  std::uint32_t* d_which = nullptr;
-  std::uint8_t* d_src = nullptr;
-  char* d_obs = nullptr;
-  CUDA_OK(cudaMalloc(&d_ops, progs.ops.size() * sizeof(MbarOp)));
-  CUDA_OK(cudaMalloc(&d_begin, progs.begin.size() * sizeof(std::uint32_t)));
-  CUDA_OK(cudaMalloc(&d_which, which.size() * sizeof(std::uint32_t)));
-  CUDA_OK(cudaMalloc(&d_src, 4096));
-  CUDA_OK(cudaMalloc(&d_obs, static_cast<std::size_t>(kChunk) * wspipe::silicon::kMaxOps));
-  CUDA_OK(cudaMemcpy(d_ops, progs.ops.data(), progs.ops.size() * sizeof(MbarOp), cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(d_begin, progs.begin.data(), progs.begin.size() * sizeof(std::uint32_t),
-                     cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(d_which, which.data(), which.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemset(d_src, 0x5a, 4096));
+  const auto d_ops = DeviceBuffer<MbarOp>::copy_of(progs.ops);
+  const auto d_begin = DeviceBuffer<std::uint32_t>::copy_of(progs.begin);
+  const auto d_which = DeviceBuffer<std::uint32_t>::copy_of(which);
+  DeviceBuffer<std::uint8_t> d_src(4096);
+  d_src.fill_bytes(0x5a);
+  const DeviceBuffer<char> d_obs(static_cast<std::size_t>(kChunk) * wspipe::silicon::kMaxOps);
   // The tma_copy map: 1024 f32, one box of 16 (64 bytes) at 0.
   wspipe::TensorMap m;
-  m.global = d_src;
+  m.global = d_src.get();
   m.dtype = wspipe::ElemType::f32;
   m.rank = 1;
   m.dims[0] = 1024;
@@ -1252,10 +1176,10 @@ int conformance_child(const Programs& progs, const std::vector<std::uint32_t>& w
   for (std::uint32_t a = 0; a < n; a += kChunk) {
     const std::uint32_t b = std::min(n, a + kChunk);
     const wspipe::cuda::ClusterLaunch cfg{dim3(b - a), dim3(32), dim3(1), nullptr};
-    cudaError_t e = wspipe::cuda::launch_cluster<ProgramStorage>(mbar_program_kernel, cfg, d_ops, d_begin,
-                                                                 d_which + a, map, d_src, d_obs);
+    cudaError_t e = wspipe::cuda::launch_cluster<ProgramStorage>(mbar_program_kernel, cfg, d_ops.get(), d_begin.get(),
+                                                                 d_which.get() + a, map, d_src.get(), d_obs.get());
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    if (e == cudaSuccess) e = cudaMemcpy(obs.data(), d_obs, obs.size(), cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) e = cudaMemcpy(obs.data(), d_obs.get(), obs.size(), cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
       std::printf("F %u %u %s\n", a, b, cudaGetErrorString(e));
       return 0;

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tools/gpu/device_buffer.hpp"
+
 namespace {
 
 using wspipe::ElemType;
@@ -97,22 +99,17 @@ class TensorMapOnDevice : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!have_device()) GTEST_SKIP() << "no CUDA device";
-    ASSERT_EQ(cudaMalloc(&buffer_, kBytes), cudaSuccess);
-  }
-  void TearDown() override {
-    if (buffer_ != nullptr) {
-      EXPECT_EQ(cudaFree(buffer_), cudaSuccess);
-    }
+    buffer_ = wspipe::gpu::DeviceBuffer<std::uint8_t>(kBytes);
   }
   static constexpr std::size_t kBytes = 1 << 20;
-  void* buffer_ = nullptr;
+  wspipe::gpu::DeviceBuffer<std::uint8_t> buffer_;
 };
 
 TEST_F(TensorMapOnDevice, EncodesEverySwizzleAndElementType) {
   for (SmemSwizzle s : {SmemSwizzle::none, SmemSwizzle::b32, SmemSwizzle::b64, SmemSwizzle::b128}) {
     for (ElemType t : {ElemType::u8, ElemType::u16, ElemType::u32, ElemType::f16, ElemType::bf16, ElemType::e4m3,
                        ElemType::e5m2, ElemType::f32}) {
-      TensorMap m = bf16_tile_map(buffer_);
+      TensorMap m = bf16_tile_map(buffer_.get());
       m.dtype = t;
       m.strides[1] = 256 * wspipe::elem_bytes(t);
       m.swizzle = s;
@@ -128,7 +125,7 @@ TEST_F(TensorMapOnDevice, EncodesEverySwizzleAndElementType) {
 TEST_F(TensorMapOnDevice, EncodesEveryRank) {
   for (std::uint32_t rank = 1; rank <= wspipe::kTmaMaxRank; ++rank) {
     TensorMap m;
-    m.global = buffer_;
+    m.global = buffer_.get();
     m.dtype = ElemType::f32;
     m.rank = rank;
     std::uint64_t stride = 4;
