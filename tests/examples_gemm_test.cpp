@@ -184,7 +184,7 @@ TEST(examples_Gemm, NumericBugsAreResultMismatchesWithTheMemoWarmOrOff) {
   }
 }
 
-// HARDWARE.md §6 bug 16: in a 4x1 cluster of CTA pairs, the second pair's
+// docs/hardware.md bug 16: in a 4x1 cluster of CTA pairs, the second pair's
 // accum-full commit multicasts to 0x3 (the first pair) instead of 0xc. The
 // commit itself is legal PTX; its consequence is caught, as the catalogue
 // promises, and the same kernel with pair_mask(rank) explores clean.
