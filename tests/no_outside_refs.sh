@@ -19,7 +19,8 @@ fi
 # (it is excluded anyway).
 design='DESIGN''\.md'
 hardware='HARDWARE''\.md'
-pattern="${design}|${hardware}|\.\./shared|shared/reference/"
+# Also the bare section form ("HARDWARE §5").
+pattern="${design}|${hardware}|(DESIGN|HARDWARE) §|\.\./shared|shared/reference/"
 if hits=$(git grep -n -I -E "$pattern" -- . ':(exclude)tests/no_outside_refs.sh'); then
   echo "$hits"
   echo "no_outside_refs: $(wc -l <<<"$hits") line(s) above point outside the repository;" \
