@@ -3,7 +3,7 @@
 // written against it once; backends/cuda (sm_100a) and backends/emu (the CPU
 // emulator) implement it and each ends with static_assert(Backend<Its>).
 //
-// Programming model (DESIGN.md "warp-level code"): a role function runs once
+// Programming model (docs/programming-model.md): a role function runs once
 // per warp. An operation called at warp level acts for every active lane (a
 // warp-level arrive counts one arrival per active lane); elect_one(f) runs f
 // with one lane active; for_each_lane(f) runs f(lane) with only that lane.

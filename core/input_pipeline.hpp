@@ -1,6 +1,6 @@
 // The TMA -> MMA ring of shared-memory tiles, after Modular MAX's
-// InputTilePipeline (structured_kernels/tile_pipeline.mojo; HARDWARE.md §5,
-// shared/reference/max-sm100-structured.md §6).
+// InputTilePipeline (structured_kernels/tile_pipeline.mojo;
+// docs/pipeline-api.md "InputTilePipeline").
 //
 // NumGroupStages barrier pairs (full, empty); each group stage holds
 // KGroupSize tiles of the Payload (tile index stage * KGroupSize + j). The
@@ -9,7 +9,7 @@
 // completes the phase. The MMA warp acquires it (waits full), issues its
 // MMAs and frees the slot with an elected tcgen05.commit on empty: never
 // with a thread arrive, which would free it while the MMAs still read it
-// (HARDWARE.md §6 bug 2). Before exiting, the load warp drains the ring, so
+// (docs/hardware.md bug 2). Before exiting, the load warp drains the ring, so
 // that no commit or multicast still targets its CTA (bug 15).
 #pragma once
 

@@ -1,6 +1,6 @@
 // The MMA -> epilogue pipeline over TMEM accumulator stages, after Modular
 // MAX's OutputTilePipeline (formerly OutputRingBuffer; structured_kernels/
-// tile_pipeline.mojo; HARDWARE.md §5, shared/reference/max-sm100-structured.md §3).
+// tile_pipeline.mojo; docs/pipeline-api.md "OutputTilePipeline").
 //
 // Barriers: accum-full[S] then accum-empty[S] (a ProducerConsumerPipeline).
 // The MMA warp acquires a stage (waits accum-empty), issues its MMAs into

@@ -1,5 +1,5 @@
 // ProducerConsumerPipeline: a ring of `Stages` slots guarded by mbarriers,
-// after Modular MAX's structured_kernels/pipeline.mojo (HARDWARE.md §5).
+// after Modular MAX's structured_kernels/pipeline.mojo (docs/pipeline-api.md).
 //
 // Shared state is only the barriers: full[0..S) then empty[0..S), in the
 // kernel's shared memory. The producer fills slot i, then full[i] completes

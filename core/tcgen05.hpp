@@ -5,7 +5,7 @@
 // bits the hardware reads. Host and device code; everything is constexpr.
 //
 // Sources: PTX ISA "Tensor Memory", "tcgen05.ld", "Matrix Descriptors",
-// "Instruction descriptor"; shared/reference/ptx-mbarrier-tcgen05.md §2.
+// "Instruction descriptor"; docs/hardware.md "Tensor core".
 #pragma once
 
 #include <cstdint>

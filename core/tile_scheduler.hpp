@@ -1,8 +1,8 @@
 // The persistent kernels' tile scheduler, after Modular MAX's structured
-// sm100 kernels (SK/tile_scheduler.mojo; shared/reference/
-// max-sm100-structured.md §7): which cluster tile each cluster works on
-// next, driven by cluster launch control (CLC) where the backend has it,
-// by a static grid-stride schedule where it does not.
+// sm100 kernels (SK/tile_scheduler.mojo; docs/tile-scheduler.md): which
+// cluster tile each cluster works on next, driven by cluster launch control
+// (CLC) where the backend has it, by a static grid-stride schedule where it
+// does not.
 //
 // Work items are cluster tiles, numbered 0 .. num_tiles-1; every CTA of a
 // cluster works on the same item, each deriving its own part of it from its
@@ -51,7 +51,7 @@
 //   item: a deadlock.
 // - The drain: CTA 0's scheduler warp waits on every empty[s] before it
 //   exits, so that every other CTA's remote arrive on CTA 0's empty
-//   barriers has landed before CTA 0 can exit (HARDWARE.md §6 bug 15:
+//   barriers has landed before CTA 0 can exit (docs/hardware.md bug 15:
 //   remote arrivals into an exited CTA).
 // - A failed response ends the sequence: PTX forbids another try_cancel
 //   after a CTA observed a failure, and a failure does not mean every tile

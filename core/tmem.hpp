@@ -1,5 +1,5 @@
 // Tensor Memory lifecycle and stages, after Modular MAX's structured sm100
-// kernels (sm100_structured/structured_kernels/tmem.mojo; HARDWARE.md §5):
+// kernels (sm100_structured/structured_kernels/tmem.mojo; docs/pipeline-api.md):
 //
 //   TmemAddress         a TMEM address (lane << 16 | column) with arithmetic
 //   TmemAllocation      tcgen05.alloc by the MMA warp, read back by the
@@ -64,7 +64,7 @@ class TmemAllocation {
     return from_shared(smem_addr, loc);
   }
   // Another warp, after the barrier that published the address (the
-  // alloc's store is weak: reading it earlier is a race, HARDWARE.md §6 bug 8).
+  // alloc's store is weak: reading it earlier is a race, docs/hardware.md bug 8).
   WSPIPE_HD static TmemAllocation from_shared(const std::uint32_t* smem_addr, SourceLoc loc = SourceLoc::current()) {
     return TmemAllocation(SmemView<B, const std::uint32_t>(smem_addr, 1).load(0, loc));
   }
@@ -180,7 +180,7 @@ class TmemStage {
 // The one-shot barrier between the epilogue and the MMA warp's dealloc:
 // count 128 * CtaGroup. Every epilogue thread signals it (for cta_group 2
 // also on the peer CTA's, so that each CTA's dealloc waits for both CTAs'
-// epilogues, HARDWARE.md §6 bug 9); the MMA warp relinquishes, waits, deallocates.
+// epilogues, docs/hardware.md bug 9); the MMA warp relinquishes, waits, deallocates.
 template <TensorMemoryBackend B, int CtaGroup>
 class TmemDeallocBarrier {
   static_assert(CtaGroup == 1 || CtaGroup == 2, "TmemDeallocBarrier<B, CtaGroup>: CtaGroup must be 1 or 2");

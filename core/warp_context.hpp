@@ -1,6 +1,6 @@
 // Warp contexts: what the MMA warp and the epilogue warps hold for the
-// kernel's lifetime, after Modular MAX's warp_context.mojo (HARDWARE.md §5,
-// shared/reference/max-sm100-structured.md §4-5).
+// kernel's lifetime, after Modular MAX's warp_context.mojo
+// (docs/pipeline-api.md "Warp contexts" and "The per-K path").
 //
 //   MmaWarpContext       create: allocate TMEM, build the output pipeline;
 //                        enter: bar.arrive on named barrier 1 (MMA + epilogue

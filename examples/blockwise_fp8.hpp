@@ -1,7 +1,7 @@
 // `blockwise-fp8`: a persistent warp-specialized GEMM with blockwise FP8
 // scaling, written once against the Backend with the seed API's per-K path
-// (MmaKStage, EpilogueKContext; HARDWARE.md §5,
-// shared/reference/max-sm100-structured.md §5):
+// (MmaKStage, EpilogueKContext; docs/pipeline-api.md
+// "The per-K path"):
 //
 //   D[i][j] = sum over K blocks kb of a_scale[kb][i] * b_scale[kb][j / 128] *
 //             (A[i, kb*128 .. kb*128+127] . B[j, kb*128 .. kb*128+127])
@@ -33,7 +33,7 @@
 // accum-full. An input slot is refilled only after both the MMAs (commit)
 // and every epilogue warp (arrive) are done with it: its empty barrier
 // counts one commit plus cluster_size arrivals from each of the 4 epilogue
-// warps (the count convention of MAX's kernel, reference §5).
+// warps (the count convention of MAX's kernel, docs/pipeline-api.md).
 //
 // Cluster shapes: cta_group 1 with clusters of 1, and cta_group 2 with CTA
 // pairs: the even CTA's MMA warp issues 256-row MMAs over both CTAs' A and

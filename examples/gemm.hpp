@@ -1,5 +1,5 @@
 // `gemm`: a persistent warp-specialized GEMM, D = A * B^T, written once
-// against the Backend with the seed API of core/ (HARDWARE.md §5):
+// against the Backend with the seed API of core/ (docs/pipeline-api.md):
 //
 //   warps 0-3  epilogue: one TMEM lane quarter each; load the accumulator
 //              stage, release it early, store D (f32) to global memory
@@ -26,7 +26,7 @@
 // Every CTA whose multicast writes into a CTA's slot must learn that the
 // slot is free: the MMA's commit on input-empty goes to the whole cross
 // (its row along x and its column along y, for both CTAs of a pair). The
-// broken variants each plant one real bug of HARDWARE.md §6.
+// broken variants each plant one real bug of docs/hardware.md.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // `persistent-gemm`: a persistent warp-specialized GEMM in the layout of
-// Modular MAX's structured sm100 kernels (shared/reference/
-// max-sm100-structured.md §7), D = A * B^T, written once against the
+// Modular MAX's structured sm100 kernels (docs/pipeline-api.md and
+// docs/tile-scheduler.md), D = A * B^T, written once against the
 // Backend with the seed API of core/ and its TileScheduler:
 //
 //   warps 0-3  epilogue: TMEM -> registers (one lane quarter each), the
@@ -193,7 +193,7 @@ WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
   const bool leader = (rank & 1u) == 0;  // the pair's even CTA issues its MMAs
   const PersistentGemmBug bug = args.bug;
   // tcgen05.commit of accum-full reaches the pair's two CTAs: ranks
-  // 2k, 2k+1, i.e. 0x3 shifted to the pair's first rank (HARDWARE.md §6
+  // 2k, 2k+1, i.e. 0x3 shifted to the pair's first rank (docs/hardware.md
   // bug 16 forgets the shift: the pair (2, 3) of a 4-CTA cluster signals
   // CTAs 0 and 1, whose epilogues then see an accum-full phase that is not
   // theirs and read a stage their own MMA is about to overwrite).

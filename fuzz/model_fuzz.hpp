@@ -2,7 +2,7 @@
 // tma): the input is a small kernel (a straight-line program per warp) and
 // a schedule; the emulator runs the kernel under a strategy that takes its
 // picks from the input, and at every step a reference model of the
-// hardware object under test, written from HARDWARE.md and the PTX ISA
+// hardware object under test, written from docs/hardware.md and the PTX ISA
 // without the emulator's code, is stepped in lock step:
 //  - the set of actors that can move (and which can only time out) must be
 //    the one the reference computes, at every step;

@@ -2,13 +2,15 @@
 // cluster of 1 or 2 CTAs of 1-3 warps each runs straight-line programs of
 // bar.sync, bar.arrive (ids 0-17, thread counts good and bad), the cluster
 // barrier and __syncwarp, each by the whole warp or one elected lane, under
-// a schedule taken from the input. The reference (below, from HARDWARE.md
-// §2 and PTX "bar.sync / bar.arrive", "barrier.cluster") is stepped in lock
-// step (model_fuzz.hpp): movable warps and the outcome must agree.
+// a schedule taken from the input. The reference (below, from
+// docs/hardware.md "Named and cluster barriers" and PTX "bar.sync /
+// bar.arrive", "barrier.cluster") is stepped in lock step (model_fuzz.hpp):
+// movable warps and the outcome must agree.
 //  - bar.sync/arrive id, n: id in [0, 15]; n a positive multiple of 32 up to
-//    the CTA's threads; warp-collective (every lane, DESIGN.md); the first
-//    arrival of an instance sets its count, later ones must agree; an
-//    instance completes when n threads arrived; bar.sync then waits for it.
+//    the CTA's threads; warp-collective (every lane,
+//    docs/programming-model.md); the first arrival of an instance sets its
+//    count, later ones must agree; an instance completes when n threads
+//    arrived; bar.sync then waits for it.
 //  - barrier.cluster arrive + wait: completes when every thread of the
 //    cluster that has not exited arrived; exiting threads count as arrived.
 //

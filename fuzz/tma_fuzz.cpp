@@ -5,7 +5,7 @@
 // strides, boxes, swizzles, misaligned bases) into shared-memory
 // destinations (aligned, misaligned, over the barriers), under a schedule
 // taken from the input that also decides when the TMA engine delivers. The
-// reference (below; HARDWARE.md §4, PTX "cp.async.bulk.tensor",
+// reference (below; docs/hardware.md "TMA", PTX "cp.async.bulk.tensor",
 // cuTensorMapEncodeTiled's limits) is stepped in lock step
 // (model_fuzz.hpp): movable actors, try_wait results, the shared-memory
 // bytes each warp sees (every byte of every box: zero outside the tensor,

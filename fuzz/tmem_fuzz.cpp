@@ -3,10 +3,10 @@
 // tcgen05.ld / st in six shapes, wait::ld / wait::st and reads of a loaded
 // fragment, with addresses read from shared memory where alloc wrote them
 // (or made up), by the whole warp or one elected lane, under a schedule
-// taken from the input. The reference (below; HARDWARE.md §3, PTX "Tensor
-// Memory", "tcgen05.alloc", "tcgen05.ld") is stepped in lock step
-// (model_fuzz.hpp): movable warps, the address each alloc writes, and the
-// outcome must agree.
+// taken from the input. The reference (below; docs/hardware.md "Tensor
+// Memory", PTX "Tensor Memory", "tcgen05.alloc", "tcgen05.ld") is stepped
+// in lock step (model_fuzz.hpp): movable warps, the address each alloc
+// writes, and the outcome must agree.
 //  - alloc/dealloc/relinquish/ld/st/wait are warp-collective; cta_group::2
 //    needs a CTA pair; nCols a power of 2 in [32, 512]; the destination an
 //    aligned word of shared memory; no alloc after relinquish, no larger

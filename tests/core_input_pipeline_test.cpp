@@ -1,10 +1,10 @@
 // core/input_pipeline.hpp on the emulator: InputTilePipeline, the TMA ->
-// MMA ring of shared-memory tiles (HARDWARE.md §5,
-// shared/reference/max-sm100-structured.md §6). A GEMM fed through the
+// MMA ring of shared-memory tiles (docs/pipeline-api.md
+// "InputTilePipeline"). A GEMM fed through the
 // ring for several (NumGroupStages, KGroupSize), explicit and scoped forms,
 // checked against a CPU reference and by the race checker; and drain(),
 // which keeps a CTA from exiting while its peer's commits still target it
-// (HARDWARE.md §6 bug 15).
+// (docs/hardware.md bug 15).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -371,7 +371,7 @@ TEST(core_InputTilePipelineDrain, DrainKeepsEachCtaAliveUntilEveryCommitIntoItLa
     }
   }
   // Without drain(), the CTA exits with a commit still queued for its
-  // barriers (HARDWARE.md §6 bug 15). In this kernel that happens in every
+  // barriers (docs/hardware.md bug 15). In this kernel that happens in every
   // schedule: the load warp exits right after issuing its last TMA load,
   // which the MMA warp then has to wait for, so the MMA warp exits last,
   // and it exits right after issuing its last commit, which targets its

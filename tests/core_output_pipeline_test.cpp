@@ -1,7 +1,7 @@
 // core/output_pipeline.hpp on the emulator: OutputTilePipeline (alias
 // OutputRingBuffer) between an MMA warp and four epilogue warps over TMEM
 // accumulator stages, for cta_group 1 and 2 and several stage counts
-// (HARDWARE.md §5, shared/reference/max-sm100-structured.md §3).
+// (docs/pipeline-api.md "OutputTilePipeline").
 //
 // Layout: 6 warps per CTA, warps 0-3 epilogue (lane quarters 0-3), warp 4
 // writes the MMA operands (the load warp's slot), warp 5 MMA. For
@@ -69,7 +69,7 @@ struct Variant {
   std::uint32_t tiles = 0;
   bool mma = true;          // real TMEM and MMAs; else commits after no MMA and a made-up TMEM base
   bool scoped = false;      // producer() / consumer() instead of acquire_* / release_*
-  bool arrive_empty = true; // false: HARDWARE.md §6 bug 3, the epilogue never frees a stage
+  bool arrive_empty = true; // false: docs/hardware.md bug 3, the epilogue never frees a stage
   std::uint32_t fake_base = tmem_addr(0, 64);
 };
 
@@ -362,7 +362,7 @@ TYPED_TEST(core_OutputTilePipeline, ScopedFormsReleaseOnScopeExit) {
 }
 
 // release_from_epilogue only steps: an epilogue that never calls
-// arrive_empty (HARDWARE.md §6 bug 3) lets the MMA warp fill each stage
+// arrive_empty (docs/hardware.md bug 3) lets the MMA warp fill each stage
 // once, then it waits on accum_empty[0] for ever, with none of the arrivals
 // made. (Counted from the trace's successful waits: once the run has
 // stopped, the emulator unwinds the warps and host-side records go on.)

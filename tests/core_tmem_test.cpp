@@ -1,7 +1,7 @@
 // core/tmem.hpp on the emulator: TmemAddress arithmetic, TmemStage offsets
 // and its per-warp fragment loads, TmemAllocation's allocate / from_shared /
 // release_lock / deallocate, and TmemDeallocBarrier for cta_group 1 and 2
-// (HARDWARE.md §5; bugs 8, 9, 11, 12 of §6).
+// (docs/pipeline-api.md; bugs 8, 9, 11, 12 of docs/hardware.md).
 //
 // TmemStage's and TmemAllocation's static_asserts (NumStages >= 1, the stages
 // fit in 512 columns, CtaGroup 1 or 2, MaxCols a power of 2 in [32, 512]) are
@@ -308,7 +308,7 @@ TEST(core_TmemAllocation, AllocateAndFromSharedAfterTheBarrierAgree) {
 }
 
 // from_shared reads through SmemView, so the race checker sees a read made
-// before the barrier that publishes the address (HARDWARE.md §6 bug 8). A
+// before the barrier that publishes the address (docs/hardware.md bug 8). A
 // plain pointer read would be invisible to it and this would pass silently.
 TEST(core_TmemAllocation, FromSharedBeforeThePublishingBarrierRaces) {
   bool fired = false;
@@ -337,7 +337,7 @@ TEST(core_TmemAllocation, FromSharedBeforeThePublishingBarrierRaces) {
 }
 
 // release_lock is tcgen05.relinquish_alloc_permit: a later allocate in the
-// CTA is reported at the caller's line (HARDWARE.md §6 bug 11).
+// CTA is reported at the caller's line (docs/hardware.md bug 11).
 TEST(core_TmemAllocation, AllocateAfterReleaseLockFires) {
   std::uint32_t line = 0;
   auto r = wspipe::test::run_kernel(1, [&line] {
@@ -416,7 +416,7 @@ struct DeallocSmem {
 
 enum class Signal {
   core,        // TmemDeallocBarrier::signal_complete
-  local_only,  // bug (HARDWARE.md §6 bug 9): a hand-written signal that skips the peer CTA
+  local_only,  // bug (docs/hardware.md bug 9): a hand-written signal that skips the peer CTA
   three_warps, // bug: one epilogue warp never signals
 };
 
@@ -559,7 +559,7 @@ TEST(core_TmemDeallocBarrier, OmittingThePeerSignalLeavesHalfTheCountPending) {
 // With a count of 128 (what cta_group 1 would use), the local arrivals do
 // complete each barrier, and each MMA warp deallocates having waited only
 // for its own CTA's epilogue: the pair dealloc is not ordered after the
-// peer's tcgen05.ld, in every schedule (HARDWARE.md §6 bug 9).
+// peer's tcgen05.ld, in every schedule (docs/hardware.md bug 9).
 TEST(core_TmemDeallocBarrier, OmittingThePeerSignalWithACountOf128IsUnordered) {
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     auto r = run_dealloc<2>(Signal::local_only, seed, 128);

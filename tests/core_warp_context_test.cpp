@@ -1,7 +1,7 @@
 // core/warp_context.hpp on the emulator: MmaWarpContext and
 // EpilogueWarpContext (create / enter / exit), their per-K forms MmaKStage
 // and EpilogueKContext, and TmemAddressSync, for cta_group 1 and 2
-// (HARDWARE.md §5, shared/reference/max-sm100-structured.md §4-5).
+// (docs/pipeline-api.md "Warp contexts" and "The per-K path").
 //
 // The kernel is the blockwise-FP8 pattern of MAX's structured kernels,
 // reduced to its synchronisation: per K iteration t the load warp TMA-loads

@@ -49,7 +49,7 @@ constexpr std::uint32_t kN = 64, kK = 128, kBlockK = 64, kStages = 1;
 
 enum class Bug {
   none,
-  slot_release_on_issue,  // HARDWARE.md §6 bug 2: a thread arrive frees the slot, not tcgen05.commit
+  slot_release_on_issue,  // docs/hardware.md bug 2: a thread arrive frees the slot, not tcgen05.commit
   unelected_mma,          // bug 6
   unelected_commit,       // bug 5
   expect_tx_mismatch,     // bug 13: 16 bytes more expected than delivered

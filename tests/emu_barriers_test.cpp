@@ -189,8 +189,8 @@ TEST(emu_NamedBarrier, ArriveDoesNotBlockAndPublishesToTheSyncingWarp) {
 }
 
 // bar.sync / bar.arrive are warp-collective in the programming model
-// (DESIGN.md): issued with fewer than 32 lanes active they are reported,
-// for sync and arrive alike, at the partial warp's line.
+// (docs/programming-model.md): issued with fewer than 32 lanes active they
+// are reported, for sync and arrive alike, at the partial warp's line.
 TEST(emu_NamedBarrier, PartialWarpIsReported) {
   for (bool sync : {true, false}) {
     int line = 0;

@@ -1,5 +1,5 @@
 // The emulator's mbarrier model: every rule it checks fires on the bug and
-// stays quiet on correct use (HARDWARE.md §1), and the phase / parity /
+// stays quiet on correct use (docs/hardware.md), and the phase / parity /
 // tx-count semantics hold. Each kernel is tiny; where a rule depends on the
 // schedule, the test sweeps seeds and asserts both outcomes occur.
 #include <gtest/gtest.h>

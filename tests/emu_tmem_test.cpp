@@ -189,7 +189,7 @@ TEST(emu_TmemAlloc, AllocThatNeverGetsColumnsIsADeadlockWithItsState) {
 }
 
 TEST(emu_TmemAlloc, AddressReadBeforeThePublishingBarrierRaces) {
-  // HARDWARE.md §6 bug 8: the epilogue reads the address tcgen05.alloc
+  // docs/hardware.md bug 8: the epilogue reads the address tcgen05.alloc
   // stored before the named barrier that publishes it.
   auto kernel = [](bool sync) {
     return [sync] {
@@ -283,7 +283,7 @@ TEST(emu_TmemPair, CtaGroupTwoWithoutAPairFires) {
   EXPECT_EQ(outcome(r), "tcgen05.no-cta-pair");
 }
 
-// HARDWARE.md §6 bug 9: a CTA deallocates the pair's columns while the
+// docs/hardware.md bug 9: a CTA deallocates the pair's columns while the
 // peer's epilogue may still read them. Each CTA's warp 1 loads from its own
 // TMEM; each warp 0 waits only for its own CTA's reader (bug), or for both
 // (fix: the reader arrives on both CTAs' barriers, as MAX's
@@ -434,7 +434,7 @@ TEST(emu_TmemLdSt, FragmentReadAtWarpLevelFires) {
   EXPECT_EQ(outcome(r), "warp.lane-idx-divergent");
 }
 
-// HARDWARE.md §6 bug 4: the epilogue releases the accumulator stage (arrive
+// docs/hardware.md bug 4: the epilogue releases the accumulator stage (arrive
 // on accum-empty) before tcgen05.wait::ld.
 TEST(emu_TmemLdSt, ReleaseBeforeWaitLdFires) {
   auto kernel = [](bool wait_first, std::uint32_t& line) {

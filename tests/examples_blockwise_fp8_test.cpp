@@ -2,7 +2,7 @@
 // reference over data and schedule seeds, pipeline depths and both
 // cta_groups; the per-K turnover of the accumulator pipeline; the scenario's
 // registration and shape checks; and its broken variant
-// early-scale-release (HARDWARE.md §6 bug 14), a race on every schedule.
+// early-scale-release (docs/hardware.md bug 14), a race on every schedule.
 #include <gtest/gtest.h>
 
 #include <cstdint>

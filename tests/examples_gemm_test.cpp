@@ -62,7 +62,7 @@ TEST(examples_Gemm, CtaPairMatchesTheReference) {
   expect_correct<ex::GemmConfig<2, 2, 1, 2, ElemType::e4m3>>(512, 64, 256, 2);
 }
 
-// Cluster shapes 4x1 and 2x2 (HARDWARE §5's usual layout: A multicast along
+// Cluster shapes 4x1 and 2x2 (examples/gemm.hpp's layout: A multicast along
 // y, B along x), for cta_group 1 and CTA pairs, two clusters each so that
 // the tiles wrap the accumulator stages.
 TEST(examples_Gemm, ClusterShapesMatchTheReference) {
@@ -184,7 +184,7 @@ TEST(examples_Gemm, NumericBugsAreResultMismatchesWithTheMemoWarmOrOff) {
   }
 }
 
-// HARDWARE.md §6 bug 16: in a 4x1 cluster of CTA pairs, the second pair's
+// docs/hardware.md bug 16: in a 4x1 cluster of CTA pairs, the second pair's
 // accum-full commit multicasts to 0x3 (the first pair) instead of 0xc. The
 // commit itself is legal PTX; its consequence is caught, as the catalogue
 // promises, and the same kernel with pair_mask(rank) explores clean.

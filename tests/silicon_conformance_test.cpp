@@ -7,7 +7,7 @@
 // Agreement, per program:
 //  - the emulator runs clean: silicon observed exactly the same waits, and
 //    did not trap;
-//  - the emulator reports mbarrier.over-arrival: silicon trapped (HARDWARE.md §1);
+//  - the emulator reports mbarrier.over-arrival: silicon trapped (docs/hardware.md);
 //  - the emulator reports another rule: the program did something the PTX ISA
 //    leaves undefined (or that silicon does nondeterministically); silicon's
 //    waits before that point match, and what it did after is tallied per

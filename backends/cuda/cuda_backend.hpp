@@ -15,10 +15,11 @@
 // check() prints it: it folds away, std::source_location::current() is
 // consteval).
 //
-// Warp-level code (DESIGN.md): every lane of the warp executes each call.
-// A call therefore acts once per executing thread, which is exactly the
-// emulator's "one action per active lane": a warp-level arrive is 32
-// mbarrier.arrive instructions, one per thread, i.e. 32 arrivals.
+// Warp-level code (docs/programming-model.md): every lane of the warp
+// executes each call. A call therefore acts once per executing thread,
+// which is exactly the emulator's "one action per active lane": a
+// warp-level arrive is 32 mbarrier.arrive instructions, one per thread,
+// i.e. 32 arrivals.
 //
 // Instructions come from CCCL's cuda::ptx wrappers. Inline PTX is used only
 // where CCCL 3.0 (nvcc 13.0) has no wrapper, one small function per
@@ -106,7 +107,7 @@ __device__ __forceinline__ std::uint32_t mapa_shared_cluster(std::uint32_t addr,
 // CTA's address; so the 32-bit .shared::cluster address from mapa goes in
 // directly. .release.cluster: a remote arrive with the default .release.cta
 // does not order the arriving thread's writes for a thread of another CTA
-// (reference/ptx-mbarrier-tcgen05.md §1.5, Dao-AILab/quack#63).
+// (docs/hardware.md "Mbarrier memory ordering"; Dao-AILab/quack#63).
 __device__ __forceinline__ void mbarrier_arrive_release_cluster_shared_cluster(std::uint32_t remote_bar) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote_bar) : "memory");
 }

@@ -214,7 +214,7 @@ inline std::vector<MbarOp> random_program(std::uint64_t seed, std::uint32_t inde
   return p;
 }
 
-// What HARDWARE.md §1 says silicon does with a program, as a third opinion
+// What docs/hardware.md says silicon does with a program, as a third opinion
 // beside silicon and the emulator, and to find the programs that will trap
 // (an arrive whose count exceeds the pending arrivals), which silicon.cu
 // runs apart. `observations`: one '1' / '0' per wait up to the trap;

@@ -1239,7 +1239,7 @@ int run_conformance(const std::string& device, std::uint64_t seed, std::uint32_t
     for (const MbarOp& op : wspipe::silicon::program(seed, i)) progs.ops.push_back(op);
     progs.begin.push_back(static_cast<std::uint32_t>(progs.ops.size()));
   }
-  // The programs HARDWARE.md says will trap (an over-arrival) run one to a
+  // The programs docs/hardware.md says will trap (an over-arrival) run one to a
   // process; the others in launches of kChunk, split only if one fails.
   std::vector<std::uint32_t> together, apart;
   for (std::uint32_t i = 0; i < count; ++i) {
