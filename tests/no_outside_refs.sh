@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # No tracked file may point outside the repository for what the code relies
-# on: DESIGN.md, HARDWARE.md and ../shared (or shared/reference/) are not in
-# it, so a maintainer who clones wspipe cannot follow such a reference. The
+# on: the design and hardware notes the project started from, and the
+# shared reference folder beside the checkout, are not in it, so a
+# maintainer who clones wspipe cannot follow such a reference. The
 # hardware rules, the bug catalogue and the programming model are in
 # docs/hardware.md, docs/programming-model.md and docs/pipeline-api.md; cite
 # those. Prints every offending file:line and fails if there is one.
@@ -27,4 +28,4 @@ if hits=$(git grep -n -I -E "$pattern" -- . ':(exclude)tests/no_outside_refs.sh'
     "cite docs/hardware.md, docs/programming-model.md or docs/pipeline-api.md instead" >&2
   exit 1
 fi
-echo "no_outside_refs: no tracked file points at DESIGN.md, HARDWARE.md or ../shared"
+echo "no_outside_refs: no tracked file points outside the repository"

@@ -167,8 +167,8 @@ struct EmuBackend {
   }
   // tcgen05.fence::before/after_thread_sync order tcgen05 operations around
   // thread synchronisation; the model orders them by the synchronisation
-  // itself (CUTLASS omits these fences; the reference, §2.7, advises
-  // against making them errors), so they are no-ops here.
+  // itself (CUTLASS omits these fences, so making them errors would flag its
+  // kernels: docs/hardware.md "Ordering and fences"), so they are no-ops here.
   static void tmem_fence_before(SourceLoc = SourceLoc::current()) {}
   static void tmem_fence_after(SourceLoc = SourceLoc::current()) {}
 

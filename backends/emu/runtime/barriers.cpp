@@ -24,7 +24,7 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
          loc);
     return;
   }
-  // Warp-collective in the programming model (DESIGN.md): the whole warp
+  // Warp-collective in the programming model (docs/programming-model.md): the whole warp
   // arrives, so a barrier's thread count is always reached exactly.
   if (lanes(w.active) != 32) {
     fail(w, "named-barrier.partial-warp", obj,

@@ -1,6 +1,6 @@
 // The happens-before race checker's data (internal): vector clocks and the
 // shadow state of each checked location (a TMEM cell, a 4-byte word of
-// shared memory). DESIGN.md "Races".
+// shared memory). docs/emulator-models.md, "The happens-before race checker".
 //
 // Clock components are the emulator's agents, numbered within their
 // cluster (nothing synchronises across clusters, so a clock needs only its

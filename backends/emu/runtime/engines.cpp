@@ -103,14 +103,14 @@ bool World::engine_step(std::uint32_t e) {
 }
 
 // An asynchronous operation `op` reaches CTA `cta` after its exit
-// (HARDWARE.md §6 bug 15: exit before the pipeline drained).
+// (docs/hardware.md bug 15: exit before the pipeline drained).
 void World::report_target_exited(std::uint32_t cta, const Issued& op, std::string message) {
   fail(*current_, "async.target-exited", cta_label(cta), std::move(message), op.loc, &warps_[op.issuer]);
 }
 
 // An async operation that still writes into this CTA's shared memory or
 // TMEM, or arrives on its barriers, would do so after it is gone (on
-// hardware: a launch failure, HARDWARE.md §6 bug 15). The same rule as an
+// hardware: a launch failure, docs/hardware.md bug 15). The same rule as an
 // operation reaching the CTA after its exit.
 bool World::async_check_exit(Warp& w) {
   std::string what;

@@ -118,7 +118,7 @@ void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* ba
          "mbarrier.init on a live barrier (needs mbarrier.inval first; hardware silently resets it)", loc);
     return;
   }
-  if (count < 1 || count > kMaxCount) {
+  if (count < 1 || count > kMbarrierMaxCount) {
     fail(w, "mbarrier.count-range", name + " (" + cta_label(w.cta) + ")",
          "mbarrier.init count " + std::to_string(count) + " outside [1, 2^20-1]", loc);
     return;
@@ -183,7 +183,7 @@ void World::fence_init(const SourceLoc& loc) {
 
 bool World::check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc) {
   const Mbar& m = mbars_[id];
-  if (m.tx > kMaxTx || m.tx < -kMaxTx) {
+  if (m.tx > kMbarrierMaxTx || m.tx < -kMbarrierMaxTx) {
     fail(w, "mbarrier.tx-range", object_label(id),
          "tx-count " + std::to_string(m.tx) + " outside [-(2^20-1), 2^20-1]", loc);
     return false;
@@ -295,7 +295,7 @@ void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const So
             .kind = delta >= 0 ? EventKind::expect_tx : EventKind::complete_tx, .a = delta >= 0 ? delta : -delta,
             .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
   // tx may return to 0 with no arrivals pending: that completes the phase
-  // (observed on sm_90a, HARDWARE.md §1).
+  // (observed on sm_90a: docs/hardware.md "Mbarrier phases").
   maybe_complete(id, static_cast<std::int32_t>(w.id), loc);
 }
 
@@ -406,7 +406,7 @@ bool World::tx_overshoot(const Mbar& m, std::uint32_t id, std::uint32_t bytes, c
 }
 
 // Bytes still expected or delivered unmatched on a barrier when its CTA
-// exits: expect_tx and the bytes that arrived disagree (HARDWARE.md §4).
+// exits: expect_tx and the bytes that arrived disagree (docs/hardware.md bug 13).
 bool World::mbar_check_exit(Warp& w) {
   for (std::uint32_t id = 0; id < mbars_.size(); ++id) {
     const Mbar& m = mbars_[id];

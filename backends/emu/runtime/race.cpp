@@ -98,7 +98,7 @@ bool World::smem_word_rare(const Shadow& s, const Access* other, std::uint32_t w
   }
   // PTX "Proxies": the async proxy (tensor core, TMA) sees a warp's
   // ordinary stores only after that warp's fence.proxy.async, and the
-  // reader must be ordered after the fence (HARDWARE.md §3).
+  // reader must be ordered after the fence (docs/hardware.md "The async proxy").
   const Access& prior = s.write;
   const Warp& writer = warps_[prior.comp];
   const auto& f = writer.proxy_fences;

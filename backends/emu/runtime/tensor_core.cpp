@@ -32,7 +32,7 @@ void World::mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t
   Warp& w = warp();
   if (!point(w, loc)) return;
   // A single thread issues the whole MMA; every active lane issues one
-  // (PTX "tcgen05.mma", issue granularity; HARDWARE.md §6 bug 6).
+  // (PTX "tcgen05.mma", issue granularity; docs/hardware.md bug 6).
   if (lanes(w.active) != 1) {
     fail(w, "tcgen05.mma-multi-lane", "",
          "tcgen05.mma issued by " + std::to_string(lanes(w.active)) + " lanes: each lane issues a whole MMA, so " +
@@ -66,7 +66,7 @@ void World::mma_commit(int cta_group, SharedMemBarrier& bar, std::uint16_t mask,
   Warp& w = warp();
   if (!point(w, loc)) return;
   // Each executing thread commits: a warp-level commit is 32 arrivals
-  // (HARDWARE.md §6 bug 5).
+  // (docs/hardware.md bug 5).
   if (lanes(w.active) != 1) {
     fail(w, "tcgen05.commit-multi-lane", "",
          "tcgen05.commit issued by " + std::to_string(lanes(w.active)) + " lanes: each lane's commit arrives once, " +

@@ -69,7 +69,7 @@ void World::engine_tma(AsyncOp& op, std::uint32_t e) {
     if (ctas_[cta].exited()) {
       report_target_exited(cta, op, "a TMA load issued by " + issuer.name + " at step " + std::to_string(op.step) +
                                         " delivers into " + cta_label(cta) +
-                                        ", which has exited (HARDWARE.md §6 bug 15: exit before the pipeline drained)");
+                                        ", which has exited (docs/hardware.md bug 15: exit before the pipeline drained)");
       return;
     }
     if (options_.race_check &&

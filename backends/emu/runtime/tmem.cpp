@@ -1,7 +1,7 @@
 // The Tensor Memory model: tcgen05.alloc / dealloc / relinquish_alloc_permit
 // (cta_group::1 and the cta_group::2 collective of a CTA pair), and
-// tcgen05.ld / st / wait. Rules: HARDWARE.md §3, PTX "Tensor Memory" and
-// "tcgen05.alloc", shared/reference/ptx-mbarrier-tcgen05.md §2.2-2.4, 2.10.
+// tcgen05.ld / st / wait. Rules: docs/hardware.md "Tensor Memory"; PTX
+// "Tensor Memory", "tcgen05.alloc", "tcgen05.ld" and its "Access restrictions".
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -215,7 +215,7 @@ void World::tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, co
     return;
   }
   // cta_group::2: one warp of each CTA of the pair; the peer must be running
-  // (a cluster barrier first: CUTLASS PR #3316, HARDWARE.md §6 bug 10).
+  // (a cluster barrier first: CUTLASS PR #3316, docs/hardware.md bug 10).
   if (w.cluster_syncs == 0) {
     fail(w, "tmem.pair-unsynced", obj,
          "tcgen05.alloc.cta_group::2 before this warp passed any cluster barrier: the peer CTA may not be running, "
@@ -291,7 +291,7 @@ bool World::tmem_check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, st
 }
 
 // Every access to the columns must be complete and ordered before the
-// dealloc (PTX "tcgen05.dealloc"; HARDWARE.md §3): no MMA writing them
+// dealloc (PTX "tcgen05.dealloc"; docs/hardware.md "Deallocation"): no MMA writing them
 // still queued, no tcgen05.ld/st of them not yet waited for, and every
 // recorded access happens before the deallocating warp.
 bool World::tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols,
@@ -382,7 +382,7 @@ void World::tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols,
   }
   // cta_group::2: a collective of one warp per CTA of the pair; it frees the
   // columns in both CTAs, so each warp must be ordered after both CTAs'
-  // accesses (the peer's epilogue included: HARDWARE.md §6 bug 9).
+  // accesses (the peer's epilogue included: docs/hardware.md bug 9).
   PairOp& pair = ctas_[pair_cta(w.cta, 0)].pair;
   if (!pair.active) {
     pair = {.active = true, .dealloc = true, .gen = pair.gen, .first_warp = w.id, .cols = cols, .operand = taddr,

@@ -6,14 +6,14 @@
 #include <cstdio>
 #include <string>
 
+#include "core/mbarrier_limits.hpp"
+
 namespace wspipe::emu::detail {
 
 // The handle an initialised barrier keeps in its 8 bytes: a tag in the high
 // word and the index of its model state plus one in the low word. A zeroed
 // or overwritten barrier does not decode to a live entry.
 inline constexpr std::uint64_t kTag = 0x57535042ull << 32;  // "WSPB"
-inline constexpr std::uint32_t kMaxCount = (1u << 20) - 1;  // PTX "Mbarrier counts", .layout::v0
-inline constexpr std::int64_t kMaxTx = (1 << 20) - 1;
 inline constexpr std::int64_t kNotSeen = -2;
 inline constexpr std::uint64_t kKillOpLimit = 50'000'000;
 inline constexpr std::uint32_t kSmemWord = 4;  // bytes per shared-memory shadow

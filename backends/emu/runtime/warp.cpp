@@ -40,7 +40,7 @@ void World::syncwarp(const SourceLoc& loc) {
             .file = loc.file_name(), .line = loc.line()});
 }
 
-// Every lane keeps its own copy of a pipeline cursor (DESIGN.md: each warp,
+// Every lane keeps its own copy of a pipeline cursor (docs/pipeline-api.md: each warp,
 // and on the GPU each thread, holds its own state; only the barriers are
 // shared). The emulator's one copy stands for 32 equal ones only while the
 // whole warp steps it: stepped by fewer lanes, the others keep the old stage
