@@ -154,7 +154,7 @@ class GemmCta {
   using Output = OutputTilePipeline<B, Cfg::kOpc>;
   using MmaCtx = MmaWarpContext<B, Cfg::kOpc, 32, 128>;
   using EpiCtx = EpilogueWarpContext<B, Cfg::kOpc, 32, 128>;
-  static constexpr int G = Cfg::kCtaGroup;
+  static constexpr int kCtaGroup = Cfg::kCtaGroup;
   static constexpr MmaKind kKind = Cfg::kIn == ElemType::bf16 ? MmaKind::f16 : MmaKind::f8f6f4;
 
   Storage& s;
@@ -172,11 +172,11 @@ class GemmCta {
   // of its pair (ranks 2k and 2k+1), whose epilogues each wait on their own
   // accum-full.
   WSPIPE_HD std::uint16_t mma_complete_mask() const {
-    return static_cast<std::uint16_t>(G == 1 ? 1u << rank : 0x3u << (rank & ~1u));
+    return static_cast<std::uint16_t>(kCtaGroup == 1 ? 1u << rank : 0x3u << (rank & ~1u));
   }
   // The instruction descriptor of every MMA: 128 rows per CTA by 64 columns.
   WSPIPE_HD static constexpr std::uint32_t instr_desc() {
-    return InstrDescriptor{.a = Cfg::kIn, .b = Cfg::kIn, .m = kGemmBlockM * G, .n = kGemmBlockN}.encode();
+    return InstrDescriptor{.a = Cfg::kIn, .b = Cfg::kIn, .m = kGemmBlockM * kCtaGroup, .n = kGemmBlockN}.encode();
   }
 
   // ---- the MMA warp, before the cluster barrier
@@ -191,7 +191,7 @@ class GemmCta {
   // or of both CTAs of the pair) and fence.mbarrier_init.
   WSPIPE_HD void init_barriers(std::uint32_t input_consumers, SourceLoc loc = SourceLoc::current()) const {
     init_pipeline_barriers(input_consumers, loc);
-    TmemDeallocBarrier<B, G>(&s.pipes.tmem_dealloc).init(loc);
+    TmemDeallocBarrier<B, kCtaGroup>(&s.pipes.tmem_dealloc).init(loc);
     B::fence_init(loc);
   }
 
@@ -209,8 +209,9 @@ class GemmCta {
   WSPIPE_HD void mma_k_block(std::uint32_t d_tmem, std::uint32_t slot, bool accumulate,
                              SourceLoc loc = SourceLoc::current()) const {
     for (std::uint32_t kk = 0; kk < kGemmBlockKBytes; kk += kGemmMmaKBytes) {
-      B::template mma<kKind, G>(d_tmem, gemm_smem_desc<B>(s.tiles.a[slot], kk), gemm_smem_desc<B>(s.tiles.b[slot], kk),
-                                instr_desc(), accumulate || kk > 0, loc);
+      const std::uint64_t a_desc = gemm_smem_desc<B>(s.tiles.a[slot], kk);
+      const std::uint64_t b_desc = gemm_smem_desc<B>(s.tiles.b[slot], kk);
+      B::template mma<kKind, kCtaGroup>(d_tmem, a_desc, b_desc, instr_desc(), accumulate || kk > 0, loc);
     }
   }
 
