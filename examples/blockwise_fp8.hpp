@@ -97,6 +97,8 @@ struct BlockwiseFp8Config {
                 "BlockwiseFp8Config: AccumStages must leave each accumulator stage at least 64 columns");
 };
 
+// gemm's shared memory (gemm_common.hpp) plus each input stage's A-scales,
+// between the tiles and the barriers.
 template <class Cfg>
 struct BlockwiseFp8Storage {
   GemmOperandTiles<Cfg::kStages> tiles;

@@ -155,6 +155,8 @@ static_assert(GemmConfig<2, 4, 1, 1, ElemType::bf16>::input_commit_mask(0) == 0b
 static_assert(GemmConfig<2, 4, 1, 1, ElemType::bf16>::b_mask(1) == 0b1010);
 static_assert(GemmConfig<2, 2, 1, 1, ElemType::bf16, 2>::input_commit_mask(0) == 0b1111);
 
+// A CTA's shared memory: the operand tiles and the pipelines' barriers that
+// all three GEMM examples have (gemm_common.hpp), nothing else.
 template <class Cfg>
 struct GemmStorage {
   GemmOperandTiles<Cfg::kStages> tiles;

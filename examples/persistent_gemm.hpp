@@ -112,6 +112,9 @@ struct PersistentGemmConfig {
                 "PersistentGemmConfig: AccumStages must leave each accumulator stage at least 64 columns");
 };
 
+// gemm's shared memory (gemm_common.hpp; each CTA's B tile holds the rows
+// its MMA reads) plus the epilogue's staging buffers and the scheduler's
+// CLC ring, between the tiles and the barriers.
 template <class Cfg>
 struct PersistentGemmStorage {
   GemmOperandTiles<Cfg::kStages, Cfg::kBRowsRead> tiles;
