@@ -12,10 +12,10 @@
 // CTA's 128 scales of that K block. The B-scales, f32 [K/128][ceil(N/128)],
 // are read by the epilogue from global memory. D is M x N f32, row-major.
 //
-// Warp roles, tiles (128 x 64 of D per CTA) and the round-robin schedule
-// over clusters are gemm's (examples/gemm.hpp). What differs is that the
-// tensor core cannot apply a per-row, per-K-block scale, so the accumulator
-// pipeline turns over once per K block, not once per tile:
+// Warp roles, tiles (128 x 64 of D per CTA), the round-robin schedule over
+// clusters and the prologue are gemm's (examples/gemm_common.hpp). What
+// differs is that the tensor core cannot apply a per-row, per-K-block scale,
+// so the accumulator pipeline turns over once per K block, not once per tile:
 //
 //   warp 5     MMA: per K block takes an accumulator stage (per_k_stage),
 //              writes a fresh partial product into it (accumulate = false on
@@ -53,7 +53,7 @@
 #include "core/tma.hpp"
 #include "core/tmem.hpp"
 #include "core/warp_context.hpp"
-#include "examples/gemm.hpp"
+#include "examples/gemm_common.hpp"
 
 namespace wspipe::examples {
 
@@ -97,15 +97,13 @@ struct BlockwiseFp8Config {
                 "BlockwiseFp8Config: AccumStages must leave each accumulator stage at least 64 columns");
 };
 
+// gemm's shared memory (gemm_common.hpp) plus each input stage's A-scales,
+// between the tiles and the barriers.
 template <class Cfg>
 struct BlockwiseFp8Storage {
-  alignas(1024) std::uint8_t a[Cfg::kStages][kGemmBlockM * kGemmBlockKBytes];
-  alignas(1024) std::uint8_t b[Cfg::kStages][kGemmBlockN * kGemmBlockKBytes];
+  GemmOperandTiles<Cfg::kStages> tiles;
   alignas(128) float a_scales[Cfg::kStages][kGemmBlockM];  // this CTA's rows; TMA needs 128-byte alignment
-  SharedMemBarrier input[2 * Cfg::kStages];
-  SharedMemBarrier accum[2 * Cfg::kAccumStages];
-  SharedMemBarrier tmem_dealloc;
-  std::uint32_t tmem_addr;
+  GemmPipelineStorage<Cfg::kStages, Cfg::kAccumStages> pipes;
 };
 
 // What the kernel is given: tensor maps of A (box 128 x 128), B (box 128 x
@@ -124,37 +122,25 @@ struct BlockwiseFp8Args {
 
 template <Backend B, class Cfg>
 WSPIPE_HD void blockwise_fp8_kernel(const BlockwiseFp8Args<B>& args) {
-  using Storage = BlockwiseFp8Storage<Cfg>;
-  struct Tiles {
-    Storage* s;
-  };
-  using Input = InputTilePipeline<B, Tiles, Cfg::kStages, 1>;
-  using MmaCtx = MmaWarpContext<B, Cfg::kOpc, 32, 128>;
-  using EpiCtx = EpilogueWarpContext<B, Cfg::kOpc, 32, 128>;
+  using Cta = GemmCta<B, Cfg, BlockwiseFp8Storage<Cfg>>;
   constexpr int G = Cfg::kCtaGroup;
 
-  Storage& s = B::template shared_storage<Storage>();
-  const std::uint32_t warp = B::warp_idx();
-  const std::uint32_t rank = B::cta_rank();
-  const bool leader = (rank & 1u) == 0;  // the pair's even CTA issues its MMAs
-  const std::uint16_t mma_complete_mask = G == 2 ? 0b11 : static_cast<std::uint16_t>(1u << rank);
+  const Cta cta;
+  auto& s = cta.s;
+  const std::uint32_t warp = cta.warp, rank = cta.rank;
+  const std::uint16_t mma_complete_mask = cta.mma_complete_mask();
 
   const auto tiles = GemmTileSchedule::make<B>(args.m, args.n, Cfg::kClusterM);
   const std::uint32_t k_blocks = args.k / Cfg::kBlockK;
   const std::uint32_t b_scale_cols = (args.n + kFp8ScaleBlock - 1) / kFp8ScaleBlock;
 
-  if (warp == kGemmMmaWarp) {
-    Input::init_barriers(s.input, Cfg::kInputEmptyCount);
-    OutputTilePipeline<B, Cfg::kOpc>::init_barriers(s.accum);
-    TmemDeallocBarrier<B, G>(&s.tmem_dealloc).init();
-    B::fence_init();
-  }
+  if (warp == kGemmMmaWarp) cta.init_barriers(Cfg::kInputEmptyCount);
   B::cluster_sync();
 
   // Every warp's own cursors: the load warp's producer side, the MMA warp's
   // consumer side, and the epilogue's copy of the consumer cursor, which
   // follows the MMA warp's one K block at a time to find the A-scales.
-  Input input(s.input, Tiles{&s});
+  auto input = cta.input();
 
   if (warp == kGemmLoadWarp) {
     for (std::uint32_t t = tiles.first; t < tiles.num_tiles; t += tiles.step) {
@@ -164,13 +150,13 @@ WSPIPE_HD void blockwise_fp8_kernel(const BlockwiseFp8Args<B>& args) {
         const std::uint32_t i = stage.index();
         const auto kc = static_cast<std::int32_t>(kb * Cfg::kBlockK);
         B::elect_one([&] {
-          if (G == 1 || leader) stage.expect_bytes(Cfg::kStageBytes);
+          if (G == 1 || cta.leader) stage.expect_bytes(Cfg::kStageBytes);
           const TmaCoords ca{{kc, static_cast<std::int32_t>(row0)}};
           // This CTA's half of B for the pair (rank is 0 for cta_group 1).
           const TmaCoords cb{{kc, static_cast<std::int32_t>(col0 + rank * Cfg::kBRowsLoaded)}};
           const TmaCoords cs{{static_cast<std::int32_t>(row0), static_cast<std::int32_t>(kb)}};
-          B::template tma_load<G>(args.a_map, s.a[i], stage.full_mbar(), ca);
-          B::template tma_load<G>(args.b_map, s.b[i], stage.full_mbar(), cb);
+          B::template tma_load<G>(args.a_map, s.tiles.a[i], stage.full_mbar(), ca);
+          B::template tma_load<G>(args.b_map, s.tiles.b[i], stage.full_mbar(), cb);
           B::template tma_load<G>(args.a_scale_map, s.a_scales[i], stage.full_mbar(), cs);
         });
       }
@@ -178,28 +164,20 @@ WSPIPE_HD void blockwise_fp8_kernel(const BlockwiseFp8Args<B>& args) {
     // No commit may still target this CTA when it exits.
     input.drain();
   } else if (warp == kGemmMmaWarp) {
-    MmaCtx ctx = MmaCtx::create(&s.tmem_addr, s.accum, &s.tmem_dealloc, mma_complete_mask);
-    auto scope = ctx.enter();       // its end: relinquish, wait for the epilogues, deallocate
-    if (G == 2 && !leader) return;  // the pair's MMAs are the even CTA's
-    const std::uint32_t idesc =
-        InstrDescriptor{.a = Cfg::kIn, .b = Cfg::kIn, .m = kGemmBlockM * G, .n = kGemmBlockN}.encode();
+    auto ctx = cta.mma_context(mma_complete_mask);
+    auto scope = ctx.enter();           // its end: relinquish, wait for the epilogues, deallocate
+    if (G == 2 && !cta.leader) return;  // the pair's MMAs are the even CTA's
     for (std::uint32_t t = tiles.first; t < tiles.num_tiles; t += tiles.step) {
       for (std::uint32_t kb = 0; kb < k_blocks; ++kb) {
         auto out = ctx.per_k_stage();  // its end commits the stage to accum-full
         auto in = input.consumer();
-        B::elect_one([&] {
-          // A fresh partial product per K block: the epilogue scales and sums them.
-          for (std::uint32_t kk = 0; kk < kGemmBlockKBytes; kk += kGemmMmaKBytes) {
-            B::template mma<MmaKind::f8f6f4, G>(out.tmem().offset(), gemm_smem_desc<B>(s.a[in.index()], kk),
-                                                gemm_smem_desc<B>(s.b[in.index()], kk), idesc, kk > 0);
-          }
-        });
+        // A fresh partial product per K block: the epilogue scales and sums them.
+        B::elect_one([&] { cta.mma_k_block(out.tmem().offset(), in.index(), false); });
         in.template commit<G>(Cfg::kInputCommitMask);
       }
     }
   } else if (warp < kGemmEpilogueWarps) {
-    EpiCtx::Sync::wait();
-    EpiCtx ctx = EpiCtx::create(&s.tmem_addr, s.accum, &s.tmem_dealloc, mma_complete_mask);
+    auto ctx = cta.epilogue_context(mma_complete_mask);
     auto scope = ctx.enter();  // its end signals the dealloc barrier (both CTAs' for cta_group 2)
     // This warp's fragment of a 128 x 64 tile: rows 0-15 and 16-31 of its
     // lane quarter as two tcgen05.ld.16x256b.x8, 32 registers per thread each.
@@ -250,14 +228,7 @@ WSPIPE_HD void blockwise_fp8_kernel(const BlockwiseFp8Args<B>& args) {
           }
         });
       }
-      B::for_each_lane([&](std::uint32_t lane) {
-        for (std::uint32_t r = 0; r < kRegs; ++r) {
-          const TmemCell c = tmem_frag_cell(TmemShape::s16x256b, kRepeat, lane, r);
-          const std::size_t at = std::size_t{row0 + c.lane} * args.n + col0 + c.col;
-          args.d[at] = detail::float_from_bits(acc_upper.reg(r));
-          args.d[at + std::size_t{kTmemLowerRowLanes} * args.n] = detail::float_from_bits(acc_lower.reg(r));
-        }
-      });
+      gemm_store_quarter<B>(args.d, args.n, row0, col0, acc_upper, acc_lower);
     }
   }
 }

@@ -38,11 +38,8 @@ struct BlockwiseFp8Problem {
     p.m = m;
     p.n = n;
     p.k = k;
-    std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    auto next = [&x](int range) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      return static_cast<int>((x >> 33) % static_cast<std::uint64_t>(2 * range + 1)) - range;
-    };
+    SmallInts ints(seed);
+    auto next = [&ints](int range) { return ints.next(range); };
     p.a.resize(std::size_t{m} * k);
     p.b.resize(std::size_t{n} * k);
     for (auto& v : p.a) v = float_to_e4m3(static_cast<float>(next(2)));
@@ -96,16 +93,7 @@ struct BlockwiseFp8Problem {
   // [K/128][M] f32: one K block's scales of a CTA's 128 rows per box.
   template <class Cfg>
   TensorMap a_scale_map(const void* scales_base) const {
-    TensorMap t;
-    t.global = scales_base;
-    t.dtype = ElemType::f32;
-    t.rank = 2;
-    t.dims[0] = m;
-    t.dims[1] = k_blocks();
-    t.strides[1] = std::uint64_t{m} * sizeof(float);
-    t.box[0] = kGemmBlockM;
-    t.box[1] = 1;
-    return t;
+    return row_major_tensor_map(scales_base, ElemType::f32, m, k_blocks(), kGemmBlockM, 1);
   }
 
   // Why the shape does not fit configuration Cfg, or "".
@@ -119,18 +107,10 @@ struct BlockwiseFp8Problem {
   }
 
  private:
+  // K-major e4m3 (as bytes: TMA has no 8-bit float type) in gemm's
+  // 128B-swizzled boxes of one K block by `box_rows` rows.
   TensorMap operand_map(const void* base, std::uint32_t rows, std::uint32_t box_rows) const {
-    TensorMap t;
-    t.global = base;
-    t.dtype = ElemType::u8;  // e4m3 bytes
-    t.rank = 2;
-    t.dims[0] = k;
-    t.dims[1] = rows;
-    t.strides[1] = k;
-    t.box[0] = kGemmBlockKBytes;
-    t.box[1] = box_rows;
-    t.swizzle = SmemSwizzle::b128;
-    return t;
+    return row_major_tensor_map(base, ElemType::u8, k, rows, kGemmBlockKBytes, box_rows, SmemSwizzle::b128);
   }
 };
 

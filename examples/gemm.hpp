@@ -29,8 +29,8 @@
 // broken variants each plant one real bug of docs/hardware.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include "core/backend.hpp"
 #include "core/cluster.hpp"
@@ -41,6 +41,7 @@
 #include "core/tma.hpp"
 #include "core/tmem.hpp"
 #include "core/warp_context.hpp"
+#include "examples/gemm_common.hpp"
 
 namespace wspipe::examples {
 
@@ -72,15 +73,6 @@ enum class GemmBug : std::uint8_t {
   missing_k_block,    // the MMA warp skips the last K block's MMAs (and still frees its slot)
   wrong_lane_half,    // the epilogue loads the upper 16 lanes of its quarter for the lower half too
 };
-
-inline constexpr std::uint32_t kGemmBlockM = 128;       // D rows per CTA
-inline constexpr std::uint32_t kGemmBlockN = 64;        // D columns per output tile
-inline constexpr std::uint32_t kGemmBlockKBytes = 128;  // K bytes per stage: one 128B-swizzled row
-inline constexpr std::uint32_t kGemmMmaKBytes = 32;     // K bytes per tcgen05.mma
-inline constexpr std::uint32_t kGemmEpilogueWarps = 4;
-inline constexpr std::uint32_t kGemmLoadWarp = 4;
-inline constexpr std::uint32_t kGemmMmaWarp = 5;
-inline constexpr std::uint32_t kGemmWarps = 6;
 
 // ClusterX by ClusterY CTAs per cluster (the old ClusterSize is ClusterX).
 template <int CtaGroup, int ClusterX, int Stages, int AccumStages, ElemType In, int ClusterY = 1>
@@ -163,14 +155,12 @@ static_assert(GemmConfig<2, 4, 1, 1, ElemType::bf16>::input_commit_mask(0) == 0b
 static_assert(GemmConfig<2, 4, 1, 1, ElemType::bf16>::b_mask(1) == 0b1010);
 static_assert(GemmConfig<2, 2, 1, 1, ElemType::bf16, 2>::input_commit_mask(0) == 0b1111);
 
+// A CTA's shared memory: the operand tiles and the pipelines' barriers that
+// all three GEMM examples have (gemm_common.hpp), nothing else.
 template <class Cfg>
 struct GemmStorage {
-  alignas(1024) std::uint8_t a[Cfg::kStages][kGemmBlockM * kGemmBlockKBytes];
-  alignas(1024) std::uint8_t b[Cfg::kStages][kGemmBlockN * kGemmBlockKBytes];
-  SharedMemBarrier input[2 * Cfg::kStages];
-  SharedMemBarrier accum[2 * Cfg::kAccumStages];
-  SharedMemBarrier tmem_dealloc;
-  std::uint32_t tmem_addr;
+  GemmOperandTiles<Cfg::kStages> tiles;
+  GemmPipelineStorage<Cfg::kStages, Cfg::kAccumStages> pipes;
 };
 
 // What the kernel is given: tensor maps of A (box kBlockK x 128) and B (box
@@ -189,84 +179,36 @@ struct GemmArgs {
   bool manual_a = false;
 };
 
-// The shared-memory descriptor of a K-major 128B-swizzled tile: 8-row
-// groups 1024 bytes apart; the K offset of each MMA moves the start within
-// the swizzled row.
-template <Backend B>
-WSPIPE_HD std::uint64_t gemm_smem_desc(const void* tile, std::uint32_t k_bytes) {
-  return SmemDescriptor{.start = B::smem_addr(tile) + k_bytes, .lbo = 16, .sbo = 1024, .swizzle = SmemSwizzle::b128}
-      .encode();
-}
-
-// The persistent schedule: cluster tiles of cluster_m x cluster_n, in
-// row-major order, taken by the clusters round-robin; CTA (x, y) of the
-// cluster (B::cluster_shape()) computes the 128 x 64 block at row block x,
-// column block y of each. Every warp of a cluster walks the same sequence.
-struct GemmTileSchedule {
-  std::uint32_t tiles_n = 0, num_tiles = 0, first = 0, step = 1;
-  std::uint32_t cluster_m = 0, cluster_n = 0;
-  std::uint32_t cta_row = 0, cta_col = 0;  // this CTA's first row and column within a cluster tile
-
-  template <Backend B>
-  WSPIPE_HD static GemmTileSchedule make(std::uint32_t m, std::uint32_t n, std::uint32_t cluster_m,
-                                         std::uint32_t cluster_n = kGemmBlockN) {
-    GemmTileSchedule s;
-    const ClusterShape shape = B::cluster_shape();
-    const std::uint32_t rank = B::cta_rank();
-    s.tiles_n = n / cluster_n;
-    s.num_tiles = (m / cluster_m) * s.tiles_n;
-    s.first = B::cluster_idx();
-    s.step = B::num_clusters();
-    s.cluster_m = cluster_m;
-    s.cluster_n = cluster_n;
-    s.cta_row = shape.x_of(rank) * kGemmBlockM;
-    s.cta_col = shape.y_of(rank) * kGemmBlockN;
-    return s;
-  }
-  // Tile t's first row of D in this CTA, and its first column.
-  WSPIPE_HD std::uint32_t row0(std::uint32_t t) const { return (t / tiles_n) * cluster_m + cta_row; }
-  WSPIPE_HD std::uint32_t col0(std::uint32_t t) const { return (t % tiles_n) * cluster_n + cta_col; }
-};
-
 template <Backend B, class Cfg>
 WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
-  using Storage = GemmStorage<Cfg>;
-  struct Tiles {
-    Storage* s;
-  };
-  using Input = InputTilePipeline<B, Tiles, Cfg::kStages, 1>;
-  using MmaCtx = MmaWarpContext<B, Cfg::kOpc, 32, 128>;
-  using EpiCtx = EpilogueWarpContext<B, Cfg::kOpc, 32, 128>;
+  using Cta = GemmCta<B, Cfg, GemmStorage<Cfg>>;
+  using MmaCtx = typename Cta::MmaCtx;
+  using EpiCtx = typename Cta::EpiCtx;
   constexpr int G = Cfg::kCtaGroup;
 
-  Storage& s = B::template shared_storage<Storage>();
-  const std::uint32_t warp = B::warp_idx();
-  const std::uint32_t rank = B::cta_rank();
-  const bool leader = (rank & 1u) == 0;  // the pair's even CTA issues its MMAs
+  const Cta cta;
+  auto& s = cta.s;
+  const std::uint32_t warp = cta.warp, rank = cta.rank;
   const GemmBug bug = args.bug;
-  // The accumulator's commit reaches both CTAs of the pair (their epilogues
-  // each wait on their own accum-full); bug 16 names the first pair instead.
+  // Bug 16 sends the accumulator's commit to the first pair, not its own.
   const std::uint16_t mma_complete_mask =
-      G == 1                                 ? static_cast<std::uint16_t>(1u << rank)
-      : bug == GemmBug::pair_mask_unshifted ? std::uint16_t{0b11}
-                                             : Cfg::shape().pair_mask(rank);
+      G == 2 && bug == GemmBug::pair_mask_unshifted ? std::uint16_t{0b11} : cta.mma_complete_mask();
 
   const auto tiles = GemmTileSchedule::make<B>(args.m, args.n, Cfg::kClusterM, Cfg::kClusterN);
   const std::uint32_t k_blocks = args.k / Cfg::kBlockK;
 
   if (warp == kGemmMmaWarp) {
-    Input::init_barriers(s.input, Cfg::kInputConsumers);
-    OutputTilePipeline<B, Cfg::kOpc>::init_barriers(s.accum);
     if (bug == GemmBug::early_dealloc) {
-      B::elect_one([&] { B::init(s.tmem_dealloc, 128, BarrierName{"tmem_dealloc"}); });  // the bug: own CTA only
+      cta.init_pipeline_barriers(Cfg::kInputConsumers);
+      B::elect_one([&] { B::init(s.pipes.tmem_dealloc, 128, BarrierName{"tmem_dealloc"}); });  // the bug: own CTA only
+      B::fence_init();
     } else {
-      TmemDeallocBarrier<B, G>(&s.tmem_dealloc).init();
+      cta.init_barriers(Cfg::kInputConsumers);
     }
-    B::fence_init();
   }
   if (!(warp == kGemmMmaWarp && bug == GemmBug::no_cluster_sync_before_alloc)) B::cluster_sync();
 
-  Input input(s.input, Tiles{&s});
+  auto input = cta.input();
 
   if (warp == kGemmLoadWarp) {
     for (std::uint32_t t = tiles.first; t < tiles.num_tiles; t += tiles.step) {
@@ -278,13 +220,14 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
         if (args.manual_a) {
           // Ordinary stores into the swizzled layout the MMA reads; the
           // async proxy sees them only after fence.proxy.async.
-          SmemView<B, std::uint8_t> tile(s.a[i], sizeof s.a[i]);
+          std::uint8_t* a = s.tiles.a[i];
+          SmemView<B, std::uint8_t> tile(a, sizeof s.tiles.a[i]);
           B::for_each_lane([&](std::uint32_t lane) {
             for (std::uint32_t r = lane; r < kGemmBlockM; r += 32) {
               const std::uint8_t* src = args.a + (std::size_t{row0 + r} * args.k + kb * Cfg::kBlockK) * Cfg::kElemBytes;
               for (std::uint32_t c = 0; c < kGemmBlockKBytes; c += 16) {
                 const std::uint32_t at =
-                    swizzle_address(SmemSwizzle::b128, B::smem_addr(s.a[i]) + r * 128 + c) - B::smem_addr(s.a[i]);
+                    swizzle_address(SmemSwizzle::b128, B::smem_addr(a) + r * 128 + c) - B::smem_addr(a);
                 std::uint8_t* dst = tile.write_range(at, 16);
                 for (std::uint32_t x = 0; x < 16; ++x) dst[x] = src[c + x];
               }
@@ -293,7 +236,7 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
           if (bug != GemmBug::no_proxy_fence) B::fence_proxy_async();
         }
         B::elect_one([&] {
-          if (G == 1 || leader) {
+          if (G == 1 || cta.leader) {
             std::uint32_t bytes = Cfg::kStageBytes - (args.manual_a ? Cfg::kABytes : 0);
             if (bug == GemmBug::expect_tx_mismatch) bytes += 16;
             stage.expect_bytes(bytes);
@@ -301,43 +244,32 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
           // This CTA's slice of A, into every CTA of its row along y at the
           // slice's offset; then its slice of the B rows it reads (the pair's
           // odd CTA reads the upper half for cta_group 2), into the CTAs of
-          // its column that read them. A tile no other CTA shares is a plain
-          // load (decided at compile time: no multicast in its SASS).
-          auto load = [&](auto shared, const typename B::TmaMap& map, std::uint8_t* dst, const TmaCoords& c,
-                          std::uint16_t mask) {
-            if constexpr (decltype(shared)::value) {
-              B::template tma_load_multicast<G>(map, dst, stage.full_mbar(), c, mask);
-            } else {
-              B::template tma_load<G>(map, dst, stage.full_mbar(), c);
-            }
-          };
+          // its column that read them.
           if (!args.manual_a) {
             const std::uint32_t slice = Cfg::a_slice(rank);
             const TmaCoords ca{{kc, static_cast<std::int32_t>(row0 + slice * Cfg::kARowsLoaded)}};
-            load(std::bool_constant<(Cfg::kASharers > 1)>{}, args.a_map, s.a[i] + slice * Cfg::kABytesLoaded, ca,
-                 Cfg::a_mask(rank));
+            gemm_load_share<B, G, (Cfg::kASharers > 1)>(args.a_map, s.tiles.a[i] + slice * Cfg::kABytesLoaded,
+                                                        stage.full_mbar(), ca, Cfg::a_mask(rank));
           }
           const std::uint32_t slice = Cfg::b_slice(rank);
           const std::uint32_t b_row0 = col0 + (G == 2 ? (rank & 1u) * Cfg::kBRowsRead : 0);
           const TmaCoords cb{{kc, static_cast<std::int32_t>(b_row0 + slice * Cfg::kBRowsLoaded)}};
-          load(std::bool_constant<(Cfg::kBSharers > 1)>{}, args.b_map, s.b[i] + slice * Cfg::kBBytesLoaded, cb,
-               Cfg::b_mask(rank));
+          gemm_load_share<B, G, (Cfg::kBSharers > 1)>(args.b_map, s.tiles.b[i] + slice * Cfg::kBBytesLoaded,
+                                                      stage.full_mbar(), cb, Cfg::b_mask(rank));
         });
       }
     }
     // No commit or peer multicast may still target this CTA when it exits.
     if (bug != GemmBug::exit_before_drain) input.drain();
   } else if (warp == kGemmMmaWarp) {
-    MmaCtx ctx = MmaCtx::create(&s.tmem_addr, s.accum, &s.tmem_dealloc, mma_complete_mask);
+    MmaCtx ctx = cta.mma_context(mma_complete_mask);
     if (bug == GemmBug::no_cluster_sync_before_alloc) B::cluster_sync();
     if (bug == GemmBug::alloc_after_relinquish) {
       ctx.tmem().release_lock();
-      TmemAllocation<B, G, 32>::allocate(&s.tmem_addr);  // the bug: the permit is gone
+      TmemAllocation<B, G, 32>::allocate(&s.pipes.tmem_addr);  // the bug: the permit is gone
     }
     auto mainloop = [&] {
-      if (G == 2 && !leader) return;  // the pair's MMAs are the even CTA's
-      const std::uint32_t idesc =
-          InstrDescriptor{.a = Cfg::kIn, .b = Cfg::kIn, .m = kGemmBlockM * G, .n = kGemmBlockN}.encode();
+      if (G == 2 && !cta.leader) return;  // the pair's MMAs are the even CTA's
       for (std::uint32_t t = tiles.first; t < tiles.num_tiles; t += tiles.step) {
         auto out = ctx.output_pipeline().acquire_for_mma();
         for (std::uint32_t kb = 0; kb < k_blocks; ++kb) {
@@ -345,11 +277,7 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
           const bool fresh_tile_bug = bug == GemmBug::stale_accumulator;
           auto issue = [&] {
             if (bug == GemmBug::missing_k_block && kb == k_blocks - 1) return;
-            for (std::uint32_t kk = 0; kk < kGemmBlockKBytes; kk += kGemmMmaKBytes) {
-              B::template mma<Cfg::kKind, G>(out.tmem.offset(), gemm_smem_desc<B>(s.a[in.index()], kk),
-                                             gemm_smem_desc<B>(s.b[in.index()], kk), idesc,
-                                             kb > 0 || kk > 0 || fresh_tile_bug);
-            }
+            cta.mma_k_block(out.tmem.offset(), in.index(), kb > 0 || fresh_tile_bug);
           };
           if (bug == GemmBug::unelected_mma) {
             issue();
@@ -379,7 +307,7 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
     }
   } else if (warp < kGemmEpilogueWarps) {
     if (bug != GemmBug::read_addr_before_sync) EpiCtx::Sync::wait();
-    EpiCtx ctx = EpiCtx::create(&s.tmem_addr, s.accum, &s.tmem_dealloc, mma_complete_mask);
+    EpiCtx ctx = cta.read_epilogue_context(mma_complete_mask);
     if (bug == GemmBug::read_addr_before_sync) EpiCtx::Sync::wait();
     auto epilogue = [&] {
       for (std::uint32_t t = tiles.first; t < tiles.num_tiles; t += tiles.step) {
@@ -401,20 +329,12 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
         // Early release: the stage's cells are in registers; the MMA warp may
         // start the next tile in it while this warp stores D.
         if (bug != GemmBug::no_accum_release && bug != GemmBug::release_before_wait_ld) stage.arrive_empty();
-        B::for_each_lane([&](std::uint32_t lane) {
-          for (std::uint32_t r = 0; r < tmem_regs(TmemShape::s16x256b, kRepeat); ++r) {
-            const TmemCell c = tmem_frag_cell(TmemShape::s16x256b, kRepeat, lane, r);
-            const std::uint32_t row = row0 + 32 * (warp % 4) + c.lane;
-            const std::size_t at = std::size_t{row} * args.n + col0 + c.col;
-            args.d[at] = detail::float_from_bits(upper.reg(r));
-            args.d[at + std::size_t{kTmemLowerRowLanes} * args.n] = detail::float_from_bits(lower.reg(r));
-          }
-        });
+        gemm_store_quarter<B>(args.d, args.n, row0 + 32 * (warp % 4), col0, upper, lower);
       }
     };
     if (bug == GemmBug::early_dealloc) {
       epilogue();
-      B::arrive(s.tmem_dealloc);  // the bug: the peer CTA's dealloc does not wait for this warp
+      B::arrive(s.pipes.tmem_dealloc);  // the bug: the peer CTA's dealloc does not wait for this warp
     } else {
       auto scope = ctx.enter();  // its end signals the dealloc barrier (both CTAs' for cta_group 2)
       epilogue();

@@ -101,6 +101,20 @@ inline void row_dots(const float* x, const float* rows, std::size_t stride, std:
   }
 }
 
+// The GEMM examples' inputs: integers in [-range, range] from a 64-bit
+// linear congruential generator seeded with `seed`.
+class SmallInts {
+ public:
+  explicit SmallInts(std::uint64_t seed) : x_(seed * 0x9e3779b97f4a7c15ull + 1) {}
+  int next(int range) {
+    x_ = x_ * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<int>((x_ >> 33) % static_cast<std::uint64_t>(2 * range + 1)) - range;
+  }
+
+ private:
+  std::uint64_t x_;
+};
+
 struct GemmProblem {
   std::uint32_t m = 0, n = 0, k = 0;
   ElemType in = ElemType::bf16;
@@ -121,11 +135,8 @@ struct GemmProblem {
     p.a.resize(std::size_t{m} * k * eb);
     p.b.resize(std::size_t{n} * k * eb);
     p.d.assign(std::size_t{m} * n, __builtin_nanf(""));
-    std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    auto next = [&x](int range) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      return static_cast<float>(static_cast<int>((x >> 33) % static_cast<std::uint64_t>(2 * range + 1)) - range);
-    };
+    SmallInts ints(seed);
+    auto next = [&ints](int range) { return static_cast<float>(ints.next(range)); };
     auto put = [&](std::vector<std::uint8_t>& v, std::size_t i, float f) {
       if (in == ElemType::bf16) {
         const std::uint16_t h = float_to_bf16(f);

@@ -41,7 +41,7 @@
 #include "core/tma.hpp"
 #include "core/tmem.hpp"
 #include "core/warp_context.hpp"
-#include "examples/gemm.hpp"
+#include "examples/gemm_common.hpp"
 
 namespace wspipe::examples {
 
@@ -112,17 +112,16 @@ struct PersistentGemmConfig {
                 "PersistentGemmConfig: AccumStages must leave each accumulator stage at least 64 columns");
 };
 
+// gemm's shared memory (gemm_common.hpp; each CTA's B tile holds the rows
+// its MMA reads) plus the epilogue's staging buffers and the scheduler's
+// CLC ring, between the tiles and the barriers.
 template <class Cfg>
 struct PersistentGemmStorage {
-  alignas(1024) std::uint8_t a[Cfg::kStages][kGemmBlockM * kGemmBlockKBytes];
-  alignas(1024) std::uint8_t b[Cfg::kStages][Cfg::kBRowsRead * kGemmBlockKBytes];
+  GemmOperandTiles<Cfg::kStages, Cfg::kBRowsRead> tiles;
   // Per epilogue warp: its 32 rows x kPgStoreCols columns of D, row-major.
   alignas(128) float staging[kPgEpilogueWarps][kPgStagingBuffers][32 * kPgStoreCols];
   TileSchedulerStorage<Cfg::kClcStages> sched;
-  SharedMemBarrier input[2 * Cfg::kStages];
-  SharedMemBarrier accum[2 * Cfg::kAccumStages];
-  SharedMemBarrier tmem_dealloc;
-  std::uint32_t tmem_addr;
+  GemmPipelineStorage<Cfg::kStages, Cfg::kAccumStages> pipes;
 };
 
 // What the kernel is given: tensor maps of A (box 64 x kARowsLoaded), B
@@ -175,22 +174,15 @@ WSPIPE_HD constexpr std::uint16_t pg_input_commit_mask(std::uint32_t rank) {
 
 template <Backend B, class Cfg>
 WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
-  using Storage = PersistentGemmStorage<Cfg>;
-  struct Tiles {
-    Storage* s;
-  };
-  using Input = InputTilePipeline<B, Tiles, Cfg::kStages, 1>;
-  using MmaCtx = MmaWarpContext<B, Cfg::kOpc, 32, 128>;
-  using EpiCtx = EpilogueWarpContext<B, Cfg::kOpc, 32, 128>;
+  using Cta = GemmCta<B, Cfg, PersistentGemmStorage<Cfg>>;
   using Scheduler = TileScheduler<B, Cfg::kClcStages>;
   constexpr int G = Cfg::kCtaGroup;
   constexpr ClusterShape shape = Cfg::kShape;
 
   B::check(B::cluster_size() == shape.size(), "the launch's cluster size is the config's cluster shape");
-  Storage& s = B::template shared_storage<Storage>();
-  const std::uint32_t warp = B::warp_idx();
-  const std::uint32_t rank = B::cta_rank();
-  const bool leader = (rank & 1u) == 0;  // the pair's even CTA issues its MMAs
+  const Cta cta;
+  auto& s = cta.s;
+  const std::uint32_t warp = cta.warp, rank = cta.rank;
   const PersistentGemmBug bug = args.bug;
   // tcgen05.commit of accum-full reaches the pair's two CTAs: ranks
   // 2k, 2k+1, i.e. 0x3 shifted to the pair's first rank (docs/hardware.md
@@ -205,10 +197,7 @@ WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
   Scheduler sched(s.sched, num_tiles);
 
   if (warp == kPgMmaWarp) {
-    Input::init_barriers(s.input, Cfg::kInputConsumers);
-    OutputTilePipeline<B, Cfg::kOpc>::init_barriers(s.accum);
-    TmemDeallocBarrier<B, G>(&s.tmem_dealloc).init();
-    B::fence_init();
+    cta.init_barriers(Cfg::kInputConsumers);
   } else if (warp == kPgSchedulerWarp) {
     Scheduler::init_barriers(s.sched, kPgWorkerWarps);
     B::fence_init();
@@ -217,7 +206,7 @@ WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
   // them, and (cta_group 2) the peer runs before the pair's alloc.
   B::cluster_sync();
 
-  Input input(s.input, Tiles{&s});
+  auto input = cta.input();
 
   if (warp == kPgSchedulerWarp) {
     if (bug == PersistentGemmBug::undrained_clc_ring) {
@@ -244,44 +233,30 @@ WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
         const std::uint32_t i = stage.index();
         const auto kc = static_cast<std::int32_t>(kb * Cfg::kBlockK);
         B::elect_one([&] {
-          if (G == 1 || leader) stage.expect_bytes(Cfg::kStageBytes);
+          if (G == 1 || cta.leader) stage.expect_bytes(Cfg::kStageBytes);
           const std::uint32_t a_row = y * Cfg::kARowsLoaded;
           const TmaCoords ca{{kc, static_cast<std::int32_t>(at.row0 + a_row)}};
-          std::uint8_t* a_dst = s.a[i] + a_row * kGemmBlockKBytes;
-          if constexpr (Cfg::kAMulticast) {
-            B::template tma_load_multicast<G>(args.a_map, a_dst, stage.full_mbar(), ca, a_mask);
-          } else {
-            B::template tma_load<G>(args.a_map, a_dst, stage.full_mbar(), ca);
-          }
+          gemm_load_share<B, G, Cfg::kAMulticast>(args.a_map, s.tiles.a[i] + a_row * kGemmBlockKBytes,
+                                                  stage.full_mbar(), ca, a_mask);
           const std::uint32_t b_row = b_share * Cfg::kBRowsLoaded;
           const TmaCoords cb{{kc, static_cast<std::int32_t>(at.col0 + b_half * Cfg::kBRowsRead + b_row)}};
-          std::uint8_t* b_dst = s.b[i] + b_row * kGemmBlockKBytes;
-          if constexpr (Cfg::kBMulticast) {
-            B::template tma_load_multicast<G>(args.b_map, b_dst, stage.full_mbar(), cb, b_mask);
-          } else {
-            B::template tma_load<G>(args.b_map, b_dst, stage.full_mbar(), cb);
-          }
+          gemm_load_share<B, G, Cfg::kBMulticast>(args.b_map, s.tiles.b[i] + b_row * kGemmBlockKBytes,
+                                                  stage.full_mbar(), cb, b_mask);
         });
       }
     }
     // No commit or peer multicast may still target this CTA when it exits.
     input.drain();
   } else if (warp == kPgMmaWarp) {
-    MmaCtx ctx = MmaCtx::create(&s.tmem_addr, s.accum, &s.tmem_dealloc, mma_complete_mask);
+    auto ctx = cta.mma_context(mma_complete_mask);
     auto scope = ctx.enter();  // its end: relinquish, wait for the epilogues, deallocate
-    const std::uint32_t idesc =
-        InstrDescriptor{.a = Cfg::kIn, .b = Cfg::kIn, .m = kGemmBlockM * G, .n = kGemmBlockN}.encode();
     const std::uint16_t commit_mask = pg_input_commit_mask<Cfg>(rank);
     for (TileWork w = sched.initial(); w.valid;) {
-      if (G == 1 || leader) {  // the pair's MMAs are the even CTA's
+      if (G == 1 || cta.leader) {  // the pair's MMAs are the even CTA's
         auto out = ctx.output_pipeline().acquire_for_mma();
         for (std::uint32_t kb = 0; kb < k_blocks; ++kb) {
           auto in = input.consumer();
-          B::elect_one([&] {
-            for (std::uint32_t kk = 0; kk < kGemmBlockKBytes; kk += kGemmMmaKBytes)
-              B::template mma<MmaKind::f16, G>(out.tmem.offset(), gemm_smem_desc<B>(s.a[in.index()], kk),
-                                               gemm_smem_desc<B>(s.b[in.index()], kk), idesc, kb > 0 || kk > 0);
-          });
+          B::elect_one([&] { cta.mma_k_block(out.tmem.offset(), in.index(), kb > 0); });
           in.template commit<G>(Cfg::kCommitMulticast ? commit_mask : 0);
         }
         ctx.output_pipeline().release_from_mma(out);
@@ -298,8 +273,7 @@ WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
       w = sched.next(w);
     }
   } else if (warp < kPgEpilogueWarps) {
-    EpiCtx::Sync::wait();
-    EpiCtx ctx = EpiCtx::create(&s.tmem_addr, s.accum, &s.tmem_dealloc, mma_complete_mask);
+    auto ctx = cta.epilogue_context(mma_complete_mask);
     auto scope = ctx.enter();  // its end signals the dealloc barrier (both CTAs' for cta_group 2)
     const std::uint32_t quarter = warp % 4;
     std::uint32_t buffer = 0;
