@@ -29,7 +29,7 @@ cli::OptionValues values_of(const cli::Scenario& sc, const cli::VariantSpec& v, 
 emu::ExploreResult explore(const cli::Scenario& sc, const cli::VariantSpec& v, const cli::OptionValues& values,
                            std::uint64_t runs, bool lanes) {
   auto o = wspipe::test::fixed_runs(runs, 2);
-  o.lane_divergence = lanes;
+  o.run.lane_divergence = lanes;
   o.shrink = false;
   return emu::explore([&] { return sc.prepare(v.name, values); }, o);
 }

@@ -239,7 +239,7 @@ TEST(explore_Shrink, EveryCatalogueVariantShrinksToAReplayableSchedule) {
       const emu::KernelFactory make = [&] { return sc.prepare(v.name, values); };
       auto o = test::fixed_runs(500, 2);
       o.shrink_seconds = 10;
-      o.lane_divergence = v.lane_divergence;
+      o.run.lane_divergence = v.lane_divergence;
       const auto r = emu::explore(make, o);
       ASSERT_FALSE(r.ok());
       const emu::Failure& f = *r.failure;
@@ -354,7 +354,7 @@ TEST(explore_Exhaustive, ReductionReachesTheSameFinalStatesWithFewerSchedules) {
     auto full = std::make_shared<Observed>();
     auto reduced = std::make_shared<Observed>();
     auto o = exhaustive(k, false);
-    o.spurious_try_wait = true;
+    o.run.spurious_try_wait = true;
     const auto a = emu::explore(observer(full), o);
     o.reduce = true;
     const auto b = emu::explore(observer(reduced), o);
@@ -407,6 +407,34 @@ TEST(explore_Options, NonsenseIsRejectedNamingTheValue) {
   ASSERT_TRUE(p) << why;
   EXPECT_EQ(emu::to_string(*p), "random,pct:5,rr");
 }
+
+// ExploreOptions holds its RunOptions in `run`; the fields it used to copy
+// still work, deprecated: one set away from its default wins over `run`.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST(explore_Options, DeprecatedRunFieldsStillApply) {
+  emu::ExploreOptions o;
+  o.run.max_steps = 900;
+  o.run.lane_divergence = true;
+  EXPECT_EQ(o.run_options().max_steps, 900u);
+  EXPECT_TRUE(o.run_options().lane_divergence);
+  EXPECT_FALSE(o.run_options().trace);
+  o.max_steps = 700;
+  o.race_check = false;
+  o.mma_memo_bytes = 0;
+  EXPECT_EQ(o.run_options().max_steps, 700u);
+  EXPECT_FALSE(o.run_options().race_check);
+  EXPECT_EQ(o.run_options().mma_memo_bytes, 0u);
+  EXPECT_TRUE(o.run_options().lane_divergence);
+  // A budget of 20 steps makes the ring a livelock, set either way.
+  o = test::fixed_runs(1);
+  o.max_steps = 20;
+  EXPECT_EQ(emu::explore(ring(2, 4, RingBug::none), o).failure->outcome, "livelock");
+  o = test::fixed_runs(1);
+  o.run.max_steps = 20;
+  EXPECT_EQ(emu::explore(ring(2, 4, RingBug::none), o).failure->outcome, "livelock");
+}
+#pragma GCC diagnostic pop
 
 TEST(explore_Replay, AScheduleOfAnotherConfigurationIsRefused) {
   const auto r = emu::explore(ring(2, 8, RingBug::no_release), test::fixed_runs(5));
