@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "backends/emu/report.hpp"
 #include "backends/emu/settings.hpp"
 #include "backends/emu/trace.hpp"
 
@@ -384,29 +385,16 @@ int finish(std::ostream& out, const Args& a, const Plan& p, const Outcome& o, co
   if (p.ctas_per_sm != 0) out << " ctas-per-sm=" << p.ctas_per_sm;
   out << "\n";
   if (o.explored && !r) {
-    const emu::ExploreResult& e = *o.explored;
-    out << "explored " << e.runs << " runs (" << e.steps << " steps) in " << std::fixed << std::setprecision(1)
-        << e.seconds << " s";
-    out.unsetf(std::ios::fixed);
-    if (e.complete) out << ": every schedule within the preemption bound (" << e.pruned << " more pruned as equivalent)";
-    out << ": nothing found\n";
+    out << emu::explored_line(*o.explored);
     return kOk;
   }
-  if (o.explored) {
-    const emu::Failure& f = *o.explored->failure;
-    out << "found in run " << f.run + 1 << " of " << o.explored->runs << " (" << emu::to_string(f.strategy);
-    if (f.strategy.kind != emu::StrategyKind::exhaustive) out << ", seed " << f.seed;
-    out << ")\n";
-  }
+  if (o.explored)
+    out << "found in run " << o.explored->failure->run + 1 << " of " << o.explored->runs << " "
+        << emu::strategy_and_seed(*o.explored->failure) << "\n";
   out << r->report();
   out << "expected outcome of " << p.display << ": " << p.variant->expect << "\n";
   out << "schedule: " << r->schedule.encode() << "\n";
-  if (o.explored) {
-    const emu::ShrinkStats& s = o.explored->failure->shrink;
-    out << "shrunk:   " << s.choices_before << " -> " << s.choices_after << " deviations, " << s.preemptions_before
-        << " -> " << s.preemptions_after << " preemptions" << (s.finished ? "" : " (shrinking ran out of time)")
-        << "\n";
-  }
+  if (o.explored) out << emu::shrunk_line(o.explored->failure->shrink);
   out << "replay:   " << replay_command(prog, p, r->schedule) << "\n";
   if (p.trace_file) out << "trace:    " << *p.trace_file << "\n";
   return r->status == emu::Status::ok ? kOk : kFound;

@@ -471,25 +471,4 @@ ExploreResult explore(const Kernel& kernel, const ExploreOptions& options) {
   return explore([&kernel] { return kernel; }, o);
 }
 
-std::string ExploreResult::report() const {
-  std::string r;
-  if (!failure) {
-    r += "explored " + std::to_string(runs) + " runs (" + std::to_string(steps) + " steps)";
-    if (complete) r += ", every schedule within the bound (" + std::to_string(pruned) + " pruned as equivalent)";
-    r += ": nothing found\n";
-    return r;
-  }
-  const Failure& f = *failure;
-  r += "failure in run " + std::to_string(f.run + 1) + " (" + to_string(f.strategy);
-  if (f.strategy.kind != StrategyKind::exhaustive) r += ", seed " + std::to_string(f.seed);
-  r += "): " + f.outcome + "\n";
-  r += f.result.report();
-  r += "schedule: " + f.replay_token() + "\n";
-  r += "shrunk:   " + std::to_string(f.shrink.choices_before) + " -> " + std::to_string(f.shrink.choices_after) +
-       " deviations, " + std::to_string(f.shrink.preemptions_before) + " -> " +
-       std::to_string(f.shrink.preemptions_after) + " preemptions" +
-       (f.shrink.finished ? "" : " (time ran out)") + "\n";
-  return r;
-}
-
 }  // namespace wspipe::emu
