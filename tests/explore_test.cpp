@@ -232,7 +232,7 @@ TEST(explore_Shrink, EveryCatalogueVariantShrinksToAReplayableSchedule) {
     for (const auto& v : sc.variants) {
       if (v.name.empty()) continue;
       SCOPED_TRACE(sc.name + "/" + v.name);
-      cli::OptionValues values;
+      emu::OptionValues values;
       for (const auto& o : sc.options) values[o.name] = o.def;
       for (const auto& [k, x] : v.pinned) values[k] = x;
       if (sc.resolve) sc.resolve(values);
