@@ -14,7 +14,6 @@
 namespace {
 
 namespace emu = wspipe::emu;
-namespace cli = wspipe::cli;
 namespace examples = wspipe::examples;
 
 emu::OptionValues values_of(const emu::Scenario& sc, const emu::VariantSpec& v, const emu::OptionValues& given = {}) {

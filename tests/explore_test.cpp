@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "backends/emu/report.hpp"
 #include "emu_test_util.hpp"
 #include "examples/ring.hpp"
 #include "examples/scenarios.hpp"
@@ -435,6 +436,36 @@ TEST(explore_Options, DeprecatedRunFieldsStillApply) {
   EXPECT_EQ(emu::explore(ring(2, 4, RingBug::none), o).failure->outcome, "livelock");
 }
 #pragma GCC diagnostic pop
+
+// The reports every front prints come from the results: the JSON of a run
+// and of an exploration, and the one replay command, spelled per front.
+TEST(explore_Report, JsonAndReplayCommandComeFromTheResult) {
+  const auto e = emu::explore(ring(2, 8, RingBug::no_release), test::fixed_runs(5));
+  ASSERT_FALSE(e.ok());
+  const std::string j = emu::to_json(e);
+  const std::string token = e.failure->replay_token();
+  EXPECT_EQ(j.rfind("{\"runs\":", 0), 0u) << j;
+  for (const char* part : {"\"outcome\":\"deadlock\"", "\"status\":\"deadlock\"", "\"blocked\":[{\"warp\":",
+                           "\"shrink\":{\"choices_before\":"})
+    EXPECT_TRUE(contains(j, part)) << part << " in " << j;
+  EXPECT_TRUE(contains(j, "\"schedule\":\"" + token + "\"")) << j;
+  EXPECT_EQ(emu::to_json(e.failure->result), emu::to_json(emu::json_fields(e.failure->result)));
+  const std::string clean = emu::to_json(emu::explore(ring(2, 8, RingBug::none), test::fixed_runs(3)));
+  EXPECT_TRUE(contains(clean, "\"outcome\":\"ok\",\"steps\":")) << clean;
+  EXPECT_TRUE(contains(clean, "\"schedule\":null,\"shrink\":null}")) << clean;
+
+  emu::RunOptions run;
+  run.max_steps = 99;
+  run.lane_divergence = true;
+  const auto& s = e.failure->result.schedule;
+  EXPECT_EQ(emu::replay_command(emu::SettingsFront::flags, run, s, "wspipe", {"replay", "ring/x"}, {"--ctas-per-sm", "2"}),
+            "wspipe replay ring/x --max-steps 99 --lane-divergence --ctas-per-sm 2 --schedule " +
+                emu::shell_quote(token));
+  EXPECT_EQ(emu::replay_command(emu::SettingsFront::environment, run, s, "./my test", {"--gtest_filter=A.B"}, {},
+                                "t.json"),
+            "WSPIPE_REPLAY=" + emu::shell_quote(token) +
+                " WSPIPE_TRACE=t.json WSPIPE_MAX_STEPS=99 WSPIPE_LANE_DIVERGENCE=1 './my test' --gtest_filter=A.B");
+}
 
 TEST(explore_Replay, AScheduleOfAnotherConfigurationIsRefused) {
   const auto r = emu::explore(ring(2, 8, RingBug::no_release), test::fixed_runs(5));

@@ -5,7 +5,6 @@
 #include <iomanip>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 
 #include "backends/emu/report.hpp"
@@ -266,26 +265,24 @@ std::string prog_name(const std::vector<std::string>& argv) {
   return argv.empty() ? "wspipe" : argv[0];
 }
 
-std::string settings(const Plan& p, const char* sep, bool flags) {
+// The scenario's options as in effect: "stages=4 items=64".
+std::string option_values(const Plan& p) {
   std::string out;
-  for (const auto& spec : p.scenario->options) {
-    out += (out.empty() ? "" : sep);
-    out += flags ? "--" + spec.name + " " : spec.name + "=";
-    out += spec.spell(p.values.at(spec.name));
-  }
+  for (const auto& spec : p.scenario->options)
+    out += (out.empty() ? "" : " ") + spec.name + "=" + spec.spell(p.values.at(spec.name));
   return out;
 }
 
 std::string replay_command(const std::string& prog, const Plan& p, const emu::Schedule& s) {
-  std::string cmd = shell_quote(prog) + " replay " + shell_quote(p.display) + " " + settings(p, " ", true);
-  const emu::RunOptions& run = p.settings.run;
-  if (run.max_steps != emu::RunOptions{}.max_steps) cmd += " --max-steps " + std::to_string(run.max_steps);
-  if (run.spurious_try_wait) cmd += " --spurious-try-wait";
-  if (run.lane_divergence) cmd += " --lane-divergence";
-  if (p.max_active_clusters != 0) cmd += " --max-active-clusters " + std::to_string(p.max_active_clusters);
-  if (p.ctas_per_sm != 0) cmd += " --ctas-per-sm " + std::to_string(p.ctas_per_sm);
-  cmd += " --schedule " + shell_quote(s.encode());
-  return cmd;
+  std::vector<std::string> args = {"replay", p.display};
+  for (const auto& spec : p.scenario->options) {
+    args.push_back("--" + spec.name);
+    args.push_back(spec.spell(p.values.at(spec.name)));
+  }
+  std::vector<std::string> launch;
+  if (p.max_active_clusters != 0) launch.insert(launch.end(), {"--max-active-clusters", std::to_string(p.max_active_clusters)});
+  if (p.ctas_per_sm != 0) launch.insert(launch.end(), {"--ctas-per-sm", std::to_string(p.ctas_per_sm)});
+  return emu::replay_command(emu::SettingsFront::flags, p.settings.run, s, prog, args, launch);
 }
 
 void save_trace(const std::string& file, const emu::Trace& t) {
@@ -307,68 +304,25 @@ struct Outcome {
 
 std::string json_result(const Plan& p, const Outcome& o, const std::string& prog) {
   using emu::json_quote;
-  const emu::RunResult* r = o.run;
-  std::ostringstream j;
-  j << "{\"scenario\":" << json_quote(p.display) << ",\"command\":" << json_quote(o.command) << ",\"options\":{";
-  bool first = true;
+  std::string options;
   for (const auto& spec : p.scenario->options) {
     const std::uint64_t v = p.values.at(spec.name);
-    j << (first ? "" : ",") << json_quote(spec.name) << ":"
-      << (spec.choices.empty() ? std::to_string(v) : json_quote(spec.spell(v)));
-    first = false;
+    options += (options.empty() ? "" : ",") + json_quote(spec.name) + ":" +
+               (spec.choices.empty() ? std::to_string(v) : json_quote(spec.spell(v)));
   }
-  j << "},\"strategy\":" << json_quote(o.command == "replay" ? std::string("replay") : emu::to_string(p.settings.portfolio));
-  j << ",\"seed\":" << o.seed << ",\"lane_divergence\":" << (p.settings.run.lane_divergence ? "true" : "false");
-  const emu::ExploreResult* e = o.explored;
-  j << ",\"runs\":" << (e ? e->runs : 1);
-  if (e) {
-    j << ",\"complete\":" << (e->complete ? "true" : "false") << ",\"pruned\":" << e->pruned
-      << ",\"seconds\":" << std::fixed << std::setprecision(3) << e->seconds;
-    j.unsetf(std::ios::fixed);
-    if (e->failure) j << ",\"run\":" << e->failure->run + 1;
-  }
-  j << ",\"status\":" << json_quote(r ? emu::to_string(r->status) : "ok");
-  j << ",\"outcome\":" << json_quote(r ? emu::outcome(*r) : "ok");
-  j << ",\"expect\":" << json_quote(p.variant->expect);
-  j << ",\"steps\":" << (r ? r->steps : e ? e->steps : 0);
-  j << ",\"violations\":[";
-  if (r) {
-    for (std::size_t i = 0; i < r->violations.size(); ++i) {
-      const auto& v = r->violations[i];
-      j << (i ? "," : "") << "{\"rule\":" << json_quote(v.rule) << ",\"warp\":" << json_quote(v.warp)
-        << ",\"object\":" << json_quote(v.object) << ",\"step\":" << v.step
-        << ",\"location\":" << json_quote(v.line ? v.file + ":" + std::to_string(v.line) : "")
-        << ",\"message\":" << json_quote(v.message);
-      if (!v.other.empty()) j << ",\"other\":" << json_quote(v.other);
-      j << "}";
-    }
-  }
-  j << "],\"blocked\":[";
-  if (r) {
-    for (std::size_t i = 0; i < r->blocked.size(); ++i) {
-      const auto& b = r->blocked[i];
-      j << (i ? "," : "") << "{\"warp\":" << json_quote(b.warp) << ",\"op\":" << json_quote(b.op)
-        << ",\"object\":" << json_quote(b.object) << ",\"state\":" << json_quote(b.state)
-        << ",\"location\":" << json_quote(b.line ? b.file + ":" + std::to_string(b.line) : "") << "}";
-    }
-  }
-  j << "]";
-  if (r) {
-    j << ",\"schedule\":" << json_quote(r->schedule.encode());
-    j << ",\"replay\":" << json_quote(replay_command(prog, p, r->schedule));
-  } else {
-    j << ",\"schedule\":null,\"replay\":null";
-  }
-  if (e && e->failure) {
-    const emu::ShrinkStats& s = e->failure->shrink;
-    j << ",\"shrink\":{\"choices_before\":" << s.choices_before << ",\"choices_after\":" << s.choices_after
-      << ",\"preemptions_before\":" << s.preemptions_before << ",\"preemptions_after\":" << s.preemptions_after
-      << ",\"finished\":" << (s.finished ? "true" : "false") << "}";
-  } else if (e) {
-    j << ",\"shrink\":null";
-  }
-  j << "}";
-  return j.str();
+  emu::JsonFields j = {
+      {"scenario", json_quote(p.display)},
+      {"command", json_quote(o.command)},
+      {"options", "{" + options + "}"},
+      {"strategy", json_quote(o.command == "replay" ? std::string("replay") : emu::to_string(p.settings.portfolio))},
+      {"seed", std::to_string(o.seed)},
+      {"lane_divergence", p.settings.run.lane_divergence ? "true" : "false"}};
+  const emu::JsonFields result = o.explored ? emu::json_fields(*o.explored) : emu::json_fields(*o.run);
+  if (!o.explored) j.emplace_back("runs", "1");
+  j.insert(j.end(), result.begin(), result.end());
+  emu::insert_after(j, "outcome", {"expect", json_quote(p.variant->expect)});
+  emu::insert_after(j, "schedule", {"replay", o.run ? json_quote(replay_command(prog, p, o.run->schedule)) : "null"});
+  return emu::to_json(j);
 }
 
 int finish(std::ostream& out, const Args& a, const Plan& p, const Outcome& o, const std::string& prog) {
@@ -378,7 +332,7 @@ int finish(std::ostream& out, const Args& a, const Plan& p, const Outcome& o, co
     out << json_result(p, o, prog) << "\n";
     return r && r->status != emu::Status::ok ? kFound : kOk;
   }
-  out << "wspipe " << o.command << " " << p.display << " " << settings(p, " ", false);
+  out << "wspipe " << o.command << " " << p.display << " " << option_values(p);
   if (o.command != "replay") out << " strategy=" << emu::to_string(p.settings.portfolio) << " seed=" << o.seed;
   if (p.settings.run.lane_divergence) out << " lane-divergence";
   if (p.max_active_clusters != 0) out << " max-active-clusters=" << p.max_active_clusters;

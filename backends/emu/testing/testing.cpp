@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/emu/report.hpp"
 #include "backends/emu/settings.hpp"
 
 namespace wspipe::testing {
@@ -41,13 +42,14 @@ std::string this_test() {
   return std::string(info->test_suite_name()) + "." + info->name();
 }
 
-// The line that replays `token` in this test, and how to read its trace.
-std::string replay_command(const std::string& token) {
-  std::string cmd = "replay: WSPIPE_REPLAY=" + shell_quote(token) + " WSPIPE_TRACE=wspipe-trace.json " +
-                    shell_quote(this_binary());
-  if (const std::string test = this_test(); !test.empty()) cmd += " --gtest_filter=" + shell_quote(test);
-  cmd += "\n        (wspipe-trace.json opens in https://ui.perfetto.dev; a name ending in .txt gives a text log)\n";
-  return cmd;
+// The line that replays a failure in this test, and how to read its trace.
+std::string replay_line(const emu::Failure& f, const emu::ExploreOptions& opts) {
+  std::vector<std::string> args;
+  if (const std::string test = this_test(); !test.empty()) args.push_back("--gtest_filter=" + test);
+  return "replay: " +
+         emu::replay_command(emu::SettingsFront::environment, opts.run_options(), f.result.schedule, this_binary(),
+                             args, {}, "wspipe-trace.json") +
+         "\n        (wspipe-trace.json opens in https://ui.perfetto.dev; a name ending in .txt gives a text log)\n";
 }
 
 // The progress line on stderr, for explorations that run long enough for a
@@ -180,7 +182,7 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
   const auto res = explore_or(make, opts, &error);
   if (!res) return ::testing::AssertionFailure() << "\n" << error;
   if (res->ok()) return ::testing::AssertionSuccess() << res->report();
-  return ::testing::AssertionFailure() << "\n" << res->report() << replay_command(res->failure->replay_token());
+  return ::testing::AssertionFailure() << "\n" << res->report() << replay_line(*res->failure, opts);
 }
 
 ::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts) {
@@ -211,7 +213,7 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
     return ::testing::AssertionFailure() << "expected " << expected << ", but " << nothing_found(*res, opts);
   if (res->failure->outcome == expected) return ::testing::AssertionSuccess() << res->report();
   return ::testing::AssertionFailure() << "\nexpected " << expected << ", found " << res->failure->outcome << ":\n"
-                                       << res->report() << replay_command(res->failure->replay_token());
+                                       << res->report() << replay_line(*res->failure, opts);
 }
 
 ::testing::AssertionResult finds(std::string_view expected, const emu::Kernel& kernel, emu::ExploreOptions opts) {
