@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backends/emu/report.hpp"
+#include "backends/emu/settings.hpp"
 #include "emu_test_util.hpp"
 #include "examples/ring.hpp"
 #include "examples/scenarios.hpp"
@@ -436,6 +437,45 @@ TEST(explore_Options, DeprecatedRunFieldsStillApply) {
   EXPECT_EQ(emu::explore(ring(2, 4, RingBug::none), o).failure->outcome, "livelock");
 }
 #pragma GCC diagnostic pop
+
+// The settings table's rules between settings, whichever front gives them.
+TEST(explore_Settings, RulesBetweenSettings) {
+  auto apply = [](emu::ExploreOptions& o, std::vector<std::pair<const char*, const char*>> given) {
+    std::vector<emu::GivenSetting> g;
+    for (const auto& [flag, value] : given) g.push_back({emu::find_setting_flag(flag), value});
+    return emu::apply_settings(o, g, emu::SettingsFront::flags);
+  };
+  emu::ExploreOptions o;
+  EXPECT_TRUE(apply(o, {{"strategy", "random,pct,pct:2"}, {"pct-depth", "7"}}).empty());
+  EXPECT_EQ(emu::to_string(o.portfolio), "random,pct:7,pct:2") << "the depth goes to a plain pct only";
+  o = {};
+  EXPECT_TRUE(apply(o, {{"runs", "9"}}).empty());
+  EXPECT_EQ(o.seconds, 0.0) << "runs alone is the whole budget";
+  o = {};
+  o.preemptions = 3;
+  EXPECT_TRUE(apply(o, {{"strategy", "pct"}}).empty());
+  EXPECT_FALSE(o.preemptions) << "a bound not given with a sampled strategy is dropped";
+  o = {};
+  o.jobs = 8;
+  EXPECT_TRUE(apply(o, {{"strategy", "exhaustive"}}).empty());
+  EXPECT_EQ(o.jobs, 1u);
+  o = {};
+  EXPECT_TRUE(apply(o, {{"max-steps", "77"}, {"mma-memo-mib", "3"}, {"lane-divergence", "1"}}).empty());
+  EXPECT_EQ(o.run.max_steps, 77u);
+  EXPECT_EQ(o.run.mma_memo_bytes, std::size_t{3} << 20);
+  EXPECT_TRUE(o.run.lane_divergence);
+  // A rule the code alone breaks is explore()'s to report, in the code's words.
+  o = {};
+  o.shard_count = 2;
+  o.portfolio = {{emu::StrategyKind::exhaustive}};
+  EXPECT_TRUE(apply(o, {{"seed", "4"}}).empty());
+  try {
+    emu::validate_settings(o, emu::SettingsFront::code);
+    ADD_FAILURE() << "an exhaustive search over shards was accepted";
+  } catch (const emu::SettingsError& e) {
+    EXPECT_EQ(std::string(e.what()), "shard 0/2: the exhaustive strategy runs unsharded (one process, one thread)");
+  }
+}
 
 // The reports every front prints come from the results: the JSON of a run
 // and of an exploration, and the one replay command, spelled per front.

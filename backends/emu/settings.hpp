@@ -24,6 +24,7 @@ enum class SettingsFront {
   environment,  // the environment:          "WSPIPE_JOBS=5000"
 };
 
+// What a setting's rule writes to while apply_settings() runs (settings.cpp).
 struct SettingsState;
 
 struct Setting {
