@@ -92,7 +92,7 @@ struct GemmVariant {
   int cta_group = 0;  // pinned option values (0: as given)
   int cluster = 0;
   int manual_a = -1;
-  bool lane_divergence = false;  // caught in lane-divergence mode (cli::VariantSpec)
+  bool lane_divergence = false;  // caught in lane-divergence mode (emu::VariantSpec)
   int cluster_y = 0;
   int m = 0;  // rows of A and D: one cluster tile of a larger cluster
 };
@@ -197,7 +197,7 @@ Scenario make_gemm_scenario() {
     for (const GemmVariant& x : kVariants)
       if (variant == x.name) v = &x;
     if (v == nullptr) throw std::invalid_argument("gemm: no variant '" + variant + "'");
-    // Pinned and derived settings are in `o` already (cli::Scenario).
+    // Pinned and derived settings are in `o` already (emu::Scenario).
     const auto cta_group = static_cast<std::uint32_t>(o.at("cta-group"));
     const auto cluster = static_cast<std::uint32_t>(o.at("cluster"));
     const auto cluster_y = static_cast<std::uint32_t>(o.at("cluster-y"));

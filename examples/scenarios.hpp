@@ -1,4 +1,4 @@
-// The built-in catalogue of scenarios (a cli::Catalogue): each kernel of
+// The built-in catalogue of scenarios (an emu::Catalogue): each kernel of
 // examples/, its options, and its variants with the outcome each must produce.
 #pragma once
 
@@ -6,16 +6,16 @@
 #include <string>
 
 #include "backends/emu/explore.hpp"
+#include "backends/emu/scenario.hpp"
 #include "core/cluster.hpp"
-#include "tools/cli.hpp"
 
 namespace wspipe::examples {
 
-using cli::Catalogue;
-using cli::OptionSpec;
-using cli::OptionValues;
-using cli::Scenario;
-using cli::VariantSpec;
+using emu::Catalogue;
+using emu::OptionSpec;
+using emu::OptionValues;
+using emu::Scenario;
+using emu::VariantSpec;
 
 // The built-in catalogue: ring, tile-reduce, gemm, blockwise-fp8, tmem-coresident,
 // persistent-gemm.

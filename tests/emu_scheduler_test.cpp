@@ -26,8 +26,8 @@ class SchedCheck {
   ~SchedCheck() { emu::detail::set_sched_check(false); }
 };
 
-cli::OptionValues defaults(const cli::Scenario& sc, const cli::VariantSpec& v) {
-  cli::OptionValues values;
+emu::OptionValues defaults(const emu::Scenario& sc, const emu::VariantSpec& v) {
+  emu::OptionValues values;
   for (const auto& o : sc.options) values[o.name] = o.def;
   for (const auto& [k, x] : v.pinned) values[k] = x;
   if (sc.resolve) sc.resolve(values);
@@ -37,8 +37,8 @@ cli::OptionValues defaults(const cli::Scenario& sc, const cli::VariantSpec& v) {
 // Small sizes of a scenario, so that each variant runs a few schedules of
 // each strategy in seconds; its defaults where the variant's pins rule the
 // small sizes out. `pairs`: gemm with cta_group 2 on two clusters.
-cli::OptionValues small(const cli::Scenario& sc, const cli::VariantSpec& v, bool pairs) {
-  cli::OptionValues values;
+emu::OptionValues small(const emu::Scenario& sc, const emu::VariantSpec& v, bool pairs) {
+  emu::OptionValues values;
   for (const auto& o : sc.options) values[o.name] = o.def;
   auto set = [&](const char* k, std::uint64_t x) {
     if (values.count(k) != 0) values[k] = x;
@@ -70,14 +70,14 @@ TEST(scheduler_CrossCheck, EnabledSetEqualsMovableAtEveryStepAcrossScenariosAndS
       if (pairs && sc.name != "gemm") continue;
       for (const auto& v : sc.variants) {
         SCOPED_TRACE(sc.name + "/" + (v.name.empty() ? "correct" : v.name) + (pairs ? " cta_group 2" : ""));
-        const cli::OptionValues values = small(sc, v, pairs);
+        const emu::OptionValues values = small(sc, v, pairs);
         const emu::KernelFactory make = [&] { return sc.prepare(v.name, values); };
         for (const bool spurious : {false, true}) {
           emu::ExploreOptions o = test::fixed_runs(3);
           o.portfolio = {{emu::StrategyKind::random}, {emu::StrategyKind::pct, 3}, {emu::StrategyKind::round_robin}};
           o.shrink = false;
-          o.spurious_try_wait = spurious;
-          o.lane_divergence = v.lane_divergence;
+          o.run.spurious_try_wait = spurious;
+          o.run.lane_divergence = v.lane_divergence;
           const auto r = emu::explore(make, o);
           runs += r.runs;
           // A correct kernel stays correct with the check on (a broken one
@@ -90,8 +90,8 @@ TEST(scheduler_CrossCheck, EnabledSetEqualsMovableAtEveryStepAcrossScenariosAndS
     }
   }
   // Exhaustive search (with its footprints and sleep sets) over ring.
-  const cli::Scenario* ring = examples::find_scenario("ring");
-  cli::OptionValues values;
+  const emu::Scenario* ring = examples::find_scenario("ring");
+  emu::OptionValues values;
   for (const auto& o : ring->options) values[o.name] = o.def;
   values["items"] = 4;
   values["stages"] = 2;

@@ -191,7 +191,7 @@ TEST(examples_Gemm, NumericBugsAreResultMismatchesWithTheMemoWarmOrOff) {
 TEST(examples_Gemm, UnshiftedPairMaskIsCaught) {
   const ex::Scenario* s = ex::find_scenario("gemm");
   ASSERT_NE(s, nullptr);
-  const wspipe::cli::VariantSpec* bug = nullptr;
+  const wspipe::emu::VariantSpec* bug = nullptr;
   for (const auto& v : s->variants)
     if (v.name == "unshifted-pair-mask") bug = &v;
   ASSERT_NE(bug, nullptr);

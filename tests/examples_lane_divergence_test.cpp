@@ -14,11 +14,10 @@
 namespace {
 
 namespace emu = wspipe::emu;
-namespace cli = wspipe::cli;
 namespace examples = wspipe::examples;
 
-cli::OptionValues values_of(const cli::Scenario& sc, const cli::VariantSpec& v, const cli::OptionValues& given = {}) {
-  cli::OptionValues values;
+emu::OptionValues values_of(const emu::Scenario& sc, const emu::VariantSpec& v, const emu::OptionValues& given = {}) {
+  emu::OptionValues values;
   for (const auto& o : sc.options) values[o.name] = o.def;
   for (const auto& [k, x] : given) values[k] = x;
   for (const auto& [k, x] : v.pinned) values[k] = x;
@@ -26,15 +25,15 @@ cli::OptionValues values_of(const cli::Scenario& sc, const cli::VariantSpec& v, 
   return values;
 }
 
-emu::ExploreResult explore(const cli::Scenario& sc, const cli::VariantSpec& v, const cli::OptionValues& values,
+emu::ExploreResult explore(const emu::Scenario& sc, const emu::VariantSpec& v, const emu::OptionValues& values,
                            std::uint64_t runs, bool lanes) {
   auto o = wspipe::test::fixed_runs(runs, 2);
-  o.lane_divergence = lanes;
+  o.run.lane_divergence = lanes;
   o.shrink = false;
   return emu::explore([&] { return sc.prepare(v.name, values); }, o);
 }
 
-const cli::VariantSpec& correct(const cli::Scenario& sc) {
+const emu::VariantSpec& correct(const emu::Scenario& sc) {
   for (const auto& v : sc.variants)
     if (v.name.empty()) return v;
   throw std::logic_error(sc.name + " has no correct variant");
@@ -42,7 +41,7 @@ const cli::VariantSpec& correct(const cli::Scenario& sc) {
 
 TEST(examples_LaneDivergence, CorrectKernelsRunClean) {
   // each scenario's defaults, and the settings that change its lanes' code
-  const std::vector<std::pair<std::string, cli::OptionValues>> configs = {
+  const std::vector<std::pair<std::string, emu::OptionValues>> configs = {
       {"ring", {}},
       {"ring", {{"release", 1}}},
       {"tile-reduce", {}},
@@ -55,7 +54,7 @@ TEST(examples_LaneDivergence, CorrectKernelsRunClean) {
       {"blockwise-fp8", {{"cta-group", 2}}},
   };
   for (const auto& [name, given] : configs) {
-    const cli::Scenario* sc = examples::find_scenario(name);
+    const emu::Scenario* sc = examples::find_scenario(name);
     ASSERT_NE(sc, nullptr) << name;
     const auto r = explore(*sc, correct(*sc), values_of(*sc, correct(*sc), given), 10, true);
     EXPECT_TRUE(r.ok()) << name << ": " << r.report();

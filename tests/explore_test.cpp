@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 
+#include "backends/emu/report.hpp"
+#include "backends/emu/settings.hpp"
 #include "emu_test_util.hpp"
 #include "examples/ring.hpp"
 #include "examples/scenarios.hpp"
@@ -232,14 +234,14 @@ TEST(explore_Shrink, EveryCatalogueVariantShrinksToAReplayableSchedule) {
     for (const auto& v : sc.variants) {
       if (v.name.empty()) continue;
       SCOPED_TRACE(sc.name + "/" + v.name);
-      cli::OptionValues values;
+      emu::OptionValues values;
       for (const auto& o : sc.options) values[o.name] = o.def;
       for (const auto& [k, x] : v.pinned) values[k] = x;
       if (sc.resolve) sc.resolve(values);
       const emu::KernelFactory make = [&] { return sc.prepare(v.name, values); };
       auto o = test::fixed_runs(500, 2);
       o.shrink_seconds = 10;
-      o.lane_divergence = v.lane_divergence;
+      o.run.lane_divergence = v.lane_divergence;
       const auto r = emu::explore(make, o);
       ASSERT_FALSE(r.ok());
       const emu::Failure& f = *r.failure;
@@ -354,7 +356,7 @@ TEST(explore_Exhaustive, ReductionReachesTheSameFinalStatesWithFewerSchedules) {
     auto full = std::make_shared<Observed>();
     auto reduced = std::make_shared<Observed>();
     auto o = exhaustive(k, false);
-    o.spurious_try_wait = true;
+    o.run.spurious_try_wait = true;
     const auto a = emu::explore(observer(full), o);
     o.reduce = true;
     const auto b = emu::explore(observer(reduced), o);
@@ -406,6 +408,103 @@ TEST(explore_Options, NonsenseIsRejectedNamingTheValue) {
   const auto p = emu::parse_portfolio("random,pct:5,rr", &why);
   ASSERT_TRUE(p) << why;
   EXPECT_EQ(emu::to_string(*p), "random,pct:5,rr");
+}
+
+// ExploreOptions holds its RunOptions in `run`; the fields it used to copy
+// still work, deprecated: one set away from its default wins over `run`.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST(explore_Options, DeprecatedRunFieldsStillApply) {
+  emu::ExploreOptions o;
+  o.run.max_steps = 900;
+  o.run.lane_divergence = true;
+  EXPECT_EQ(o.run_options().max_steps, 900u);
+  EXPECT_TRUE(o.run_options().lane_divergence);
+  EXPECT_FALSE(o.run_options().trace);
+  o.max_steps = 700;
+  o.race_check = false;
+  o.mma_memo_bytes = 0;
+  EXPECT_EQ(o.run_options().max_steps, 700u);
+  EXPECT_FALSE(o.run_options().race_check);
+  EXPECT_EQ(o.run_options().mma_memo_bytes, 0u);
+  EXPECT_TRUE(o.run_options().lane_divergence);
+  // A budget of 20 steps makes the ring a livelock, set either way.
+  o = test::fixed_runs(1);
+  o.max_steps = 20;
+  EXPECT_EQ(emu::explore(ring(2, 4, RingBug::none), o).failure->outcome, "livelock");
+  o = test::fixed_runs(1);
+  o.run.max_steps = 20;
+  EXPECT_EQ(emu::explore(ring(2, 4, RingBug::none), o).failure->outcome, "livelock");
+}
+#pragma GCC diagnostic pop
+
+// The settings table's rules between settings, whichever front gives them.
+TEST(explore_Settings, RulesBetweenSettings) {
+  auto apply = [](emu::ExploreOptions& o, std::vector<std::pair<const char*, const char*>> given) {
+    std::vector<emu::GivenSetting> g;
+    for (const auto& [flag, value] : given) g.push_back({emu::find_setting_flag(flag), value});
+    return emu::apply_settings(o, g, emu::SettingsFront::flags);
+  };
+  emu::ExploreOptions o;
+  EXPECT_TRUE(apply(o, {{"strategy", "random,pct,pct:2"}, {"pct-depth", "7"}}).empty());
+  EXPECT_EQ(emu::to_string(o.portfolio), "random,pct:7,pct:2") << "the depth goes to a plain pct only";
+  o = {};
+  EXPECT_TRUE(apply(o, {{"runs", "9"}}).empty());
+  EXPECT_EQ(o.seconds, 0.0) << "runs alone is the whole budget";
+  o = {};
+  o.preemptions = 3;
+  EXPECT_TRUE(apply(o, {{"strategy", "pct"}}).empty());
+  EXPECT_FALSE(o.preemptions) << "a bound not given with a sampled strategy is dropped";
+  o = {};
+  o.jobs = 8;
+  EXPECT_TRUE(apply(o, {{"strategy", "exhaustive"}}).empty());
+  EXPECT_EQ(o.jobs, 1u);
+  o = {};
+  EXPECT_TRUE(apply(o, {{"max-steps", "77"}, {"mma-memo-mib", "3"}, {"lane-divergence", "1"}}).empty());
+  EXPECT_EQ(o.run.max_steps, 77u);
+  EXPECT_EQ(o.run.mma_memo_bytes, std::size_t{3} << 20);
+  EXPECT_TRUE(o.run.lane_divergence);
+  // A rule the code alone breaks is explore()'s to report, in the code's words.
+  o = {};
+  o.shard_count = 2;
+  o.portfolio = {{emu::StrategyKind::exhaustive}};
+  EXPECT_TRUE(apply(o, {{"seed", "4"}}).empty());
+  try {
+    emu::validate_settings(o, emu::SettingsFront::code);
+    ADD_FAILURE() << "an exhaustive search over shards was accepted";
+  } catch (const emu::SettingsError& e) {
+    EXPECT_EQ(std::string(e.what()), "shard 0/2: the exhaustive strategy runs unsharded (one process, one thread)");
+  }
+}
+
+// The reports every front prints come from the results: the JSON of a run
+// and of an exploration, and the one replay command, spelled per front.
+TEST(explore_Report, JsonAndReplayCommandComeFromTheResult) {
+  const auto e = emu::explore(ring(2, 8, RingBug::no_release), test::fixed_runs(5));
+  ASSERT_FALSE(e.ok());
+  const std::string j = emu::to_json(e);
+  const std::string token = e.failure->replay_token();
+  EXPECT_EQ(j.rfind("{\"runs\":", 0), 0u) << j;
+  for (const char* part : {"\"outcome\":\"deadlock\"", "\"status\":\"deadlock\"", "\"blocked\":[{\"warp\":",
+                           "\"shrink\":{\"choices_before\":"})
+    EXPECT_TRUE(contains(j, part)) << part << " in " << j;
+  EXPECT_TRUE(contains(j, "\"schedule\":\"" + token + "\"")) << j;
+  EXPECT_EQ(emu::to_json(e.failure->result), emu::to_json(emu::json_fields(e.failure->result)));
+  const std::string clean = emu::to_json(emu::explore(ring(2, 8, RingBug::none), test::fixed_runs(3)));
+  EXPECT_TRUE(contains(clean, "\"outcome\":\"ok\",\"steps\":")) << clean;
+  EXPECT_TRUE(contains(clean, "\"schedule\":null,\"shrink\":null}")) << clean;
+
+  emu::RunOptions run;
+  run.max_steps = 99;
+  run.lane_divergence = true;
+  const auto& s = e.failure->result.schedule;
+  EXPECT_EQ(emu::replay_command(emu::SettingsFront::flags, run, s, "wspipe", {"replay", "ring/x"}, {"--ctas-per-sm", "2"}),
+            "wspipe replay ring/x --max-steps 99 --lane-divergence --ctas-per-sm 2 --schedule " +
+                emu::shell_quote(token));
+  EXPECT_EQ(emu::replay_command(emu::SettingsFront::environment, run, s, "./my test", {"--gtest_filter=A.B"}, {},
+                                "t.json"),
+            "WSPIPE_REPLAY=" + emu::shell_quote(token) +
+                " WSPIPE_TRACE=t.json WSPIPE_MAX_STEPS=99 WSPIPE_LANE_DIVERGENCE=1 './my test' --gtest_filter=A.B");
 }
 
 TEST(explore_Replay, AScheduleOfAnotherConfigurationIsRefused) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <regex>
@@ -20,10 +21,13 @@
 #include <vector>
 
 #include "backends/emu/emu.hpp"
+#include "backends/emu/settings.hpp"
 #include "backends/emu/testing/gtest.hpp"
 #include "backends/emu/testing/rapidcheck.hpp"
 #include "emu_test_util.hpp"
 #include "examples/ring.hpp"
+#include "examples/scenarios.hpp"
+#include "tools/cli.hpp"
 
 namespace wspipe::helpers_test {
 namespace {
@@ -140,11 +144,12 @@ class ScopedEnv {
 // The environment that options() and the helpers read, cleared for tests
 // that need exact budgets whatever the person running them has set.
 struct CleanEnv {
-  ScopedEnv runs{"WSPIPE_RUNS", std::nullopt}, seconds{"WSPIPE_SECONDS", std::nullopt},
-      jobs{"WSPIPE_JOBS", std::nullopt}, seed{"WSPIPE_SEED", std::nullopt},
-      strategy{"WSPIPE_STRATEGY", std::nullopt}, shard{"WSPIPE_SHARD", std::nullopt},
-      replay{"WSPIPE_REPLAY", std::nullopt}, trace{"WSPIPE_TRACE", std::nullopt},
-      lanes{"WSPIPE_LANE_DIVERGENCE", std::nullopt};
+  CleanEnv() {
+    for (const emu::Setting& s : emu::settings_table())
+      vars.push_back(std::make_unique<ScopedEnv>(s.env.data(), std::nullopt));
+  }
+  ScopedEnv replay{"WSPIPE_REPLAY", std::nullopt}, trace{"WSPIPE_TRACE", std::nullopt};
+  std::vector<std::unique_ptr<ScopedEnv>> vars;  // every setting's variable
 };
 
 using test::contains;
@@ -338,7 +343,7 @@ TEST(TestingHelpers, OptionsTakeTheEnvironment) {
   ScopedEnv runs_("WSPIPE_RUNS", "7"), jobs("WSPIPE_JOBS", "3"), seed("WSPIPE_SEED", "99"),
       strategy("WSPIPE_STRATEGY", "pct:5,rr"), shard("WSPIPE_SHARD", "1/3"), lanes("WSPIPE_LANE_DIVERGENCE", "1");
   const emu::ExploreOptions o = testing::options();
-  EXPECT_TRUE(o.lane_divergence);
+  EXPECT_TRUE(o.run.lane_divergence);
   EXPECT_TRUE(o.run_options().lane_divergence);
   EXPECT_EQ(o.runs, 7u);
   EXPECT_EQ(o.seconds, 0.0) << "WSPIPE_RUNS alone is the whole budget";
@@ -372,6 +377,73 @@ TEST(TestingHelpers, BadEnvironmentFailsNamingTheVariableAndValue) {
   // Through the helpers' default options: the test fails, and says why.
   ScopedEnv jobs("WSPIPE_JOBS", "x"), runs_("WSPIPE_RUNS", "3");
   EXPECT_NONFATAL_FAILURE(WSPIPE_EXPECT_CLEAN(ring_factory(2, 4)), "WSPIPE_JOBS=x");
+}
+
+// One settings parser serves both fronts: the same bad value is refused by
+// `wspipe explore` and by WSPIPE_* with the same reason, each naming the
+// setting as it was given.
+TEST(TestingHelpers, FlagsAndEnvironmentRefuseTheSameValuesInTheSameWords) {
+  CleanEnv env;
+  struct Case {
+    std::vector<std::pair<const char*, const char*>> settings;  // flag, value ("1" for a switch)
+  };
+  const std::vector<Case> cases = {
+      {{{"jobs", "0"}}},
+      {{{"jobs", "x"}}},
+      {{{"runs", "0"}}},
+      {{{"seconds", "soon"}}},
+      {{{"seconds", "0"}}},
+      {{{"seed", "1e3"}}},
+      {{{"strategy", "fast"}}},
+      {{{"strategy", "pct:99"}}},
+      {{{"shard", "3/2"}}},
+      {{{"max-steps", "0"}}},
+      {{{"mma-memo-mib", "lots"}}},
+      {{{"preemptions", "2"}}},
+      {{{"no-reduction", "1"}}},
+      {{{"strategy", "exhaustive"}, {"jobs", "2"}}},
+      {{{"strategy", "exhaustive"}, {"shard", "1/2"}}},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"wspipe", "explore", "ring", "--runs", "1"};
+    std::vector<std::unique_ptr<ScopedEnv>> vars;
+    std::vector<emu::GivenSetting> given;
+    bool budget = false;
+    for (const auto& [flag, value] : c.settings) {
+      const emu::Setting* s = emu::find_setting_flag(flag);
+      ASSERT_NE(s, nullptr) << flag;
+      args.push_back(std::string("--") + flag);
+      if (!s->arg.empty()) args.push_back(value);
+      vars.push_back(std::make_unique<ScopedEnv>(s->env.data(), value));
+      given.push_back({s, value});
+      budget = budget || s->flag == "runs" || s->flag == "seconds";
+    }
+    if (budget)
+      args.erase(args.begin() + 3, args.begin() + 5);
+    else
+      vars.push_back(std::make_unique<ScopedEnv>("WSPIPE_RUNS", "1"));
+    std::ostringstream out, err;
+    EXPECT_EQ(cli::main(args, examples::catalogue(), out, err), 2) << args.back();
+    std::string from_flags = err.str();
+    from_flags = from_flags.substr(0, from_flags.find('\n'));
+    std::string from_env;
+    emu::ExploreOptions o;
+    EXPECT_FALSE(testing::apply_environment(o, &from_env)) << args.back();
+    // The same words once the settings the environment names (those given,
+    // and those suggested) are spelled as flags.
+    for (const emu::Setting& s : emu::settings_table()) {
+      std::vector<std::string> values = {"N", "exhaustive"};
+      for (const auto& g : given)
+        if (g.setting == &s) values.push_back(g.value);
+      for (const std::string& v : values) {
+        const std::string var = emu::spell_setting(s, v, emu::SettingsFront::environment);
+        const std::string flag = emu::spell_setting(s, v, emu::SettingsFront::flags);
+        for (auto at = from_env.find(var); at != std::string::npos; at = from_env.find(var, at + flag.size()))
+          from_env.replace(at, var.size(), flag);
+      }
+    }
+    EXPECT_EQ(from_flags, "wspipe: " + from_env);
+  }
 }
 
 TEST(TestingHelpers, OptionsTheEngineRejectsAreAFailureNotACrash) {

@@ -5,9 +5,10 @@
 #include <iomanip>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 
+#include "backends/emu/report.hpp"
+#include "backends/emu/settings.hpp"
 #include "backends/emu/trace.hpp"
 
 namespace wspipe::cli {
@@ -35,31 +36,10 @@ usage:
   replay    re-runs a recorded schedule step for step
 
 options:
-  --strategy S         run: rr | random | pct | pct:D       (default random)
-                       explore: a comma-separated portfolio of those, or
-                       exhaustive                            (default random,pct:3)
-  --seed N             first seed                            (default 1)
-  --pct-depth D        the depth of a plain `pct`            (default 3)
-  --runs N             explore: stop after N runs (run numbers 0..N-1)
-  --seconds T          explore: stop after T seconds         (default 10 without --runs;
-                       0 with exhaustive: until the bounded space is covered)
-  --jobs N             explore: threads                      (default: the machine's cores)
-  --shard I/N          explore: only the run numbers i with i mod N = I
-  --preemptions K      explore --strategy exhaustive: at most K preemptions (default 2)
-  --no-reduction       explore --strategy exhaustive: no partial-order reduction
-                       (every schedule within the bound; for comparison)
-  --no-shrink          explore: report the failing schedule as found
-  --shrink-seconds T   explore: time for shrinking           (default 20)
-  --max-steps N        step budget per run; running out is a livelock (default 5000000)
-  --spurious-try-wait  try_wait may time out on an incomplete phase
-  --mma-memo-mib N     memory per thread for the MMAs already computed (products and
-                       accumulator chains), reused when an MMA's operands repeat
-                       (0: none, every MMA updates D cell by cell; default 512)
-  --lane-divergence    run each warp as two lanes (0 and 31) in lockstep and report
-                       where they differ: a branch or an operand at a collective
-                       instruction, elect or barrier wait (slower; variants whose
-                       bug needs it turn it on themselves)
-  --max-active-clusters N
+)";
+
+// After the settings' lines (emu::flags_help()).
+const char* kHelpTail = R"(  --max-active-clusters N
                        launch: at most N clusters run at once, the others launch as
                        running ones exit (0: all at once; the default)
   --ctas-per-sm N      launch: CTAs sharing each SM and its Tensor Memory (default 1)
@@ -80,22 +60,26 @@ struct Args {
   std::string command;
   std::string scenario;
   std::string variant;
-  std::map<std::string, std::string> opts;  // without "--"
+  std::map<std::string, std::string> opts;  // without "--"; a switch as "1"
   bool json = false;
-  bool spurious = false;
-  bool lanes = false;
-  bool no_shrink = false;
-  bool no_reduction = false;
 };
 
-// Options every scenario takes, and the commands each belongs to ("" = all).
+// Options every scenario takes, and the command each belongs to ("" = all):
+// the settings (emu::settings_table()) and the CLI's own.
 const std::map<std::string, std::string>& global_options() {
-  static const std::map<std::string, std::string> m = {
-      {"strategy", ""},        {"seed", ""},           {"pct-depth", ""},   {"max-steps", ""}, {"mma-memo-mib", ""},
-      {"trace", ""},           {"runs", "explore"},    {"seconds", "explore"}, {"jobs", "explore"},
-      {"shard", "explore"},    {"preemptions", "explore"}, {"shrink-seconds", "explore"},
-      {"schedule", "replay"},  {"max-active-clusters", ""}, {"ctas-per-sm", ""}};
+  static const std::map<std::string, std::string> m = [] {
+    std::map<std::string, std::string> out = {
+        {"trace", ""}, {"schedule", "replay"}, {"max-active-clusters", ""}, {"ctas-per-sm", ""}};
+    for (const emu::Setting& s : emu::settings_table())
+      out[std::string(s.flag)] = s.exploration_only ? "explore" : "";
+    return out;
+  }();
   return m;
+}
+
+bool is_switch(const std::string& name) {
+  const emu::Setting* s = emu::find_setting_flag(name);
+  return name == "json" || (s != nullptr && s->arg.empty());
 }
 
 // Global options that set the scenario kernel's launch (emu::LaunchConfig),
@@ -106,27 +90,14 @@ bool scenario_has(const Scenario& s, const std::string& name) {
   return std::any_of(s.options.begin(), s.options.end(), [&](const OptionSpec& o) { return o.name == name; });
 }
 
-std::uint64_t parse_u64(const std::string& name, const std::string& text) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-    throw UsageError("--" + name + " needs a non-negative integer, got '" + text + "'");
+// A whole number in [min, max] for option --name, or a usage error in the
+// settings' words.
+std::uint64_t parse_number(const std::string& name, const std::string& text, std::uint64_t min, std::uint64_t max) {
   try {
-    return std::stoull(text);
-  } catch (const std::exception&) {
-    throw UsageError("--" + name + " value '" + text + "' is out of range");
+    return emu::parse_whole_number(text, min, max);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--" + name + " " + emu::shell_quote(text) + ": " + e.what());
   }
-}
-
-double parse_seconds(const std::string& name, const std::string& text) {
-  std::size_t used = 0;
-  double v = -1;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || !(v >= 0) || v > 1e7)
-    throw UsageError("--" + name + " needs a number of seconds >= 0, got '" + text + "'");
-  return v;
 }
 
 std::string choice_list(const OptionSpec& spec) {
@@ -138,14 +109,7 @@ std::string choice_list(const OptionSpec& spec) {
   return out;
 }
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-=:+") ==
-                        std::string::npos)
-    return s;
-  std::string q = "'";
-  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using emu::shell_quote;
 
 Args parse(const std::vector<std::string>& argv) {
   Args a;
@@ -168,14 +132,12 @@ Args parse(const std::vector<std::string>& argv) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
-    if (name == "json" || name == "spurious-try-wait" || name == "lane-divergence" || name == "no-shrink" ||
-        name == "no-reduction") {
+    if (is_switch(name)) {
       if (value) throw UsageError("--" + name + " takes no value");
-      (name == "json"              ? a.json
-       : name == "no-shrink"       ? a.no_shrink
-       : name == "no-reduction"    ? a.no_reduction
-       : name == "lane-divergence" ? a.lanes
-                                   : a.spurious) = true;
+      if (name == "json")
+        a.json = true;
+      else
+        a.opts[name] = "1";
       continue;
     }
     if (!value) {
@@ -185,8 +147,6 @@ Args parse(const std::vector<std::string>& argv) {
     if (a.opts.count(name)) throw UsageError("--" + name + " given twice");
     a.opts[name] = *value;
   }
-  if (a.no_shrink && a.command != "explore") throw UsageError("--no-shrink belongs to `wspipe explore`");
-  if (a.no_reduction && a.command != "explore") throw UsageError("--no-reduction belongs to `wspipe explore`");
   return a;
 }
 
@@ -195,12 +155,9 @@ struct Plan {
   const VariantSpec* variant = nullptr;
   OptionValues values;  // every option as in effect: defaults, command line, pins, derived
   std::string display;  // "ring/no-release"
-  std::vector<emu::StrategySpec> portfolio;
-  std::uint64_t seed = 1;
-  std::uint64_t max_steps = emu::RunOptions{}.max_steps;
-  std::size_t mma_memo_bytes = emu::RunOptions{}.mma_memo_bytes;
-  bool spurious = false;
-  bool lanes = false;  // lane-divergence mode: --lane-divergence, or the variant needs it
+  // The settings in effect: the flags over ExploreOptions' defaults (run
+  // and replay use its `run`, strategy and first seed).
+  emu::ExploreOptions settings;
   std::optional<std::string> trace_file;
   // Launch settings from the global launch options (0: the scenario's own).
   std::uint32_t max_active_clusters = 0, ctas_per_sm = 0;
@@ -213,14 +170,6 @@ struct Plan {
   }
   emu::KernelFactory factory() const {
     return [this] { return make(); };
-  }
-  emu::RunOptions run_options() const {
-    emu::RunOptions o;
-    o.max_steps = max_steps;
-    o.spurious_try_wait = spurious;
-    o.lane_divergence = lanes;
-    o.mma_memo_bytes = mma_memo_bytes;
-    return o;
   }
 };
 
@@ -257,7 +206,7 @@ Plan plan(const Args& a, const Catalogue& cat) {
     const auto it = a.opts.find(spec.name);
     if (it != a.opts.end()) {
       if (spec.choices.empty()) {
-        v = parse_u64(spec.name, it->second);
+        v = parse_number(spec.name, it->second, spec.min, spec.max);
       } else {
         const auto c = std::find(spec.choices.begin(), spec.choices.end(), it->second);
         if (c == spec.choices.end())
@@ -278,49 +227,31 @@ Plan plan(const Args& a, const Catalogue& cat) {
   }
   if (p.scenario->resolve) p.scenario->resolve(p.values);
 
-  std::uint32_t pct_depth = 3;
-  if (auto it = a.opts.find("pct-depth"); it != a.opts.end()) {
-    pct_depth = static_cast<std::uint32_t>(parse_u64("pct-depth", it->second));
-    if (pct_depth < 1 || pct_depth > 16) throw UsageError("--pct-depth must be in [1, 16], got " + it->second);
-  }
-  // A plain "pct" has the depth --pct-depth gives.
-  std::string strategy = a.opts.count("strategy") ? a.opts.at("strategy")
-                         : a.command == "explore"  ? "random,pct"
-                                                   : "random";
-  std::string spelled;
-  for (std::size_t pos = 0; pos <= strategy.size();) {
-    const auto comma = std::min(strategy.find(',', pos), strategy.size());
-    const std::string item = strategy.substr(pos, comma - pos);
-    if (!spelled.empty()) spelled += ',';
-    spelled += item == "pct" ? "pct:" + std::to_string(pct_depth) : item;
-    pos = comma + 1;
-  }
-  std::string why;
-  auto pf = emu::parse_portfolio(spelled, &why);
-  if (!pf) throw UsageError("--strategy: " + why);
-  if (a.command != "explore" && (pf->size() != 1 || pf->front().kind == emu::StrategyKind::exhaustive))
+  // The settings, as the environment's would be (emu::apply_settings); the
+  // strategy defaults by command.
+  std::vector<emu::GivenSetting> given;
+  for (const auto& [name, value] : a.opts)
+    if (const emu::Setting* s = emu::find_setting_flag(name)) given.push_back({s, value});
+  if (!a.opts.count("strategy"))
+    given.push_back({emu::find_setting_flag("strategy"), a.command == "explore" ? "random,pct" : "random"});
+  if (const auto errors = emu::apply_settings(p.settings, given, emu::SettingsFront::flags); !errors.empty())
+    throw UsageError(errors.front());
+  const auto& pf = p.settings.portfolio;
+  if (a.command != "explore" && (pf.size() != 1 || pf.front().kind == emu::StrategyKind::exhaustive))
     throw UsageError("--strategy for `wspipe " + a.command + "` must be one of rr, random, pct, pct:D; got '" +
-                     strategy + "' (portfolios and exhaustive belong to explore)");
-  p.portfolio = *pf;
-  if (auto it = a.opts.find("seed"); it != a.opts.end()) p.seed = parse_u64("seed", it->second);
-  if (auto it = a.opts.find("max-steps"); it != a.opts.end()) {
-    p.max_steps = parse_u64("max-steps", it->second);
-    if (p.max_steps == 0) throw UsageError("--max-steps must be positive");
-  }
-  if (auto it = a.opts.find("mma-memo-mib"); it != a.opts.end()) {
-    const std::uint64_t mib = parse_u64("mma-memo-mib", it->second);
-    if (mib > (std::uint64_t{1} << 20)) throw UsageError("--mma-memo-mib must be at most 1048576 (1 TiB)");
-    p.mma_memo_bytes = static_cast<std::size_t>(mib) << 20;
-  }
+                     a.opts.at("strategy") + "' (portfolios and exhaustive belong to explore)");
+  if (p.variant->lane_divergence) p.settings.run.lane_divergence = true;
   for (const char* name : {"max-active-clusters", "ctas-per-sm"}) {
     const auto it = a.opts.find(name);
     if (it == a.opts.end() || scenario_has(*p.scenario, name)) continue;
-    const std::uint64_t v = parse_u64(name, it->second);
-    if (v < 1 || v > 1024) throw UsageError("--" + std::string(name) + " must be in [1, 1024], got " + it->second);
+    std::uint64_t v = 0;
+    try {
+      v = emu::parse_whole_number(it->second, 1, 1024);
+    } catch (const std::invalid_argument&) {
+      throw UsageError("--" + std::string(name) + " must be in [1, 1024], got " + it->second);
+    }
     (name[0] == 'm' ? p.max_active_clusters : p.ctas_per_sm) = static_cast<std::uint32_t>(v);
   }
-  p.spurious = a.spurious;
-  p.lanes = a.lanes || p.variant->lane_divergence;
   if (auto it = a.opts.find("trace"); it != a.opts.end()) p.trace_file = it->second;
   // Catch a combination the kernel cannot take, or a launch the hardware
   // could not make (emu::BadLaunch: cluster shape, max-active-clusters
@@ -334,25 +265,24 @@ std::string prog_name(const std::vector<std::string>& argv) {
   return argv.empty() ? "wspipe" : argv[0];
 }
 
-std::string settings(const Plan& p, const char* sep, bool flags) {
+// The scenario's options as in effect: "stages=4 items=64".
+std::string option_values(const Plan& p) {
   std::string out;
-  for (const auto& spec : p.scenario->options) {
-    out += (out.empty() ? "" : sep);
-    out += flags ? "--" + spec.name + " " : spec.name + "=";
-    out += spec.spell(p.values.at(spec.name));
-  }
+  for (const auto& spec : p.scenario->options)
+    out += (out.empty() ? "" : " ") + spec.name + "=" + spec.spell(p.values.at(spec.name));
   return out;
 }
 
 std::string replay_command(const std::string& prog, const Plan& p, const emu::Schedule& s) {
-  std::string cmd = shell_quote(prog) + " replay " + shell_quote(p.display) + " " + settings(p, " ", true);
-  if (p.max_steps != emu::RunOptions{}.max_steps) cmd += " --max-steps " + std::to_string(p.max_steps);
-  if (p.spurious) cmd += " --spurious-try-wait";
-  if (p.lanes) cmd += " --lane-divergence";
-  if (p.max_active_clusters != 0) cmd += " --max-active-clusters " + std::to_string(p.max_active_clusters);
-  if (p.ctas_per_sm != 0) cmd += " --ctas-per-sm " + std::to_string(p.ctas_per_sm);
-  cmd += " --schedule " + shell_quote(s.encode());
-  return cmd;
+  std::vector<std::string> args = {"replay", p.display};
+  for (const auto& spec : p.scenario->options) {
+    args.push_back("--" + spec.name);
+    args.push_back(spec.spell(p.values.at(spec.name)));
+  }
+  std::vector<std::string> launch;
+  if (p.max_active_clusters != 0) launch.insert(launch.end(), {"--max-active-clusters", std::to_string(p.max_active_clusters)});
+  if (p.ctas_per_sm != 0) launch.insert(launch.end(), {"--ctas-per-sm", std::to_string(p.ctas_per_sm)});
+  return emu::replay_command(emu::SettingsFront::flags, p.settings.run, s, prog, args, launch);
 }
 
 void save_trace(const std::string& file, const emu::Trace& t) {
@@ -374,68 +304,25 @@ struct Outcome {
 
 std::string json_result(const Plan& p, const Outcome& o, const std::string& prog) {
   using emu::json_quote;
-  const emu::RunResult* r = o.run;
-  std::ostringstream j;
-  j << "{\"scenario\":" << json_quote(p.display) << ",\"command\":" << json_quote(o.command) << ",\"options\":{";
-  bool first = true;
+  std::string options;
   for (const auto& spec : p.scenario->options) {
     const std::uint64_t v = p.values.at(spec.name);
-    j << (first ? "" : ",") << json_quote(spec.name) << ":"
-      << (spec.choices.empty() ? std::to_string(v) : json_quote(spec.spell(v)));
-    first = false;
+    options += (options.empty() ? "" : ",") + json_quote(spec.name) + ":" +
+               (spec.choices.empty() ? std::to_string(v) : json_quote(spec.spell(v)));
   }
-  j << "},\"strategy\":" << json_quote(o.command == "replay" ? std::string("replay") : emu::to_string(p.portfolio));
-  j << ",\"seed\":" << o.seed << ",\"lane_divergence\":" << (p.lanes ? "true" : "false");
-  const emu::ExploreResult* e = o.explored;
-  j << ",\"runs\":" << (e ? e->runs : 1);
-  if (e) {
-    j << ",\"complete\":" << (e->complete ? "true" : "false") << ",\"pruned\":" << e->pruned
-      << ",\"seconds\":" << std::fixed << std::setprecision(3) << e->seconds;
-    j.unsetf(std::ios::fixed);
-    if (e->failure) j << ",\"run\":" << e->failure->run + 1;
-  }
-  j << ",\"status\":" << json_quote(r ? emu::to_string(r->status) : "ok");
-  j << ",\"outcome\":" << json_quote(r ? emu::outcome(*r) : "ok");
-  j << ",\"expect\":" << json_quote(p.variant->expect);
-  j << ",\"steps\":" << (r ? r->steps : e ? e->steps : 0);
-  j << ",\"violations\":[";
-  if (r) {
-    for (std::size_t i = 0; i < r->violations.size(); ++i) {
-      const auto& v = r->violations[i];
-      j << (i ? "," : "") << "{\"rule\":" << json_quote(v.rule) << ",\"warp\":" << json_quote(v.warp)
-        << ",\"object\":" << json_quote(v.object) << ",\"step\":" << v.step
-        << ",\"location\":" << json_quote(v.line ? v.file + ":" + std::to_string(v.line) : "")
-        << ",\"message\":" << json_quote(v.message);
-      if (!v.other.empty()) j << ",\"other\":" << json_quote(v.other);
-      j << "}";
-    }
-  }
-  j << "],\"blocked\":[";
-  if (r) {
-    for (std::size_t i = 0; i < r->blocked.size(); ++i) {
-      const auto& b = r->blocked[i];
-      j << (i ? "," : "") << "{\"warp\":" << json_quote(b.warp) << ",\"op\":" << json_quote(b.op)
-        << ",\"object\":" << json_quote(b.object) << ",\"state\":" << json_quote(b.state)
-        << ",\"location\":" << json_quote(b.line ? b.file + ":" + std::to_string(b.line) : "") << "}";
-    }
-  }
-  j << "]";
-  if (r) {
-    j << ",\"schedule\":" << json_quote(r->schedule.encode());
-    j << ",\"replay\":" << json_quote(replay_command(prog, p, r->schedule));
-  } else {
-    j << ",\"schedule\":null,\"replay\":null";
-  }
-  if (e && e->failure) {
-    const emu::ShrinkStats& s = e->failure->shrink;
-    j << ",\"shrink\":{\"choices_before\":" << s.choices_before << ",\"choices_after\":" << s.choices_after
-      << ",\"preemptions_before\":" << s.preemptions_before << ",\"preemptions_after\":" << s.preemptions_after
-      << ",\"finished\":" << (s.finished ? "true" : "false") << "}";
-  } else if (e) {
-    j << ",\"shrink\":null";
-  }
-  j << "}";
-  return j.str();
+  emu::JsonFields j = {
+      {"scenario", json_quote(p.display)},
+      {"command", json_quote(o.command)},
+      {"options", "{" + options + "}"},
+      {"strategy", json_quote(o.command == "replay" ? std::string("replay") : emu::to_string(p.settings.portfolio))},
+      {"seed", std::to_string(o.seed)},
+      {"lane_divergence", p.settings.run.lane_divergence ? "true" : "false"}};
+  const emu::JsonFields result = o.explored ? emu::json_fields(*o.explored) : emu::json_fields(*o.run);
+  if (!o.explored) j.emplace_back("runs", "1");
+  j.insert(j.end(), result.begin(), result.end());
+  emu::insert_after(j, "outcome", {"expect", json_quote(p.variant->expect)});
+  emu::insert_after(j, "schedule", {"replay", o.run ? json_quote(replay_command(prog, p, o.run->schedule)) : "null"});
+  return emu::to_json(j);
 }
 
 int finish(std::ostream& out, const Args& a, const Plan& p, const Outcome& o, const std::string& prog) {
@@ -445,36 +332,23 @@ int finish(std::ostream& out, const Args& a, const Plan& p, const Outcome& o, co
     out << json_result(p, o, prog) << "\n";
     return r && r->status != emu::Status::ok ? kFound : kOk;
   }
-  out << "wspipe " << o.command << " " << p.display << " " << settings(p, " ", false);
-  if (o.command != "replay") out << " strategy=" << emu::to_string(p.portfolio) << " seed=" << o.seed;
-  if (p.lanes) out << " lane-divergence";
+  out << "wspipe " << o.command << " " << p.display << " " << option_values(p);
+  if (o.command != "replay") out << " strategy=" << emu::to_string(p.settings.portfolio) << " seed=" << o.seed;
+  if (p.settings.run.lane_divergence) out << " lane-divergence";
   if (p.max_active_clusters != 0) out << " max-active-clusters=" << p.max_active_clusters;
   if (p.ctas_per_sm != 0) out << " ctas-per-sm=" << p.ctas_per_sm;
   out << "\n";
   if (o.explored && !r) {
-    const emu::ExploreResult& e = *o.explored;
-    out << "explored " << e.runs << " runs (" << e.steps << " steps) in " << std::fixed << std::setprecision(1)
-        << e.seconds << " s";
-    out.unsetf(std::ios::fixed);
-    if (e.complete) out << ": every schedule within the preemption bound (" << e.pruned << " more pruned as equivalent)";
-    out << ": nothing found\n";
+    out << emu::explored_line(*o.explored);
     return kOk;
   }
-  if (o.explored) {
-    const emu::Failure& f = *o.explored->failure;
-    out << "found in run " << f.run + 1 << " of " << o.explored->runs << " (" << emu::to_string(f.strategy);
-    if (f.strategy.kind != emu::StrategyKind::exhaustive) out << ", seed " << f.seed;
-    out << ")\n";
-  }
+  if (o.explored)
+    out << "found in run " << o.explored->failure->run + 1 << " of " << o.explored->runs << " "
+        << emu::strategy_and_seed(*o.explored->failure) << "\n";
   out << r->report();
   out << "expected outcome of " << p.display << ": " << p.variant->expect << "\n";
   out << "schedule: " << r->schedule.encode() << "\n";
-  if (o.explored) {
-    const emu::ShrinkStats& s = o.explored->failure->shrink;
-    out << "shrunk:   " << s.choices_before << " -> " << s.choices_after << " deviations, " << s.preemptions_before
-        << " -> " << s.preemptions_after << " preemptions" << (s.finished ? "" : " (shrinking ran out of time)")
-        << "\n";
-  }
+  if (o.explored) out << emu::shrunk_line(o.explored->failure->shrink);
   out << "replay:   " << replay_command(prog, p, r->schedule) << "\n";
   if (p.trace_file) out << "trace:    " << *p.trace_file << "\n";
   return r->status == emu::Status::ok ? kOk : kFound;
@@ -506,22 +380,21 @@ int cmd_list(std::ostream& out, const Catalogue& cat) {
 
 int cmd_run(const Args& a, const Catalogue& cat, std::ostream& out, const std::string& prog) {
   const Plan p = plan(a, cat);
-  emu::RunOptions o = p.run_options();
-  const emu::StrategySpec& s = p.portfolio.front();
+  emu::RunOptions o = p.settings.run_options();
+  const emu::StrategySpec& s = p.settings.portfolio.front();
   o.strategy.kind = s.kind;
-  o.strategy.seed = p.seed;
+  o.strategy.seed = p.settings.first_seed;
   o.strategy.pct_depth = s.pct_depth;
   if (s.kind == emu::StrategyKind::pct) {
     // PCT spreads its change points over the expected length of a run:
     // measure it once with the round-robin strategy.
-    emu::RunOptions rr = p.run_options();
-    rr.trace = false;
+    emu::RunOptions rr = p.settings.run_options();
     rr.strategy.kind = emu::StrategyKind::round_robin;
     o.strategy.pct_steps = std::max<std::uint64_t>(emu::run(p.make(), rr).steps, 1);
   }
   o.trace = true;
   const emu::RunResult r = emu::run(p.make(), o);
-  return finish(out, a, p, {.command = "run", .run = &r, .seed = p.seed}, prog);
+  return finish(out, a, p, {.command = "run", .run = &r, .seed = p.settings.first_seed}, prog);
 }
 
 int cmd_replay(const Args& a, const Catalogue& cat, std::ostream& out, const std::string& prog) {
@@ -533,7 +406,7 @@ int cmd_replay(const Args& a, const Catalogue& cat, std::ostream& out, const std
   if (!s) throw UsageError(why);
   emu::RunResult r;
   try {
-    r = emu::replay(p.make(), *s, p.run_options());
+    r = emu::replay(p.make(), *s, p.settings.run_options());
   } catch (const emu::ScheduleMismatch& e) {
     throw UsageError(std::string(e.what()) + " (were the scenario options the same as when it was recorded?)");
   }
@@ -542,57 +415,7 @@ int cmd_replay(const Args& a, const Catalogue& cat, std::ostream& out, const std
 
 int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ostream& err, const std::string& prog) {
   const Plan p = plan(a, cat);
-  emu::ExploreOptions o;
-  o.portfolio = p.portfolio;
-  o.first_seed = p.seed;
-  o.max_steps = p.max_steps;
-  o.mma_memo_bytes = p.mma_memo_bytes;
-  o.spurious_try_wait = p.spurious;
-  o.lane_divergence = p.lanes;
-  o.shrink = !a.no_shrink;
-  const bool exhaustive = p.portfolio.front().kind == emu::StrategyKind::exhaustive;
-  o.runs = 0;
-  o.seconds = 10;
-  if (auto it = a.opts.find("runs"); it != a.opts.end()) {
-    o.runs = parse_u64("runs", it->second);
-    if (o.runs == 0) throw UsageError("--runs must be positive");
-    o.seconds = 0;
-  }
-  if (auto it = a.opts.find("seconds"); it != a.opts.end()) {
-    o.seconds = parse_seconds("seconds", it->second);
-    if (o.seconds == 0 && o.runs == 0 && !exhaustive)
-      throw UsageError("--seconds 0 means no time limit: give --runs N too");
-  }
-  if (auto it = a.opts.find("shrink-seconds"); it != a.opts.end())
-    o.shrink_seconds = parse_seconds("shrink-seconds", it->second);
-  if (auto it = a.opts.find("jobs"); it != a.opts.end()) {
-    const std::uint64_t j = parse_u64("jobs", it->second);
-    if (j < 1 || j > 1024) throw UsageError("--jobs must be in [1, 1024], got " + it->second);
-    if (exhaustive && j > 1) throw UsageError("--jobs " + it->second + ": the exhaustive strategy runs on one thread");
-    o.jobs = static_cast<unsigned>(j);
-  }
-  if (exhaustive) o.jobs = 1;
-  if (auto it = a.opts.find("shard"); it != a.opts.end()) {
-    const std::string& v = it->second;
-    const auto slash = v.find('/');
-    if (slash == std::string::npos) throw UsageError("--shard needs I/N (e.g. 0/4), got '" + v + "'");
-    const std::uint64_t i = parse_u64("shard", v.substr(0, slash));
-    const std::uint64_t n = parse_u64("shard", v.substr(slash + 1));
-    if (n < 1 || n > 1'000'000 || i >= n)
-      throw UsageError("--shard " + v + ": needs 0 <= I < N (shards are numbered from 0)");
-    if (exhaustive) throw UsageError("--shard: the exhaustive strategy runs unsharded");
-    o.shard_index = static_cast<std::uint32_t>(i);
-    o.shard_count = static_cast<std::uint32_t>(n);
-  }
-  if (auto it = a.opts.find("preemptions"); it != a.opts.end()) {
-    if (!exhaustive) throw UsageError("--preemptions " + it->second + " needs --strategy exhaustive");
-    const std::uint64_t k = parse_u64("preemptions", it->second);
-    if (k > 64) throw UsageError("--preemptions must be at most 64, got " + it->second);
-    o.preemptions = static_cast<std::uint32_t>(k);
-  }
-  if (exhaustive && !o.preemptions) o.preemptions = 2;
-  if (a.no_reduction && !exhaustive) throw UsageError("--no-reduction needs --strategy exhaustive");
-  o.reduce = !a.no_reduction;
+  emu::ExploreOptions o = p.settings;
   o.on_progress = [&](const emu::ExploreProgress& pr) {
     err << "explore " << p.display << ": ";
     if (pr.shrinking) {
@@ -606,7 +429,7 @@ int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ost
   if (o.shard_count > 1) err << "explore " << p.display << ": shard " << o.shard_index << "/" << o.shard_count << "\n";
   const emu::ExploreResult e = emu::explore(p.factory(), o);
   const emu::RunResult* r = e.failure ? &e.failure->result : nullptr;
-  return finish(out, a, p, {.command = "explore", .run = r, .explored = &e, .seed = p.seed}, prog);
+  return finish(out, a, p, {.command = "explore", .run = r, .explored = &e, .seed = p.settings.first_seed}, prog);
 }
 
 }  // namespace
@@ -616,7 +439,7 @@ int main(const std::vector<std::string>& argv, const Catalogue& catalogue, std::
   try {
     const Args a = parse(argv);
     if (a.command == "help" || a.command == "--help" || a.command == "-h") {
-      out << kHelp;
+      out << kHelp << emu::flags_help() << kHelpTail;
       return kOk;
     }
     if (a.command == "list") return cmd_list(out, catalogue);

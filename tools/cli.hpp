@@ -6,63 +6,21 @@
 //   int main(int argc, char** argv) { return wspipe::cli::main(argc, argv, my_catalogue()); }
 #pragma once
 
-#include <cstdint>
-#include <functional>
 #include <iosfwd>
-#include <map>
 #include <string>
 #include <vector>
 
-#include "backends/emu/explore.hpp"
+#include "backends/emu/scenario.hpp"
 
 namespace wspipe::cli {
 
-// A numeric option (--stages 4) or a named one (--dtype bf16|fp8).
-struct OptionSpec {
-  std::string name;  // without the leading "--"
-  std::uint64_t def = 0;
-  std::uint64_t min = 0;
-  std::uint64_t max = 0;
-  std::string help;
-  // A named option: the value is the index of the name given; min and max
-  // are then 0 and choices.size() - 1.
-  std::vector<std::string> choices = {};
-
-  // The value as the command line spells it.
-  std::string spell(std::uint64_t v) const { return choices.empty() ? std::to_string(v) : choices.at(v); }
-};
-
-using OptionValues = std::map<std::string, std::uint64_t>;
-
-struct VariantSpec {
-  std::string name;    // "" for the correct kernel
-  std::string expect;  // "ok", "deadlock", "livelock" or a violation rule
-  std::string help;
-  // Options this variant fixes whatever the command line says (the setting
-  // its bug needs); reports show these values.
-  OptionValues pinned = {};
-  // Its bug differs between the lanes of a warp, which only the emulator's
-  // lane-divergence mode sees: the variant turns the mode on, as if
-  // --lane-divergence were given.
-  bool lane_divergence = false;
-};
-
-struct Scenario {
-  std::string name;
-  std::string help;
-  std::vector<OptionSpec> options;
-  std::vector<VariantSpec> variants;
-  // Derives settings that follow from others (e.g. cta_group 2 implies
-  // clusters of 2), after defaults and pins are applied; may be empty.
-  std::function<void(OptionValues&)> resolve = {};
-  // Makes one instance of the kernel for one variant; `values` holds every
-  // option (defaults filled in, pins and resolve applied, ranges checked).
-  // Throws std::invalid_argument on a combination the kernel cannot take.
-  // Called once per run, possibly on several threads at once.
-  std::function<emu::Kernel(const std::string& variant, const OptionValues& values)> prepare;
-};
-
-using Catalogue = std::vector<Scenario>;
+// The catalogue's types live in the library (backends/emu/scenario.hpp);
+// here under the names the CLI has always given them.
+using emu::Catalogue;
+using emu::OptionSpec;
+using emu::OptionValues;
+using emu::Scenario;
+using emu::VariantSpec;
 
 // Exit codes: 0 nothing found; 1 a violation, deadlock or livelock found;
 // 2 bad usage or input.

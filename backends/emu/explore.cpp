@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "exhaustive.hpp"
+#include "settings.hpp"
 
 namespace wspipe::emu {
 namespace {
@@ -32,29 +33,11 @@ bool smaller(const RunResult& a, const RunResult& b) {
 bool failed(const RunResult& r) { return !r.pruned && r.status != Status::ok; }
 
 void validate(const ExploreOptions& o) {
-  auto bad = [](const std::string& why) { throw std::invalid_argument("explore: " + why); };
-  if (o.seconds < 0) bad("seconds must not be negative, got " + std::to_string(o.seconds));
-  if (o.portfolio.empty()) bad("the strategy portfolio is empty");
-  if (o.shard_count == 0) bad("shard count must be at least 1");
-  if (o.shard_index >= o.shard_count)
-    bad("shard " + std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count) +
-        " does not exist: the index must be below the count");
-  if (o.jobs > 1024) bad("jobs must be at most 1024, got " + std::to_string(o.jobs));
-  if (o.max_steps == 0) bad("max_steps must be positive");
-  if (o.shrink_seconds < 0) bad("shrink_seconds must not be negative");
-  const bool exhaustive = std::any_of(o.portfolio.begin(), o.portfolio.end(),
-                                      [](const StrategySpec& s) { return s.kind == StrategyKind::exhaustive; });
-  for (const StrategySpec& s : o.portfolio) {
-    if (s.kind == StrategyKind::replay || s.kind == StrategyKind::custom)
-      bad("strategy '" + std::string(to_string(s.kind)) + "' cannot be explored (use replay())");
-    if (s.kind == StrategyKind::pct && (s.pct_depth < 1 || s.pct_depth > 16))
-      bad("PCT depth must be in [1, 16], got " + std::to_string(s.pct_depth));
+  try {
+    validate_settings(o, SettingsFront::code);
+  } catch (const SettingsError& e) {
+    throw SettingsError(std::string("explore: ") + e.what(), e.settings);
   }
-  // The exhaustive strategy ends by itself when the bounded space is covered.
-  if (!exhaustive && o.runs == 0 && o.seconds == 0) bad("no budget: set runs or seconds (or both)");
-  if (exhaustive && o.portfolio.size() > 1) bad("the exhaustive strategy cannot share a portfolio");
-  if (o.preemptions && !exhaustive) bad("a preemption bound needs the exhaustive strategy");
-  if (exhaustive && o.shard_count > 1) bad("the exhaustive strategy runs unsharded (one process, one thread)");
 }
 
 }  // namespace
@@ -146,17 +129,23 @@ std::string to_string(const std::vector<StrategySpec>& portfolio) {
   return out;
 }
 
+// The deprecated mirrors are read here and nowhere else.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 RunOptions ExploreOptions::run_options() const {
-  RunOptions o;
-  o.max_steps = max_steps;
+  const RunOptions defaults;
+  RunOptions o = run;
+  o.strategy = {};
   o.trace = false;
-  o.spurious_try_wait = spurious_try_wait;
-  o.race_check = race_check;
-  o.lane_divergence = lane_divergence;
-  o.source_root = source_root;
-  o.mma_memo_bytes = mma_memo_bytes;
+  if (max_steps != defaults.max_steps) o.max_steps = max_steps;
+  if (spurious_try_wait != defaults.spurious_try_wait) o.spurious_try_wait = spurious_try_wait;
+  if (race_check != defaults.race_check) o.race_check = race_check;
+  if (lane_divergence != defaults.lane_divergence) o.lane_divergence = lane_divergence;
+  if (source_root != defaults.source_root) o.source_root = source_root;
+  if (mma_memo_bytes != defaults.mma_memo_bytes) o.mma_memo_bytes = mma_memo_bytes;
   return o;
 }
+#pragma GCC diagnostic pop
 
 void write_trace(const std::string& file, const Trace& trace) {
   std::ofstream f(file, std::ios::binary);
@@ -480,27 +469,6 @@ ExploreResult explore(const Kernel& kernel, const ExploreOptions& options) {
   ExploreOptions o = options;
   if (o.jobs == 0) o.jobs = 1;  // one instance: shared across threads only when asked for
   return explore([&kernel] { return kernel; }, o);
-}
-
-std::string ExploreResult::report() const {
-  std::string r;
-  if (!failure) {
-    r += "explored " + std::to_string(runs) + " runs (" + std::to_string(steps) + " steps)";
-    if (complete) r += ", every schedule within the bound (" + std::to_string(pruned) + " pruned as equivalent)";
-    r += ": nothing found\n";
-    return r;
-  }
-  const Failure& f = *failure;
-  r += "failure in run " + std::to_string(f.run + 1) + " (" + to_string(f.strategy);
-  if (f.strategy.kind != StrategyKind::exhaustive) r += ", seed " + std::to_string(f.seed);
-  r += "): " + f.outcome + "\n";
-  r += f.result.report();
-  r += "schedule: " + f.replay_token() + "\n";
-  r += "shrunk:   " + std::to_string(f.shrink.choices_before) + " -> " + std::to_string(f.shrink.choices_after) +
-       " deviations, " + std::to_string(f.shrink.preemptions_before) + " -> " +
-       std::to_string(f.shrink.preemptions_after) + " preemptions" +
-       (f.shrink.finished ? "" : " (time ran out)") + "\n";
-  return r;
 }
 
 }  // namespace wspipe::emu

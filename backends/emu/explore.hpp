@@ -60,6 +60,10 @@ struct ExploreProgress {
   bool shrinking = false;   // the failure is being shrunk
 };
 
+// The deprecated fields below warn where a user's code names them, not
+// where ExploreOptions is merely built, copied or destroyed.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 struct ExploreOptions {
   // Budget: stop after `runs` run numbers (0: no limit) or `seconds` of wall
   // time (0: no limit), whichever comes first; at least one must be set.
@@ -81,13 +85,10 @@ struct ExploreOptions {
   // Shrink a failure (bounded by shrink_seconds of wall time).
   bool shrink = true;
   double shrink_seconds = 20;
-  // Per run, as RunOptions.
-  std::uint64_t max_steps = RunOptions{}.max_steps;
-  bool spurious_try_wait = false;
-  bool race_check = true;
-  bool lane_divergence = false;  // as RunOptions::lane_divergence
-  std::string source_root;  // as RunOptions::source_root
-  std::size_t mma_memo_bytes = RunOptions{}.mma_memo_bytes;  // as RunOptions::mma_memo_bytes, per job
+  // Every run's options: the step budget, spurious try_wait, the race
+  // checker, lane-divergence mode, the MMA memo (per job), the source root.
+  // Its `strategy` and `trace` are explore()'s to set, run by run.
+  RunOptions run = {};
   // When set, the failing run (shrunk) is written there as trace.json
   // (Chrome/Perfetto) and trace.txt; the directory is created if needed.
   std::string trace_dir;
@@ -98,9 +99,23 @@ struct ExploreOptions {
   // that ran it (several at once with jobs > 1). Empty: nothing.
   std::function<void(std::uint64_t run, const RunResult&)> on_run;
 
-  // The RunOptions of one run (strategy aside).
+  // The RunOptions of one run (strategy aside): `run`, with the default
+  // strategy, the trace off, and
+  // any deprecated field below that differs from its default.
   RunOptions run_options() const;
+
+  // Deprecated: the copies of `run`'s fields that ExploreOptions kept
+  // before it held a RunOptions; set `run.max_steps` and so on instead.
+  // explore() still honours them: a field set to a value other than its
+  // default wins over the one in `run`.
+  [[deprecated("use run.max_steps")]] std::uint64_t max_steps = RunOptions{}.max_steps;
+  [[deprecated("use run.spurious_try_wait")]] bool spurious_try_wait = RunOptions{}.spurious_try_wait;
+  [[deprecated("use run.race_check")]] bool race_check = RunOptions{}.race_check;
+  [[deprecated("use run.lane_divergence")]] bool lane_divergence = RunOptions{}.lane_divergence;
+  [[deprecated("use run.source_root")]] std::string source_root = RunOptions{}.source_root;
+  [[deprecated("use run.mma_memo_bytes")]] std::size_t mma_memo_bytes = RunOptions{}.mma_memo_bytes;
 };
+#pragma GCC diagnostic pop
 
 struct ShrinkStats {
   std::uint64_t choices_before = 0, choices_after = 0;          // deviations from the default policy

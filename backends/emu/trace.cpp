@@ -5,7 +5,6 @@
 #include <map>
 #include <ostream>
 
-#include "emulator.hpp"
 
 namespace wspipe::emu {
 
@@ -270,38 +269,6 @@ void Trace::write_chrome_json(std::ostream& out) const {
     }
   }
   out << "\n]}\n";
-}
-
-std::string RunResult::report() const {
-  std::string r = std::string("status: ") + to_string(status) + " after " + std::to_string(steps) + " steps\n";
-  for (const Violation& v : violations) {
-    r += "violation " + v.rule + " at step " + std::to_string(v.step) + "\n";
-    r += "  warp:   " + v.warp + "\n";
-    if (!v.object.empty()) r += "  object: " + v.object + "\n";
-    r += "  where:  " + v.file + ":" + std::to_string(v.line) + "\n";
-    r += "  what:   " + v.message + "\n";
-    if (!v.other.empty()) r += "  other:  " + v.other + "\n";
-  }
-  if (status == Status::deadlock) r += "deadlock: no warp can move; every unfinished warp and what it waits on:\n";
-  if (status == Status::livelock)
-    r += "livelock: the step budget ran out; every unfinished warp and what it was doing:\n";
-  std::vector<std::string> shown;  // objects whose last events were printed already
-  for (const BlockedWarp& b : blocked) {
-    r += "  " + b.warp + ": " + b.op;
-    if (!b.object.empty()) r += " on " + b.object;
-    if (b.line != 0) r += " at " + b.file + ":" + std::to_string(b.line);
-    r += " (since step " + std::to_string(b.since) + ")\n";
-    if (!b.state.empty()) r += "    " + b.state + "\n";
-    if (b.last_events.empty()) continue;
-    if (std::find(shown.begin(), shown.end(), b.object) != shown.end()) {
-      r += "    (last events on " + b.object + ": as above)\n";
-      continue;
-    }
-    shown.push_back(b.object);
-    r += "    last events on " + b.object + ":\n";
-    for (const auto& e : b.last_events) r += "      " + e + "\n";
-  }
-  return r;
 }
 
 }  // namespace wspipe::emu

@@ -6,18 +6,24 @@
 //   TEST(MyPipeline, PlantedBugIsFound) { WSPIPE_EXPECT_FINDS("deadlock", make_broken_kernel); }
 //
 // Environment, read by options() (the helpers' default options) when the
-// test runs:
+// test runs: every setting of backends/emu/settings.hpp, the same as the
+// wspipe program's flag of that name, with the same rules and messages:
 //   WSPIPE_RUNS=N        explore run numbers 0..N-1 (N >= 1); alone, no time limit
-//   WSPIPE_SECONDS=T     explore for T seconds (T > 0); alone, no run limit
-//   WSPIPE_JOBS=N        threads, 1..1024
+//   WSPIPE_SECONDS=T     explore for T seconds; alone, no run limit (T = 0:
+//                        none, which needs WSPIPE_RUNS or exhaustive)
+//   WSPIPE_JOBS=N        threads, 1..1024 (exhaustive: 1)
 //   WSPIPE_SEED=N        first seed (run i uses seed N + i)
 //   WSPIPE_STRATEGY=P    portfolio: "random,pct:3", "pct:5", "exhaustive", ...
+//   WSPIPE_PCT_DEPTH=D   the depth of a plain "pct"
 //   WSPIPE_SHARD=I/N     only the run numbers i with i mod N = I
+//   WSPIPE_PREEMPTIONS=K exhaustive: at most K preemptions
+//   WSPIPE_NO_REDUCTION=1, WSPIPE_NO_SHRINK=1, WSPIPE_SHRINK_SECONDS=T,
+//   WSPIPE_MAX_STEPS=N, WSPIPE_SPURIOUS_TRY_WAIT=1, WSPIPE_MMA_MEMO_MIB=N
 //   WSPIPE_LANE_DIVERGENCE=1|0  the emulator's lane-divergence mode on or off
-//                        (ExploreOptions::lane_divergence)
-// A bad value is a test failure naming the variable and the value; the rest
-// still applies. Options passed explicitly skip the environment unless they
-// go through options(base).
+//                        (ExploreOptions::run.lane_divergence)
+// A switch takes 1 (as its flag) or 0. A bad value is a test failure naming
+// the variable and the value; the rest still applies. Options passed
+// explicitly skip the environment unless they go through options(base).
 //
 // Read by every helper, whatever its options:
 //   WSPIPE_REPLAY=S      do not explore: replay schedule S strictly (the

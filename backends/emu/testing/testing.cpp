@@ -2,9 +2,7 @@
 
 #include <unistd.h>
 
-#include <charconv>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -15,40 +13,18 @@
 #include <utility>
 #include <vector>
 
+#include "backends/emu/report.hpp"
+#include "backends/emu/settings.hpp"
+
 namespace wspipe::testing {
 namespace {
+
+using emu::shell_quote;
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr) return std::nullopt;
   return std::string(v);
-}
-
-std::optional<std::uint64_t> parse_u64(std::string_view s) {
-  std::uint64_t v = 0;
-  if (s.empty()) return std::nullopt;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-std::optional<double> parse_seconds(std::string_view s) {
-  double v = 0;
-  if (s.empty()) return std::nullopt;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v) || v <= 0) return std::nullopt;
-  return v;
-}
-
-// For a shell command line: as is when it has no special characters, else
-// in single quotes.
-std::string shell_quote(const std::string& s) {
-  const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                       "0123456789_./:=@%+,-") == std::string::npos;
-  if (plain) return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 std::string this_binary() {
@@ -66,13 +42,14 @@ std::string this_test() {
   return std::string(info->test_suite_name()) + "." + info->name();
 }
 
-// The line that replays `token` in this test, and how to read its trace.
-std::string replay_command(const std::string& token) {
-  std::string cmd = "replay: WSPIPE_REPLAY=" + shell_quote(token) + " WSPIPE_TRACE=wspipe-trace.json " +
-                    shell_quote(this_binary());
-  if (const std::string test = this_test(); !test.empty()) cmd += " --gtest_filter=" + shell_quote(test);
-  cmd += "\n        (wspipe-trace.json opens in https://ui.perfetto.dev; a name ending in .txt gives a text log)\n";
-  return cmd;
+// The line that replays a failure in this test, and how to read its trace.
+std::string replay_line(const emu::Failure& f, const emu::ExploreOptions& opts) {
+  std::vector<std::string> args;
+  if (const std::string test = this_test(); !test.empty()) args.push_back("--gtest_filter=" + test);
+  return "replay: " +
+         emu::replay_command(emu::SettingsFront::environment, opts.run_options(), f.result.schedule, this_binary(),
+                             args, {}, "wspipe-trace.json") +
+         "\n        (wspipe-trace.json opens in https://ui.perfetto.dev; a name ending in .txt gives a text log)\n";
 }
 
 // The progress line on stderr, for explorations that run long enough for a
@@ -173,75 +150,12 @@ emu::KernelFactory factory_of(const emu::Kernel& kernel) {
 }  // namespace
 
 bool apply_environment(emu::ExploreOptions& o, std::string* error) {
+  std::vector<emu::GivenSetting> given;
+  for (const emu::Setting& s : emu::settings_table())
+    if (const auto v = env(std::string(s.env).c_str())) given.push_back({&s, *v});
   std::string errors;
-  auto bad = [&](const char* var, const std::string& value, const std::string& why) {
-    errors += std::string(errors.empty() ? "" : "\n") + var + "=" + shell_quote(value) + ": " + why;
-  };
-  // One of WSPIPE_RUNS and WSPIPE_SECONDS alone is the whole budget; both:
-  // whichever ends first.
-  bool budget = false;
-  std::uint64_t runs = 0;
-  double seconds = 0;
-  if (const auto v = env("WSPIPE_RUNS")) {
-    const auto r = parse_u64(*v);
-    if (r && *r >= 1) {
-      runs = *r;
-      budget = true;
-    } else {
-      bad("WSPIPE_RUNS", *v, "expected a whole number of runs >= 1");
-    }
-  }
-  if (const auto v = env("WSPIPE_SECONDS")) {
-    if (const auto t = parse_seconds(*v)) {
-      seconds = *t;
-      budget = true;
-    } else {
-      bad("WSPIPE_SECONDS", *v, "expected a number of seconds > 0");
-    }
-  }
-  if (budget) {
-    o.runs = runs;
-    o.seconds = seconds;
-  }
-  if (const auto v = env("WSPIPE_JOBS")) {
-    const auto j = parse_u64(*v);
-    if (!j || *j < 1 || *j > 1024)
-      bad("WSPIPE_JOBS", *v, "expected a number of threads in [1, 1024]");
-    else
-      o.jobs = static_cast<unsigned>(*j);
-  }
-  if (const auto v = env("WSPIPE_SEED")) {
-    if (const auto seed = parse_u64(*v))
-      o.first_seed = *seed;
-    else
-      bad("WSPIPE_SEED", *v, "expected a whole number");
-  }
-  if (const auto v = env("WSPIPE_STRATEGY")) {
-    std::string why;
-    if (auto p = emu::parse_portfolio(*v, &why)) {
-      o.portfolio = std::move(*p);
-      if (o.portfolio.front().kind != emu::StrategyKind::exhaustive) o.preemptions.reset();
-    } else {
-      bad("WSPIPE_STRATEGY", *v, why);
-    }
-  }
-  if (const auto v = env("WSPIPE_SHARD")) {
-    const auto slash = v->find('/');
-    const auto i = slash == std::string::npos ? std::nullopt : parse_u64(std::string_view(*v).substr(0, slash));
-    const auto n = slash == std::string::npos ? std::nullopt : parse_u64(std::string_view(*v).substr(slash + 1));
-    if (!i || !n || *n < 1 || *i >= *n || *n > 0xffffffffu) {
-      bad("WSPIPE_SHARD", *v, "expected I/N with 0 <= I < N");
-    } else {
-      o.shard_index = static_cast<std::uint32_t>(*i);
-      o.shard_count = static_cast<std::uint32_t>(*n);
-    }
-  }
-  if (const auto v = env("WSPIPE_LANE_DIVERGENCE")) {
-    if (*v == "1" || *v == "0")
-      o.lane_divergence = *v == "1";
-    else
-      bad("WSPIPE_LANE_DIVERGENCE", *v, "expected 1 (on) or 0 (off)");
-  }
+  for (const std::string& e : emu::apply_settings(o, given, emu::SettingsFront::environment))
+    errors += (errors.empty() ? "" : "\n") + e;
   if (error) *error = errors;
   return errors.empty();
 }
@@ -268,7 +182,7 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
   const auto res = explore_or(make, opts, &error);
   if (!res) return ::testing::AssertionFailure() << "\n" << error;
   if (res->ok()) return ::testing::AssertionSuccess() << res->report();
-  return ::testing::AssertionFailure() << "\n" << res->report() << replay_command(res->failure->replay_token());
+  return ::testing::AssertionFailure() << "\n" << res->report() << replay_line(*res->failure, opts);
 }
 
 ::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts) {
@@ -299,7 +213,7 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
     return ::testing::AssertionFailure() << "expected " << expected << ", but " << nothing_found(*res, opts);
   if (res->failure->outcome == expected) return ::testing::AssertionSuccess() << res->report();
   return ::testing::AssertionFailure() << "\nexpected " << expected << ", found " << res->failure->outcome << ":\n"
-                                       << res->report() << replay_command(res->failure->replay_token());
+                                       << res->report() << replay_line(*res->failure, opts);
 }
 
 ::testing::AssertionResult finds(std::string_view expected, const emu::Kernel& kernel, emu::ExploreOptions opts) {
@@ -337,9 +251,11 @@ class ExplorationTest : public ::testing::Test {
 std::uint32_t gtest_total_shards() {
   const auto v = env("GTEST_TOTAL_SHARDS");
   if (!v) return 1;
-  const auto n = parse_u64(*v);
-  // GoogleTest itself rejects a bad value when it runs.
-  return n && *n >= 1 && *n <= 0xffffffffu ? static_cast<std::uint32_t>(*n) : 1;
+  try {
+    return static_cast<std::uint32_t>(emu::parse_whole_number(*v, 1, 0xffffffffu));
+  } catch (const std::invalid_argument&) {
+    return 1;  // GoogleTest itself rejects a bad value when it runs
+  }
 }
 
 }  // namespace

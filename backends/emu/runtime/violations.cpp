@@ -1,5 +1,5 @@
-// Reports: a violation (fail), what a blocked warp waits on, the labels
-// of objects and actors.
+// Violations as the World records them: fail() (the first stops the run),
+// what a blocked warp waits on, the labels of objects and actors.
 #include "backends/emu/runtime/world.hpp"
 #include "backends/emu/runtime/util.hpp"
 

@@ -1,0 +1,196 @@
+// The reports a person reads, next to the results they describe: a run's
+// (RunResult::report) and an exploration's (ExploreResult::report).
+#include "report.hpp"
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+#include <vector>
+
+#include "emulator.hpp"
+#include "trace.hpp"
+
+namespace wspipe::emu {
+
+std::string RunResult::report() const {
+  std::string r = std::string("status: ") + to_string(status) + " after " + std::to_string(steps) + " steps\n";
+  for (const Violation& v : violations) {
+    r += "violation " + v.rule + " at step " + std::to_string(v.step) + "\n";
+    r += "  warp:   " + v.warp + "\n";
+    if (!v.object.empty()) r += "  object: " + v.object + "\n";
+    r += "  where:  " + v.file + ":" + std::to_string(v.line) + "\n";
+    r += "  what:   " + v.message + "\n";
+    if (!v.other.empty()) r += "  other:  " + v.other + "\n";
+  }
+  if (status == Status::deadlock) r += "deadlock: no warp can move; every unfinished warp and what it waits on:\n";
+  if (status == Status::livelock)
+    r += "livelock: the step budget ran out; every unfinished warp and what it was doing:\n";
+  std::vector<std::string> shown;  // objects whose last events were printed already
+  for (const BlockedWarp& b : blocked) {
+    r += "  " + b.warp + ": " + b.op;
+    if (!b.object.empty()) r += " on " + b.object;
+    if (b.line != 0) r += " at " + b.file + ":" + std::to_string(b.line);
+    r += " (since step " + std::to_string(b.since) + ")\n";
+    if (!b.state.empty()) r += "    " + b.state + "\n";
+    if (b.last_events.empty()) continue;
+    if (std::find(shown.begin(), shown.end(), b.object) != shown.end()) {
+      r += "    (last events on " + b.object + ": as above)\n";
+      continue;
+    }
+    shown.push_back(b.object);
+    r += "    last events on " + b.object + ":\n";
+    for (const auto& e : b.last_events) r += "      " + e + "\n";
+  }
+  return r;
+}
+
+std::string explored_line(const ExploreResult& e) {
+  std::ostringstream out;
+  out << "explored " << e.runs << " runs (" << e.steps << " steps) in " << std::fixed << std::setprecision(1)
+      << e.seconds << " s";
+  if (e.complete) out << ": every schedule within the preemption bound (" << e.pruned << " more pruned as equivalent)";
+  out << ": nothing found\n";
+  return out.str();
+}
+
+std::string strategy_and_seed(const Failure& f) {
+  std::string out = "(" + to_string(f.strategy);
+  if (f.strategy.kind != StrategyKind::exhaustive) out += ", seed " + std::to_string(f.seed);
+  return out + ")";
+}
+
+std::string shrunk_line(const ShrinkStats& s) {
+  return "shrunk:   " + std::to_string(s.choices_before) + " -> " + std::to_string(s.choices_after) +
+         " deviations, " + std::to_string(s.preemptions_before) + " -> " + std::to_string(s.preemptions_after) +
+         " preemptions" + (s.finished ? "" : " (shrinking ran out of time)") + "\n";
+}
+
+std::string ExploreResult::report() const {
+  if (!failure) return explored_line(*this);
+  const Failure& f = *failure;
+  return "failure in run " + std::to_string(f.run + 1) + " " + strategy_and_seed(f) + ": " + f.outcome + "\n" +
+         f.result.report() + "schedule: " + f.replay_token() + "\n" + shrunk_line(f.shrink);
+}
+
+// -------------------------------------------------------------------- JSON
+
+namespace {
+
+std::string json_bool(bool b) { return b ? "true" : "false"; }
+
+std::string json_location(const std::string& file, std::uint32_t line) {
+  return json_quote(line ? file + ":" + std::to_string(line) : "");
+}
+
+std::string json_violations(const RunResult& r) {
+  std::string j = "[";
+  for (const Violation& v : r.violations) {
+    j += (j.size() > 1 ? ",{" : "{");
+    j += "\"rule\":" + json_quote(v.rule) + ",\"warp\":" + json_quote(v.warp) + ",\"object\":" +
+         json_quote(v.object) + ",\"step\":" + std::to_string(v.step) + ",\"location\":" +
+         json_location(v.file, v.line) + ",\"message\":" + json_quote(v.message);
+    if (!v.other.empty()) j += ",\"other\":" + json_quote(v.other);
+    j += "}";
+  }
+  return j + "]";
+}
+
+std::string json_blocked(const RunResult& r) {
+  std::string j = "[";
+  for (const BlockedWarp& b : r.blocked) {
+    j += (j.size() > 1 ? ",{" : "{");
+    j += "\"warp\":" + json_quote(b.warp) + ",\"op\":" + json_quote(b.op) + ",\"object\":" +
+         json_quote(b.object) + ",\"state\":" + json_quote(b.state) + ",\"location\":" +
+         json_location(b.file, b.line) + "}";
+  }
+  return j + "]";
+}
+
+}  // namespace
+
+std::string to_json(const JsonFields& fields) {
+  std::string j = "{";
+  for (const auto& [key, value] : fields) j += (j.size() > 1 ? "," : "") + json_quote(key) + ":" + value;
+  return j + "}";
+}
+
+void insert_after(JsonFields& fields, std::string_view key, std::pair<std::string, std::string> field) {
+  auto it = std::find_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == key; });
+  fields.insert(it == fields.end() ? it : std::next(it), std::move(field));
+}
+
+JsonFields json_fields(const RunResult& r) {
+  return {{"status", json_quote(to_string(r.status))},
+          {"outcome", json_quote(outcome(r))},
+          {"steps", std::to_string(r.steps)},
+          {"violations", json_violations(r)},
+          {"blocked", json_blocked(r)},
+          {"schedule", json_quote(r.schedule.encode())}};
+}
+
+JsonFields json_fields(const ExploreResult& e) {
+  std::ostringstream seconds;
+  seconds << std::fixed << std::setprecision(3) << e.seconds;
+  JsonFields j = {{"runs", std::to_string(e.runs)},
+                  {"complete", json_bool(e.complete)},
+                  {"pruned", std::to_string(e.pruned)},
+                  {"seconds", seconds.str()}};
+  if (!e.failure) {
+    j.insert(j.end(), {{"status", json_quote("ok")},
+                       {"outcome", json_quote("ok")},
+                       {"steps", std::to_string(e.steps)},
+                       {"violations", "[]"},
+                       {"blocked", "[]"},
+                       {"schedule", "null"},
+                       {"shrink", "null"}});
+    return j;
+  }
+  const Failure& f = *e.failure;
+  j.emplace_back("run", std::to_string(f.run + 1));
+  const JsonFields run = json_fields(f.result);
+  j.insert(j.end(), run.begin(), run.end());
+  const ShrinkStats& s = f.shrink;
+  j.emplace_back("shrink", "{\"choices_before\":" + std::to_string(s.choices_before) +
+                               ",\"choices_after\":" + std::to_string(s.choices_after) +
+                               ",\"preemptions_before\":" + std::to_string(s.preemptions_before) +
+                               ",\"preemptions_after\":" + std::to_string(s.preemptions_after) +
+                               ",\"finished\":" + json_bool(s.finished) + "}");
+  return j;
+}
+
+std::string to_json(const RunResult& run) { return to_json(json_fields(run)); }
+std::string to_json(const ExploreResult& result) { return to_json(json_fields(result)); }
+
+// ------------------------------------------------------------------ replay
+
+std::string replay_command(SettingsFront front, const RunOptions& run, const Schedule& schedule,
+                           const std::string& program, const std::vector<std::string>& args,
+                           const std::vector<std::string>& extra, const std::optional<std::string>& trace_file) {
+  const RunOptions defaults;
+  std::vector<std::string> settings;  // as `front` spells them
+  auto add = [&](const char* flag, const std::string& value) {
+    settings.push_back(spell_setting(*find_setting_flag(flag), value, front));
+  };
+  if (run.max_steps != defaults.max_steps) add("max-steps", std::to_string(run.max_steps));
+  if (run.spurious_try_wait) add("spurious-try-wait", "1");
+  if (run.lane_divergence) add("lane-divergence", "1");
+  std::string cmd;
+  auto word = [&](const std::string& w) { cmd += (cmd.empty() ? "" : " ") + w; };
+  if (front == SettingsFront::environment) {
+    word("WSPIPE_REPLAY=" + shell_quote(schedule.encode()));
+    if (trace_file) word("WSPIPE_TRACE=" + shell_quote(*trace_file));
+    for (const auto& s : settings) word(s);
+  }
+  word(shell_quote(program));
+  for (const auto& a : args) word(shell_quote(a));
+  if (front != SettingsFront::environment)
+    for (const auto& s : settings) word(s);
+  for (const auto& a : extra) word(shell_quote(a));
+  if (front != SettingsFront::environment) {
+    word("--schedule " + shell_quote(schedule.encode()));
+    if (trace_file) word("--trace " + shell_quote(*trace_file));
+  }
+  return cmd;
+}
+
+}  // namespace wspipe::emu

@@ -1,0 +1,314 @@
+#include "settings.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+namespace wspipe::emu {
+
+// What the settings' rules read and write while one front's settings are
+// applied: the options, and what a later rule needs from an earlier one.
+struct SettingsState {
+  ExploreOptions& options;
+  std::uint32_t pct_depth = StrategySpec{StrategyKind::pct}.pct_depth;
+  std::optional<std::string> strategy = {};  // the text given; parsed once the depth is known
+};
+
+namespace {
+
+constexpr std::uint64_t kNoMax = std::numeric_limits<std::uint64_t>::max();
+
+double parse_seconds(std::string_view text) {
+  double v = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !(v >= 0) || v > 1e7)
+    throw std::invalid_argument("must be a number of seconds >= 0");
+  return v;
+}
+
+bool parse_switch(std::string_view text) {
+  if (text != "1" && text != "0") throw std::invalid_argument("must be 1 (on) or 0 (off)");
+  return text == "1";
+}
+
+std::uint32_t parse_u32(std::string_view text, std::uint32_t min, std::uint32_t max) {
+  return static_cast<std::uint32_t>(parse_whole_number(text, min, max));
+}
+
+// I/N, 0 <= I < N.
+std::pair<std::uint32_t, std::uint32_t> parse_shard(std::string_view text) {
+  const char* why = "must be I/N with 0 <= I < N (shards are numbered from 0)";
+  const auto slash = text.find('/');
+  if (slash == std::string_view::npos) throw std::invalid_argument(why);
+  try {
+    const std::uint32_t n = parse_u32(text.substr(slash + 1), 1, std::numeric_limits<std::uint32_t>::max());
+    const std::uint32_t i = parse_u32(text.substr(0, slash), 0, n - 1);
+    return {i, n};
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(why);
+  }
+}
+
+const Setting kSettings[] = {
+    {"strategy", "WSPIPE_STRATEGY", "the {} strategy", "S",
+     "run: rr | random | pct | pct:D       (default random)\n"
+     "explore: a comma-separated portfolio of those, or\n"
+     "exhaustive                            (default random,pct:3)",
+     false, [](SettingsState& s, std::string_view t) { s.strategy = std::string(t); }},
+    {"seed", "WSPIPE_SEED", "first_seed = {}", "N", "first seed                            (default 1)", false,
+     [](SettingsState& s, std::string_view t) { s.options.first_seed = parse_whole_number(t, 0, kNoMax); }},
+    {"pct-depth", "WSPIPE_PCT_DEPTH", "pct depth {}", "D", "the depth of a plain `pct`            (default 3)",
+     false, [](SettingsState& s, std::string_view t) { s.pct_depth = parse_u32(t, 1, 16); }},
+    {"runs", "WSPIPE_RUNS", "runs = {}", "N", "explore: stop after N runs (run numbers 0..N-1)", true,
+     [](SettingsState& s, std::string_view t) { s.options.runs = parse_whole_number(t, 1, kNoMax); }},
+    {"seconds", "WSPIPE_SECONDS", "seconds = {}", "T",
+     "explore: stop after T seconds         (default 10 without --runs;\n"
+     "0 with exhaustive: until the bounded space is covered)",
+     true, [](SettingsState& s, std::string_view t) { s.options.seconds = parse_seconds(t); }},
+    {"jobs", "WSPIPE_JOBS", "jobs = {}", "N", "explore: threads                      (default: the machine's cores)",
+     true, [](SettingsState& s, std::string_view t) { s.options.jobs = parse_u32(t, 1, 1024); }},
+    {"shard", "WSPIPE_SHARD", "shard {}", "I/N", "explore: only the run numbers i with i mod N = I", true,
+     [](SettingsState& s, std::string_view t) {
+       std::tie(s.options.shard_index, s.options.shard_count) = parse_shard(t);
+     }},
+    {"preemptions", "WSPIPE_PREEMPTIONS", "preemptions = {}", "K",
+     "explore --strategy exhaustive: at most K preemptions (default 2)", true,
+     [](SettingsState& s, std::string_view t) { s.options.preemptions = parse_u32(t, 0, 64); }},
+    {"no-reduction", "WSPIPE_NO_REDUCTION", "reduce = false", "",
+     "explore --strategy exhaustive: no partial-order reduction\n"
+     "(every schedule within the bound; for comparison)",
+     true, [](SettingsState& s, std::string_view t) { s.options.reduce = !parse_switch(t); }},
+    {"no-shrink", "WSPIPE_NO_SHRINK", "shrink = false", "", "explore: report the failing schedule as found", true,
+     [](SettingsState& s, std::string_view t) { s.options.shrink = !parse_switch(t); }},
+    {"shrink-seconds", "WSPIPE_SHRINK_SECONDS", "shrink_seconds = {}", "T",
+     "explore: time for shrinking           (default 20)", true,
+     [](SettingsState& s, std::string_view t) { s.options.shrink_seconds = parse_seconds(t); }},
+    {"max-steps", "WSPIPE_MAX_STEPS", "run.max_steps = {}", "N",
+     "step budget per run; running out is a livelock (default 5000000)", false,
+     [](SettingsState& s, std::string_view t) { s.options.run.max_steps = parse_whole_number(t, 1, kNoMax); }},
+    {"spurious-try-wait", "WSPIPE_SPURIOUS_TRY_WAIT", "run.spurious_try_wait = true", "",
+     "try_wait may time out on an incomplete phase", false,
+     [](SettingsState& s, std::string_view t) { s.options.run.spurious_try_wait = parse_switch(t); }},
+    {"mma-memo-mib", "WSPIPE_MMA_MEMO_MIB", "run.mma_memo_bytes = {} MiB", "N",
+     "memory per thread for the MMAs already computed (products and\n"
+     "accumulator chains), reused when an MMA's operands repeat\n"
+     "(0: none, every MMA updates D cell by cell; default 512)",
+     false,
+     [](SettingsState& s, std::string_view t) {
+       s.options.run.mma_memo_bytes = static_cast<std::size_t>(parse_whole_number(t, 0, std::uint64_t{1} << 20))
+                                      << 20;
+     }},
+    {"lane-divergence", "WSPIPE_LANE_DIVERGENCE", "run.lane_divergence = true", "",
+     "run each warp as two lanes (0 and 31) in lockstep and report\n"
+     "where they differ: a branch or an operand at a collective\n"
+     "instruction, elect or barrier wait (slower; variants whose\n"
+     "bug needs it turn it on themselves)",
+     false, [](SettingsState& s, std::string_view t) { s.options.run.lane_divergence = parse_switch(t); }},
+};
+
+const Setting& setting(std::string_view flag) {
+  const Setting* s = find_setting_flag(flag);
+  if (s == nullptr) throw std::logic_error("no setting --" + std::string(flag));
+  return *s;
+}
+
+bool is_exhaustive(const ExploreOptions& o) {
+  return std::any_of(o.portfolio.begin(), o.portfolio.end(),
+                     [](const StrategySpec& s) { return s.kind == StrategyKind::exhaustive; });
+}
+
+const GivenSetting* given_in(std::span<const GivenSetting> given, const Setting& s) {
+  const auto it = std::find_if(given.begin(), given.end(), [&](const GivenSetting& g) { return g.setting == &s; });
+  return it == given.end() ? nullptr : &*it;
+}
+
+// A plain "pct" in `text` with the depth given.
+std::string with_pct_depth(std::string_view text, std::uint32_t depth) {
+  std::string out;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    const auto comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    if (pos != 0) out += ',';
+    out += item == "pct" ? "pct:" + std::to_string(depth) : std::string(item);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::string number(double v) {
+  std::string s = std::to_string(v);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::span<const Setting> settings_table() { return kSettings; }
+
+const Setting* find_setting_flag(std::string_view flag) {
+  for (const Setting& s : kSettings)
+    if (s.flag == flag) return &s;
+  return nullptr;
+}
+
+const Setting* find_setting_env(std::string_view env) {
+  for (const Setting& s : kSettings)
+    if (s.env == env) return &s;
+  return nullptr;
+}
+
+std::string shell_quote(std::string_view s) {
+  const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                       "0123456789_./:=@%+,-") == std::string_view::npos;
+  if (plain) return std::string(s);
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string spell_setting(const Setting& s, std::string_view value, SettingsFront front) {
+  switch (front) {
+    case SettingsFront::flags:
+      return "--" + std::string(s.flag) + (s.arg.empty() ? "" : " " + shell_quote(value));
+    case SettingsFront::environment:
+      return std::string(s.env) + "=" + shell_quote(value);
+    case SettingsFront::code:
+      break;
+  }
+  std::string out(s.code);
+  if (const auto at = out.find("{}"); at != std::string::npos) out.replace(at, 2, value);
+  return out;
+}
+
+std::uint64_t parse_whole_number(std::string_view text, std::uint64_t min, std::uint64_t max) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < min || v > max) {
+    std::string why = "must be a whole number";
+    if (max != kNoMax)
+      why += " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    else if (min > 0)
+      why += " >= " + std::to_string(min);
+    throw std::invalid_argument(why);
+  }
+  return v;
+}
+
+void validate_settings(const ExploreOptions& o, SettingsFront front, std::span<const GivenSetting> given) {
+  // A setting as this front spells it when it gave it, else as the code;
+  // a setting the message suggests, as this front would take it.
+  auto spell = [&](const Setting& s, std::string_view value) {
+    return spell_setting(s, value, given_in(given, s) ? front : SettingsFront::code);
+  };
+  auto suggest = [&](const Setting& s, std::string_view value) { return spell_setting(s, value, front); };
+  auto bad = [](const std::string& message, std::vector<const Setting*> named) {
+    throw SettingsError(message, std::move(named));
+  };
+  const Setting &strategy = setting("strategy"), &seconds = setting("seconds"), &runs = setting("runs"),
+                &shard = setting("shard"), &jobs = setting("jobs"), &preemptions = setting("preemptions");
+  const auto shards = std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count);
+  if (!(o.seconds >= 0)) bad(spell(seconds, number(o.seconds)) + ": must be a number of seconds >= 0", {&seconds});
+  if (!(o.shrink_seconds >= 0)) {
+    const Setting& s = setting("shrink-seconds");
+    bad(spell(s, number(o.shrink_seconds)) + ": must be a number of seconds >= 0", {&s});
+  }
+  if (o.portfolio.empty()) bad("the strategy portfolio is empty", {&strategy});
+  for (const StrategySpec& s : o.portfolio) {
+    if (s.kind == StrategyKind::replay || s.kind == StrategyKind::custom)
+      bad(spell(strategy, to_string(s.kind)) + ": cannot be explored (use replay())", {&strategy});
+    if (s.kind == StrategyKind::pct && (s.pct_depth < 1 || s.pct_depth > 16))
+      bad(spell(strategy, to_string(s)) + ": PCT depth must be in [1, 16], got " + std::to_string(s.pct_depth),
+          {&strategy});
+  }
+  const bool exhaustive = is_exhaustive(o);
+  if (exhaustive && o.portfolio.size() > 1)
+    bad(spell(strategy, to_string(o.portfolio)) + ": the exhaustive strategy cannot share a portfolio", {&strategy});
+  if (o.shard_count == 0 || o.shard_index >= o.shard_count)
+    bad(spell(shard, shards) + ": must be I/N with 0 <= I < N (shards are numbered from 0)", {&shard});
+  if (o.jobs > 1024) bad(spell(jobs, std::to_string(o.jobs)) + ": must be at most 1024", {&jobs});
+  if (o.run_options().max_steps == 0) {
+    const Setting& s = setting("max-steps");
+    bad(spell(s, "0") + ": must be positive", {&s});
+  }
+  // The exhaustive strategy ends by itself when the bounded space is covered.
+  if (!exhaustive && o.runs == 0 && o.seconds == 0)
+    bad("no budget: " + spell(seconds, "0") + " means no time limit: give " + suggest(runs, "N") + " too",
+        {&seconds, &runs});
+  if (o.preemptions && !exhaustive)
+    bad(spell(preemptions, std::to_string(*o.preemptions)) + ": a preemption bound needs " +
+            suggest(strategy, "exhaustive"),
+        {&preemptions, &strategy});
+  if (exhaustive && o.shard_count > 1)
+    bad(spell(shard, shards) + ": the exhaustive strategy runs unsharded (one process, one thread)",
+        {&shard, &strategy});
+  // What explore() ignores, but a person who asked for it should hear about.
+  if (exhaustive && o.jobs > 1 && given_in(given, jobs))
+    bad(spell(jobs, std::to_string(o.jobs)) + ": the exhaustive strategy runs on one thread", {&jobs, &strategy});
+  const Setting& no_reduction = setting("no-reduction");
+  if (!exhaustive && !o.reduce && given_in(given, no_reduction))
+    bad(spell(no_reduction, "1") + ": needs " + suggest(strategy, "exhaustive"), {&no_reduction, &strategy});
+}
+
+std::vector<std::string> apply_settings(ExploreOptions& options, std::span<const GivenSetting> given,
+                                        SettingsFront front) {
+  std::vector<std::string> errors;
+  SettingsState state{options};
+  for (const Setting& s : kSettings) {
+    const GivenSetting* g = given_in(given, s);
+    if (g == nullptr) continue;
+    try {
+      s.apply(state, g->value);
+    } catch (const std::invalid_argument& e) {
+      errors.push_back(spell_setting(s, g->value, front) + ": " + e.what());
+    }
+  }
+  const GivenSetting* runs = given_in(given, setting("runs"));
+  const GivenSetting* seconds = given_in(given, setting("seconds"));
+  if (runs && !seconds) options.seconds = 0;
+  if (seconds && !runs) options.runs = 0;
+  const Setting& strategy = setting("strategy");
+  if (state.strategy) {
+    std::string why;
+    if (auto p = parse_portfolio(with_pct_depth(*state.strategy, state.pct_depth), &why))
+      options.portfolio = std::move(*p);
+    else
+      errors.push_back(spell_setting(strategy, *state.strategy, front) + ": " + why);
+  } else if (given_in(given, setting("pct-depth"))) {
+    for (StrategySpec& s : options.portfolio)
+      if (s.kind == StrategyKind::pct) s.pct_depth = state.pct_depth;
+  }
+  if (state.strategy && !given_in(given, setting("preemptions")) && !is_exhaustive(options))
+    options.preemptions.reset();
+  if (is_exhaustive(options) && !given_in(given, setting("jobs"))) options.jobs = 1;
+  if (!errors.empty()) return errors;
+  try {
+    validate_settings(options, front, given);
+  } catch (const SettingsError& e) {
+    // A rule broken by the code's own options alone is explore()'s to report.
+    if (std::any_of(e.settings.begin(), e.settings.end(), [&](const Setting* s) { return given_in(given, *s); }))
+      errors.push_back(e.what());
+  }
+  return errors;
+}
+
+std::string flags_help() {
+  std::string out;
+  for (const Setting& s : kSettings) {
+    std::string head = "  --" + std::string(s.flag) + (s.arg.empty() ? "" : " " + std::string(s.arg));
+    head.resize(std::max<std::size_t>(head.size() + 1, 23), ' ');
+    std::string_view help = s.help;
+    for (bool first = true; !help.empty() || first; first = false) {
+      const auto nl = std::min(help.find('\n'), help.size());
+      out += (first ? head : std::string(23, ' ')) + std::string(help.substr(0, nl)) + "\n";
+      help.remove_prefix(std::min(nl + 1, help.size()));
+    }
+  }
+  return out;
+}
+
+}  // namespace wspipe::emu
