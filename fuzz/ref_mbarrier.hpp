@@ -1,7 +1,7 @@
 // A reference model of the mbarriers of one CTA, for the model fuzzers.
 // Written from docs/hardware.md (PTX "Parallel Synchronization: mbarrier")
 // and the emulator's documented rules (the rule names of docs/hardware.md
-// and docs/emulator-models.md), not from backends/emu/world.cpp:
+// and docs/emulator-models.md), not from backends/emu/runtime/mbarrier.cpp:
 //  - state: phase, pending arrivals, expected arrivals, tx-count;
 //  - init(count): count in [1, 2^20-1], not on a live barrier, one lane;
 //  - arrive.expect_tx(n) by L lanes: tx += n*L, then L arrivals; an arrive

@@ -76,8 +76,8 @@ TEST(scheduler_CrossCheck, EnabledSetEqualsMovableAtEveryStepAcrossScenariosAndS
           emu::ExploreOptions o = test::fixed_runs(3);
           o.portfolio = {{emu::StrategyKind::random}, {emu::StrategyKind::pct, 3}, {emu::StrategyKind::round_robin}};
           o.shrink = false;
-          o.run.spurious_try_wait = spurious;
-          o.run.lane_divergence = v.lane_divergence;
+          o.spurious_try_wait = spurious;
+          o.lane_divergence = v.lane_divergence;
           const auto r = emu::explore(make, o);
           runs += r.runs;
           // A correct kernel stays correct with the check on (a broken one

@@ -1,4 +1,4 @@
-// The race checker's block-compressed shadows (ShadowTable, hb.hpp) against
+// The race checker's block-compressed shadows (ShadowTable, runtime/clock.hpp) against
 // the plain model, one Shadow per location: any sequence of accesses by any
 // agents, over any ranges of locations, finds the same
 // first conflict (the location and the earlier access) and leaves every
@@ -129,7 +129,7 @@ TEST(emu_ShadowTable, WholeBlockAccessesStayUniform) {
   EXPECT_EQ(where, 0u);
 }
 
-// The TMEM shadow's tiling (world.hpp): every cell has its own index, which
+// The TMEM shadow's tiling (runtime/tmem.hpp): every cell has its own index, which
 // tmem_shadow_lane/col invert.
 TEST(emu_TmemShadowIndex, IsABijectionThatItsInverseUndoes) {
   std::vector<bool> seen(std::size_t{wspipe::kTmemLanes} * wspipe::kTmemColumns);

@@ -507,7 +507,7 @@ TEST(emu_TmemLdSt, DeallocUnorderedWithAnotherWarpsLoadFires) {
 // ------------------------------------------------------------ buffers
 
 // A run's shared memory, TMEM cells and shadow tables are kept for the next
-// run on the thread (keep_cta_buffers, world.cpp). The next run must still
+// run on the thread (keep_cta_buffers, runtime/buffers.cpp). The next run must still
 // start from zeroed memory and with no shadow of the earlier run's accesses:
 // a stale shadow would report the earlier run's writes as unordered with
 // this run's reads (race.smem, race.tmem), and stale cells would be read.

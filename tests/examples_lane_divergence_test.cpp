@@ -28,7 +28,7 @@ emu::OptionValues values_of(const emu::Scenario& sc, const emu::VariantSpec& v, 
 emu::ExploreResult explore(const emu::Scenario& sc, const emu::VariantSpec& v, const emu::OptionValues& values,
                            std::uint64_t runs, bool lanes) {
   auto o = wspipe::test::fixed_runs(runs, 2);
-  o.run.lane_divergence = lanes;
+  o.lane_divergence = lanes;
   o.shrink = false;
   return emu::explore([&] { return sc.prepare(v.name, values); }, o);
 }

@@ -241,7 +241,7 @@ TEST(explore_Shrink, EveryCatalogueVariantShrinksToAReplayableSchedule) {
       const emu::KernelFactory make = [&] { return sc.prepare(v.name, values); };
       auto o = test::fixed_runs(500, 2);
       o.shrink_seconds = 10;
-      o.run.lane_divergence = v.lane_divergence;
+      o.lane_divergence = v.lane_divergence;
       const auto r = emu::explore(make, o);
       ASSERT_FALSE(r.ok());
       const emu::Failure& f = *r.failure;
@@ -356,7 +356,7 @@ TEST(explore_Exhaustive, ReductionReachesTheSameFinalStatesWithFewerSchedules) {
     auto full = std::make_shared<Observed>();
     auto reduced = std::make_shared<Observed>();
     auto o = exhaustive(k, false);
-    o.run.spurious_try_wait = true;
+    o.spurious_try_wait = true;
     const auto a = emu::explore(observer(full), o);
     o.reduce = true;
     const auto b = emu::explore(observer(reduced), o);
@@ -410,33 +410,28 @@ TEST(explore_Options, NonsenseIsRejectedNamingTheValue) {
   EXPECT_EQ(emu::to_string(*p), "random,pct:5,rr");
 }
 
-// ExploreOptions holds its RunOptions in `run`; the fields it used to copy
-// still work, deprecated: one set away from its default wins over `run`.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-TEST(explore_Options, DeprecatedRunFieldsStillApply) {
+// ExploreOptions is its runs' RunOptions: what it sets is what each run
+// gets, nothing copied, with the strategy and the trace explore()'s own.
+TEST(explore_Options, RunOptionsAreItsOwn) {
   emu::ExploreOptions o;
-  o.run.max_steps = 900;
-  o.run.lane_divergence = true;
-  EXPECT_EQ(o.run_options().max_steps, 900u);
-  EXPECT_TRUE(o.run_options().lane_divergence);
-  EXPECT_FALSE(o.run_options().trace);
-  o.max_steps = 700;
+  o.max_steps = 900;
+  o.lane_divergence = true;
   o.race_check = false;
   o.mma_memo_bytes = 0;
-  EXPECT_EQ(o.run_options().max_steps, 700u);
-  EXPECT_FALSE(o.run_options().race_check);
-  EXPECT_EQ(o.run_options().mma_memo_bytes, 0u);
-  EXPECT_TRUE(o.run_options().lane_divergence);
-  // A budget of 20 steps makes the ring a livelock, set either way.
+  o.trace = true;
+  o.strategy.kind = emu::StrategyKind::round_robin;
+  const emu::RunOptions r = o.run_options();
+  EXPECT_EQ(r.max_steps, 900u);
+  EXPECT_TRUE(r.lane_divergence);
+  EXPECT_FALSE(r.race_check);
+  EXPECT_EQ(r.mma_memo_bytes, 0u);
+  EXPECT_FALSE(r.trace) << "explore() traces only the replay of a failure";
+  EXPECT_EQ(r.strategy.kind, emu::RunOptions{}.strategy.kind) << "the strategy is explore()'s";
+  // A budget of 20 steps makes the ring a livelock.
   o = test::fixed_runs(1);
   o.max_steps = 20;
   EXPECT_EQ(emu::explore(ring(2, 4, RingBug::none), o).failure->outcome, "livelock");
-  o = test::fixed_runs(1);
-  o.run.max_steps = 20;
-  EXPECT_EQ(emu::explore(ring(2, 4, RingBug::none), o).failure->outcome, "livelock");
 }
-#pragma GCC diagnostic pop
 
 // The settings table's rules between settings, whichever front gives them.
 TEST(explore_Settings, RulesBetweenSettings) {
@@ -461,9 +456,9 @@ TEST(explore_Settings, RulesBetweenSettings) {
   EXPECT_EQ(o.jobs, 1u);
   o = {};
   EXPECT_TRUE(apply(o, {{"max-steps", "77"}, {"mma-memo-mib", "3"}, {"lane-divergence", "1"}}).empty());
-  EXPECT_EQ(o.run.max_steps, 77u);
-  EXPECT_EQ(o.run.mma_memo_bytes, std::size_t{3} << 20);
-  EXPECT_TRUE(o.run.lane_divergence);
+  EXPECT_EQ(o.max_steps, 77u);
+  EXPECT_EQ(o.mma_memo_bytes, std::size_t{3} << 20);
+  EXPECT_TRUE(o.lane_divergence);
   // A rule the code alone breaks is explore()'s to report, in the code's words.
   o = {};
   o.shard_count = 2;
@@ -523,3 +518,38 @@ TEST(explore_Replay, AScheduleOfAnotherConfigurationIsRefused) {
 }
 
 }  // namespace
+
+// A strategy that lives across runs (StrategyParams::shared), as the
+// exhaustive search does: each run announces itself with new_execution,
+// and what the strategy learnt in one run is there in the next.
+TEST(explore_Strategy, SharedStrategyLivesAcrossRuns) {
+  struct Counting final : emu::Strategy {
+    int executions = 0;
+    std::uint32_t actors = 0;
+    std::uint64_t picks = 0;
+    void new_execution(std::uint32_t num_actors) override {
+      ++executions;
+      actors = num_actors;
+    }
+    std::optional<std::uint32_t> pick(const emu::Choice& c) override {
+      ++picks;
+      return c.enabled[c.n - 1];  // the highest id: not the default policy
+    }
+  } counting;
+  emu::RunOptions o;
+  o.trace = false;
+  o.strategy.kind = emu::StrategyKind::custom;
+  o.strategy.shared = &counting;
+  const emu::Kernel k = ring_kernel(2, 4, RingBug::none);
+  const emu::RunResult first = emu::run(k, o);
+  ASSERT_EQ(first.status, emu::Status::ok) << first.report();
+  EXPECT_EQ(counting.executions, 1);
+  EXPECT_EQ(counting.actors, 2u + 2u) << "two warps, the CTA's two engines";
+  const std::uint64_t picks = counting.picks;
+  EXPECT_GT(picks, 0u);
+  EXPECT_FALSE(first.schedule.empty()) << "it deviated from the default policy";
+  const emu::RunResult second = emu::run(k, o);
+  EXPECT_EQ(counting.executions, 2);
+  EXPECT_EQ(counting.picks, 2 * picks) << "the same choices again, counted on the same object";
+  EXPECT_EQ(second.schedule.encode(), first.schedule.encode());
+}

@@ -1,4 +1,4 @@
-// The functional models of tcgen05 and TMA (backends/emu/models.hpp) and the
+// The functional models of tcgen05 and TMA (backends/emu/runtime/models.hpp) and the
 // value types they rest on (core/numeric.hpp, core/tcgen05.hpp), checked
 // against references written from the format and layout definitions rather
 // than from the code under test.
@@ -636,7 +636,7 @@ TEST_P(models_mma_reference, MatchesDoublePrecision) {
 
 INSTANTIATE_TEST_SUITE_P(models, models_mma_reference, testing::ValuesIn(all_cases()), case_name);
 
-// Bit for bit what the model promises (models.hpp): per MMA, each element's
+// Bit for bit what the model promises (runtime/models.hpp): per MMA, each element's
 // K products of the negated, decoded operands summed in double in k order
 // from zero, plus the old D when accumulating, rounded to f32 once. The
 // same with a memo, on its first pass (misses) and its second (hits), and

@@ -343,7 +343,7 @@ TEST(TestingHelpers, OptionsTakeTheEnvironment) {
   ScopedEnv runs_("WSPIPE_RUNS", "7"), jobs("WSPIPE_JOBS", "3"), seed("WSPIPE_SEED", "99"),
       strategy("WSPIPE_STRATEGY", "pct:5,rr"), shard("WSPIPE_SHARD", "1/3"), lanes("WSPIPE_LANE_DIVERGENCE", "1");
   const emu::ExploreOptions o = testing::options();
-  EXPECT_TRUE(o.run.lane_divergence);
+  EXPECT_TRUE(o.lane_divergence);
   EXPECT_TRUE(o.run_options().lane_divergence);
   EXPECT_EQ(o.runs, 7u);
   EXPECT_EQ(o.seconds, 0.0) << "WSPIPE_RUNS alone is the whole budget";

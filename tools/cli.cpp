@@ -240,7 +240,7 @@ Plan plan(const Args& a, const Catalogue& cat) {
   if (a.command != "explore" && (pf.size() != 1 || pf.front().kind == emu::StrategyKind::exhaustive))
     throw UsageError("--strategy for `wspipe " + a.command + "` must be one of rr, random, pct, pct:D; got '" +
                      a.opts.at("strategy") + "' (portfolios and exhaustive belong to explore)");
-  if (p.variant->lane_divergence) p.settings.run.lane_divergence = true;
+  if (p.variant->lane_divergence) p.settings.lane_divergence = true;
   for (const char* name : {"max-active-clusters", "ctas-per-sm"}) {
     const auto it = a.opts.find(name);
     if (it == a.opts.end() || scenario_has(*p.scenario, name)) continue;
@@ -282,7 +282,7 @@ std::string replay_command(const std::string& prog, const Plan& p, const emu::Sc
   std::vector<std::string> launch;
   if (p.max_active_clusters != 0) launch.insert(launch.end(), {"--max-active-clusters", std::to_string(p.max_active_clusters)});
   if (p.ctas_per_sm != 0) launch.insert(launch.end(), {"--ctas-per-sm", std::to_string(p.ctas_per_sm)});
-  return emu::replay_command(emu::SettingsFront::flags, p.settings.run, s, prog, args, launch);
+  return emu::replay_command(emu::SettingsFront::flags, p.settings.run_options(), s, prog, args, launch);
 }
 
 void save_trace(const std::string& file, const emu::Trace& t) {
@@ -316,7 +316,7 @@ std::string json_result(const Plan& p, const Outcome& o, const std::string& prog
       {"options", "{" + options + "}"},
       {"strategy", json_quote(o.command == "replay" ? std::string("replay") : emu::to_string(p.settings.portfolio))},
       {"seed", std::to_string(o.seed)},
-      {"lane_divergence", p.settings.run.lane_divergence ? "true" : "false"}};
+      {"lane_divergence", p.settings.lane_divergence ? "true" : "false"}};
   const emu::JsonFields result = o.explored ? emu::json_fields(*o.explored) : emu::json_fields(*o.run);
   if (!o.explored) j.emplace_back("runs", "1");
   j.insert(j.end(), result.begin(), result.end());
@@ -334,7 +334,7 @@ int finish(std::ostream& out, const Args& a, const Plan& p, const Outcome& o, co
   }
   out << "wspipe " << o.command << " " << p.display << " " << option_values(p);
   if (o.command != "replay") out << " strategy=" << emu::to_string(p.settings.portfolio) << " seed=" << o.seed;
-  if (p.settings.run.lane_divergence) out << " lane-divergence";
+  if (p.settings.lane_divergence) out << " lane-divergence";
   if (p.max_active_clusters != 0) out << " max-active-clusters=" << p.max_active_clusters;
   if (p.ctas_per_sm != 0) out << " ctas-per-sm=" << p.ctas_per_sm;
   out << "\n";

@@ -129,23 +129,12 @@ std::string to_string(const std::vector<StrategySpec>& portfolio) {
   return out;
 }
 
-// The deprecated mirrors are read here and nowhere else.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 RunOptions ExploreOptions::run_options() const {
-  const RunOptions defaults;
-  RunOptions o = run;
+  RunOptions o = *this;
   o.strategy = {};
   o.trace = false;
-  if (max_steps != defaults.max_steps) o.max_steps = max_steps;
-  if (spurious_try_wait != defaults.spurious_try_wait) o.spurious_try_wait = spurious_try_wait;
-  if (race_check != defaults.race_check) o.race_check = race_check;
-  if (lane_divergence != defaults.lane_divergence) o.lane_divergence = lane_divergence;
-  if (source_root != defaults.source_root) o.source_root = source_root;
-  if (mma_memo_bytes != defaults.mma_memo_bytes) o.mma_memo_bytes = mma_memo_bytes;
   return o;
 }
-#pragma GCC diagnostic pop
 
 void write_trace(const std::string& file, const Trace& trace) {
   std::ofstream f(file, std::ios::binary);
@@ -260,8 +249,8 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
     do {
       RunOptions o = base;
       o.strategy = {};
-      o.strategy.kind = StrategyKind::custom;
-      o.strategy.make = [&](std::uint32_t) { return search.strategy(); };
+      o.strategy.kind = StrategyKind::exhaustive;
+      o.strategy.shared = &search;  // one strategy across the runs, keeping its tree
       found = keep_if_smaller(std::move(o));
     } while (!found && since(t0) < deepen_until && search.advance());
     if (found) {
@@ -391,8 +380,8 @@ ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
     for (std::uint64_t i = 0;; ++i) {
       if ((o.runs != 0 && res.runs + res.pruned >= o.runs) || (o.seconds > 0 && since(t0) > o.seconds)) break;
       RunOptions ro = base;
-      ro.strategy.kind = StrategyKind::custom;
-      ro.strategy.make = [&](std::uint32_t) { return search.strategy(); };
+      ro.strategy.kind = StrategyKind::exhaustive;
+      ro.strategy.shared = &search;  // one strategy across the runs, keeping its tree
       RunResult r = run(make(), ro);
       if (r.pruned) {
         ++res.pruned;

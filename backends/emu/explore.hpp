@@ -60,11 +60,12 @@ struct ExploreProgress {
   bool shrinking = false;   // the failure is being shrunk
 };
 
-// The deprecated fields below warn where a user's code names them, not
-// where ExploreOptions is merely built, copied or destroyed.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-struct ExploreOptions {
+// An exploration's options. It is a RunOptions: every run's options (the
+// step budget, spurious try_wait, the race checker, lane-divergence mode,
+// the MMA memo per job, the source root) are its own fields, set as
+// `o.max_steps = ...`, with nothing copied; the base's `strategy` and
+// `trace` are explore()'s to set, run by run.
+struct ExploreOptions : RunOptions {
   // Budget: stop after `runs` run numbers (0: no limit) or `seconds` of wall
   // time (0: no limit), whichever comes first; at least one must be set.
   std::uint64_t runs = 0;
@@ -85,10 +86,6 @@ struct ExploreOptions {
   // Shrink a failure (bounded by shrink_seconds of wall time).
   bool shrink = true;
   double shrink_seconds = 20;
-  // Every run's options: the step budget, spurious try_wait, the race
-  // checker, lane-divergence mode, the MMA memo (per job), the source root.
-  // Its `strategy` and `trace` are explore()'s to set, run by run.
-  RunOptions run = {};
   // When set, the failing run (shrunk) is written there as trace.json
   // (Chrome/Perfetto) and trace.txt; the directory is created if needed.
   std::string trace_dir;
@@ -99,23 +96,10 @@ struct ExploreOptions {
   // that ran it (several at once with jobs > 1). Empty: nothing.
   std::function<void(std::uint64_t run, const RunResult&)> on_run;
 
-  // The RunOptions of one run (strategy aside): `run`, with the default
-  // strategy, the trace off, and
-  // any deprecated field below that differs from its default.
+  // The RunOptions of one run (strategy aside): this one's, with the
+  // default strategy and the trace off.
   RunOptions run_options() const;
-
-  // Deprecated: the copies of `run`'s fields that ExploreOptions kept
-  // before it held a RunOptions; set `run.max_steps` and so on instead.
-  // explore() still honours them: a field set to a value other than its
-  // default wins over the one in `run`.
-  [[deprecated("use run.max_steps")]] std::uint64_t max_steps = RunOptions{}.max_steps;
-  [[deprecated("use run.spurious_try_wait")]] bool spurious_try_wait = RunOptions{}.spurious_try_wait;
-  [[deprecated("use run.race_check")]] bool race_check = RunOptions{}.race_check;
-  [[deprecated("use run.lane_divergence")]] bool lane_divergence = RunOptions{}.lane_divergence;
-  [[deprecated("use run.source_root")]] std::string source_root = RunOptions{}.source_root;
-  [[deprecated("use run.mma_memo_bytes")]] std::size_t mma_memo_bytes = RunOptions{}.mma_memo_bytes;
 };
-#pragma GCC diagnostic pop
 
 struct ShrinkStats {
   std::uint64_t choices_before = 0, choices_after = 0;          // deviations from the default policy

@@ -89,17 +89,17 @@ const Setting kSettings[] = {
      [](SettingsState& s, std::string_view t) { s.options.shrink_seconds = parse_seconds(t); }},
     {"max-steps", "WSPIPE_MAX_STEPS", "run.max_steps = {}", "N",
      "step budget per run; running out is a livelock (default 5000000)", false,
-     [](SettingsState& s, std::string_view t) { s.options.run.max_steps = parse_whole_number(t, 1, kNoMax); }},
+     [](SettingsState& s, std::string_view t) { s.options.max_steps = parse_whole_number(t, 1, kNoMax); }},
     {"spurious-try-wait", "WSPIPE_SPURIOUS_TRY_WAIT", "run.spurious_try_wait = true", "",
      "try_wait may time out on an incomplete phase", false,
-     [](SettingsState& s, std::string_view t) { s.options.run.spurious_try_wait = parse_switch(t); }},
+     [](SettingsState& s, std::string_view t) { s.options.spurious_try_wait = parse_switch(t); }},
     {"mma-memo-mib", "WSPIPE_MMA_MEMO_MIB", "run.mma_memo_bytes = {} MiB", "N",
      "memory per thread for the MMAs already computed (products and\n"
      "accumulator chains), reused when an MMA's operands repeat\n"
      "(0: none, every MMA updates D cell by cell; default 512)",
      false,
      [](SettingsState& s, std::string_view t) {
-       s.options.run.mma_memo_bytes = static_cast<std::size_t>(parse_whole_number(t, 0, std::uint64_t{1} << 20))
+       s.options.mma_memo_bytes = static_cast<std::size_t>(parse_whole_number(t, 0, std::uint64_t{1} << 20))
                                       << 20;
      }},
     {"lane-divergence", "WSPIPE_LANE_DIVERGENCE", "run.lane_divergence = true", "",
@@ -107,7 +107,7 @@ const Setting kSettings[] = {
      "where they differ: a branch or an operand at a collective\n"
      "instruction, elect or barrier wait (slower; variants whose\n"
      "bug needs it turn it on themselves)",
-     false, [](SettingsState& s, std::string_view t) { s.options.run.lane_divergence = parse_switch(t); }},
+     false, [](SettingsState& s, std::string_view t) { s.options.lane_divergence = parse_switch(t); }},
 };
 
 const Setting& setting(std::string_view flag) {

@@ -79,6 +79,10 @@ class Strategy {
   // may be 1), and told each step's footprint once it is over.
   virtual bool wants_footprints() const { return false; }
   virtual void stepped(std::uint32_t /*actor*/, const Footprint& /*fp*/) {}
+  // A strategy that lives across runs (StrategyParams::shared, as shuttle's
+  // new_execution): called as each run starts, before its first pick, with
+  // the number of actors of that run.
+  virtual void new_execution(std::uint32_t /*num_actors*/) {}
 };
 
 struct StrategyParams {
@@ -90,9 +94,12 @@ struct StrategyParams {
   // replay: a deviation that does not fit (its actor cannot move there, or
   // the run ends before it) is an error; lenient replay skips it (shrinking).
   bool strict = true;
-  // custom (and exhaustive, which explore() drives through it): makes the
-  // strategy of one run.
+  // custom: makes the strategy of one run.
   std::function<std::unique_ptr<Strategy>(std::uint32_t num_actors)> make;
+  // custom and exhaustive: a strategy that lives across runs, owned by the
+  // caller, used instead of `make` (the exhaustive search is one: explore()
+  // keeps its tree between runs). Each run calls its new_execution first.
+  Strategy* shared = nullptr;
 };
 
 // `num_actors` bounds the actor ids the strategy will be asked about.

@@ -5,7 +5,7 @@
 // (async proxy), "Tensor Access Modes" (out-of-bound elements).
 //
 // Model. A store is issued by one thread into that thread's open bulk
-// async-group (per warp here: world.hpp, Warp::bulk_groups); commit_group
+// async-group (per warp here: Warp::bulk_groups in world.hpp); commit_group
 // closes the open group, an empty one when no store was issued since
 // (PTX: "If there are no uncommitted cp.async.bulk operations then
 // cp.async.bulk.commit_group results in an empty bulk async-group").

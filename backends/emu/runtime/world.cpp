@@ -86,8 +86,15 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
   clc_setup();  // the clusters that do not start: their warps leave the enabled set
   lists_.resize(mbar_list(0));
   sched_check_ = sched_check_on();
-  strategy_ = make_strategy(options.strategy, actors);
-  if (strategy_ == nullptr) throw std::invalid_argument("RunOptions: a custom strategy needs StrategyParams::make");
+  if (options.strategy.shared != nullptr) {
+    strategy_ = options.strategy.shared;
+    strategy_->new_execution(actors);
+  } else {
+    owned_strategy_ = make_strategy(options.strategy, actors);
+    strategy_ = owned_strategy_.get();
+  }
+  if (strategy_ == nullptr)
+    throw std::invalid_argument("RunOptions: a custom strategy needs StrategyParams::make or StrategyParams::shared");
   track_fp_ = strategy_->wants_footprints();
 
   source_root_ = options.source_root;

@@ -538,7 +538,8 @@ class World : public RunningWarp {
   LaunchConfig launch_;
   std::function<void()> body_;
   RunOptions options_;
-  std::unique_ptr<Strategy> strategy_;
+  std::unique_ptr<Strategy> owned_strategy_;  // made for this run (StrategyParams::make, the built-in kinds)
+  Strategy* strategy_ = nullptr;              // it, or the caller's StrategyParams::shared
   std::vector<Cta> ctas_;
   std::vector<Cluster> clusters_;
   std::vector<Warp> warps_;
