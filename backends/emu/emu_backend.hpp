@@ -65,9 +65,13 @@ struct EmuBackend {
     active = saved;
   }
   // f(lane) for each active lane with only that lane active: every lane in
-  // turn on the warp's fiber, lane 31 alone on lane 31's.
+  // turn on the warp's fiber, lane 31 alone on lane 31's. Always inlined:
+  // the loop and f's fragment accesses (RunningWarp::frag_lane) must be
+  // compiled together for the one-lane fast path to stay cheap; left to
+  // itself, g++ 12 kept blockwise-fp8's store loop out of line, 4.6% more
+  // instructions per exploration (docs/performance.md, "The narrow door").
   template <class F>
-  static void for_each_lane(F&& f) {
+  [[gnu::always_inline]] static void for_each_lane(F&& f) {
     detail::RunningWarp& warp = detail::RunningWarp::current();
     std::uint32_t& active = warp.active_lanes();
     const std::uint32_t saved = active;
