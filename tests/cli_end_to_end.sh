@@ -121,6 +121,9 @@ expect_usage "seconds" explore ring --seconds -1
 expect_usage "schedule" replay ring
 expect_usage "schedule" replay ring --schedule 9:abc
 expect_usage "version 1" replay ring --schedule 1:b3a2b3
+# A deviation at the last choice index allowed, then another: refused (the
+# bound check once wrapped around and decoded deviations out of order).
+expect_usage "choice index too large" replay ring --schedule 2:1099511627776a18446742974197923844a
 expect_usage "unused" replay ring --schedule 2:99999b --items 4 --stages 1
 expect_usage "cannot move" replay ring --schedule '2:{99}' --items 64
 # a schedule recorded for one configuration, replayed with another

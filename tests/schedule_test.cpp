@@ -43,6 +43,13 @@ TEST(Schedule, RejectsMalformedText) {
   EXPECT_NE(why.find("followed by an actor"), std::string::npos) << why;
   EXPECT_FALSE(Schedule::decode("2:99999999999999999999a", &why));  // overflow
   EXPECT_FALSE(Schedule::decode("2:1099511627777a", &why));         // beyond any run
+  // A deviation at the last index allowed (2^40), then any other: the bound
+  // check must not wrap around (it decoded to deviations out of order).
+  EXPECT_TRUE(Schedule::decode("2:1099511627776a", &why)) << why;
+  EXPECT_FALSE(Schedule::decode("2:1099511627776a18446742974197923844a", &why));
+  EXPECT_NE(why.find("choice index too large"), std::string::npos) << why;
+  EXPECT_FALSE(Schedule::decode("2:1099511627776aa", &why));
+  EXPECT_NE(why.find("choice index too large"), std::string::npos) << why;
   EXPECT_FALSE(Schedule::decode("2:abc:a", &why));                  // a check has 8 digits
   EXPECT_NE(why.find("8 hex digits"), std::string::npos) << why;
   EXPECT_FALSE(Schedule::decode("2:0000000g:a", &why));

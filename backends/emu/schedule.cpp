@@ -81,7 +81,9 @@ std::optional<Schedule> Schedule::decode(std::string_view text, std::string* err
       pos += static_cast<std::size_t>(p - begin);
       if (pos == text.size()) return fail(pos, "a gap must be followed by an actor");
     }
-    if (gap > kMaxIndex - next) return fail(pos, "choice index too large");
+    // next passes kMaxIndex only after a deviation at kMaxIndex itself; the
+    // difference must not be taken then (it would wrap around).
+    if (next > kMaxIndex || gap > kMaxIndex - next) return fail(pos, "choice index too large");
     std::uint32_t actor = 0;
     const char ch = text[pos];
     if (int v = letter_value(ch); v >= 0) {
