@@ -552,4 +552,8 @@ TEST(explore_Strategy, SharedStrategyLivesAcrossRuns) {
   EXPECT_EQ(counting.executions, 2);
   EXPECT_EQ(counting.picks, 2 * picks) << "the same choices again, counted on the same object";
   EXPECT_EQ(second.schedule.encode(), first.schedule.encode());
+  // A shared strategy with a kind that makes its own is refused, not ignored.
+  o.strategy.kind = emu::StrategyKind::random;
+  EXPECT_THROW(emu::run(k, o), std::invalid_argument);
+  EXPECT_EQ(counting.executions, 2) << "refused before the run started";
 }

@@ -99,6 +99,7 @@ struct StrategyParams {
   // custom and exhaustive: a strategy that lives across runs, owned by the
   // caller, used instead of `make` (the exhaustive search is one: explore()
   // keeps its tree between runs). Each run calls its new_execution first.
+  // Set with another kind, the run throws std::invalid_argument.
   Strategy* shared = nullptr;
 };
 

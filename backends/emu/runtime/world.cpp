@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace wspipe::emu::detail {
 
@@ -87,6 +88,9 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
   lists_.resize(mbar_list(0));
   sched_check_ = sched_check_on();
   if (options.strategy.shared != nullptr) {
+    if (options.strategy.kind != StrategyKind::custom && options.strategy.kind != StrategyKind::exhaustive)
+      throw std::invalid_argument("RunOptions: StrategyParams::shared is for the custom and exhaustive kinds, not " +
+                                  std::string(to_string(options.strategy.kind)));
     strategy_ = options.strategy.shared;
     strategy_->new_execution(actors);
   } else {
