@@ -17,6 +17,17 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
 
   const std::uint32_t num_ctas = launch.num_clusters * launch.cluster_size;
   ctas_.resize(num_ctas);
+  // A constructor that throws (a bad strategy below) runs no destructor:
+  // the CTAs' buffers go back to this thread's spares on the way out, as
+  // ~World gives them back.
+  struct KeepOnThrow {
+    std::vector<Cta>& ctas;
+    bool armed = true;
+    ~KeepOnThrow() {
+      if (armed)
+        for (Cta& c : ctas) keep_cta_buffers(c);
+    }
+  } keep_on_throw{ctas_};
   clusters_.resize(launch.num_clusters);
   for (std::uint32_t c = 0; c < num_ctas; ++c) {
     Cta& cta = ctas_[c];
@@ -118,6 +129,7 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     result_.trace.strip_prefix = source_root_;
     result_.trace.events = take_event_storage();
   }
+  keep_on_throw.armed = false;
 }
 
 World::~World() {
