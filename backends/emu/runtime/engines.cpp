@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
@@ -114,7 +115,7 @@ void World::report_target_exited(std::uint32_t cta, const Issued& op, std::strin
 // operation reaching the CTA after its exit.
 bool World::async_check_exit(Warp& w) {
   std::string what;
-  if (cta_has_async_in_flight(w.cta, &what) || clc_pending_for(w.cta, &what)) {
+  if (cta_has_async_in_flight(w.cta, &what) || clc_->pending_for(w.cta, &what)) {
     fail(w, "async.target-exited", cta_label(w.cta),
          "the CTA exited while " + what + " was still in flight into it (drain the pipeline before exiting)", w.loc);
     return false;

@@ -225,6 +225,24 @@ void World::maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc
   }
 }
 
+bool World::complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint32_t comp, std::int32_t actor,
+                        const Issued& op, std::uint64_t begin) {
+  Mbar& m = mbars_[id];
+  touch_mbar(m);
+  m.tx -= bytes;
+  if (!check_tx_range(id, *current_, op.loc)) return false;
+  if (options_.race_check) {
+    if (m.acc.empty()) m.acc.assign(clock_size(m.cta), 0);
+    release(comp, m.acc);
+  }
+  if (options_.trace)
+    record({.step = step_, .begin = begin, .warp = actor, .object = static_cast<std::int32_t>(id),
+            .kind = EventKind::complete_tx, .a = bytes, .b = m.pending, .c = m.tx, .file = op.loc.file_name(),
+            .line = op.loc.line()});
+  maybe_complete(id, actor, op.loc);
+  return !stopping_;
+}
+
 bool World::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote, std::uint32_t comp,
                       std::int32_t actor, const SourceLoc& loc, const Warp* culprit) {
   Mbar* m = &mbars_[id];

@@ -4,6 +4,7 @@
 #include "backends/emu/emu_ops.hpp"
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/clc.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -100,11 +101,11 @@ void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc
 }
 
 void clc_try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multicast, const SourceLoc& loc) {
-  world().clc_try_cancel(resp, bar, multicast, loc);
+  world().clc().try_cancel(resp, bar, multicast, loc);
 }
-bool clc_is_canceled(const ClcResponse& resp, const SourceLoc& loc) { return world().clc_is_canceled(resp, loc); }
+bool clc_is_canceled(const ClcResponse& resp, const SourceLoc& loc) { return world().clc().is_canceled(resp, loc); }
 ClcCtaId clc_first_ctaid(const ClcResponse& resp, const SourceLoc& loc) {
-  return world().clc_first_ctaid(resp, loc);
+  return world().clc().first_ctaid(resp, loc);
 }
 
 }  // namespace ops

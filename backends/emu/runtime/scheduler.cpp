@@ -2,6 +2,7 @@
 // events, dispatch (the strategy's choice, preemptions, try_wait time-outs,
 // deadlock and livelock), footprints.
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/util.hpp"
 #include "backends/emu/runtime/fibers.hpp"
 
@@ -51,10 +52,10 @@ void RunningWarp::outside_a_warp() {
 // The launch's cluster shape, checked as cudaLaunchKernelEx checks it: every
 // ---------------------------------------------------------------- scheduling
 
-World::Move World::movable(const Warp& w) const {
+Move World::movable(const Warp& w) const {
   switch (w.block) {
     case Block::none: return Move::progress;
-    case Block::not_started: return cluster_launched(ctas_[w.cta].cluster) ? Move::progress : Move::no;
+    case Block::not_started: return clc_->launched(ctas_[w.cta].cluster) ? Move::progress : Move::no;
     case Block::finished: return Move::no;
     case Block::mbar: return phase_done(mbars_[w.obj], w.parity) ? Move::progress : Move::no;
     case Block::mbar_try:
@@ -73,6 +74,14 @@ World::Move World::movable(const Warp& w) const {
   return Move::no;
 }
 
+// movable() for any actor: a warp's, an engine's (it can move while its
+// queue holds an operation), or a CLC actor's.
+Move World::move_of(std::uint32_t actor) const {
+  if (actor < num_warps()) return movable(warps_[actor]);
+  if (actor >= clc_->first_actor()) return clc_->move(actor);
+  return engines_[actor - num_warps()].queue.empty() ? Move::no : Move::progress;
+}
+
 std::string World::rel(const char* file) const {
   std::string f = file != nullptr ? file : "";
   if (!source_root_.empty() && f.rfind(source_root_, 0) == 0) f.erase(0, source_root_.size());
@@ -82,7 +91,7 @@ std::string World::rel(const char* file) const {
 std::string World::actor_name(std::int32_t actor) const {
   if (actor < 0) return "";
   const auto a = static_cast<std::uint32_t>(actor);
-  if (a >= clc_base()) return clc_actor_name(a);
+  if (a >= clc_->first_actor()) return clc_->actor_name(a);
   return a < warps_.size() ? warps_[a].name : engines_[a - warps_.size()].name;
 }
 
@@ -183,7 +192,7 @@ void World::check_enabled() const {
     visit(w.id, movable(w));
   }
   for (std::uint32_t e = 0; e < engines_.size(); ++e) visit(num_warps() + e, move_of(num_warps() + e));
-  for (std::uint32_t a = clc_base(); a < clc_base() + clc_actors(); ++a) visit(a, clc_move(a));
+  for (std::uint32_t a = clc_->first_actor(); a < clc_->first_actor() + clc_->actors(); ++a) visit(a, clc_->move(a));
   const auto spinning = static_cast<std::size_t>(std::count(spin_.begin(), spin_.end(), std::uint8_t{1}));
   g_sched_checks.fetch_add(1, std::memory_order_relaxed);
   if (same && k == enabled_.size() && spinning == spinning_ && unfinished == unfinished_ &&
@@ -204,8 +213,8 @@ void World::check_enabled() const {
   }
   for (std::uint32_t e = 0; e < engines_.size(); ++e)
     if (!engines_[e].queue.empty()) add(full, engines_[e].name, false);
-  for (std::uint32_t a = clc_base(); a < clc_base() + clc_actors(); ++a)
-    if (clc_move(a) != Move::no) add(full, clc_actor_name(a), false);
+  for (std::uint32_t a = clc_->first_actor(); a < clc_->first_actor() + clc_->actors(); ++a)
+    if (clc_->move(a) != Move::no) add(full, clc_->actor_name(a), false);
   std::fprintf(stderr,
                "wspipe: scheduler check failed at step %llu: the enabled set kept at events differs from movable()\n"
                "  kept:      %s (%zu spinning, %u unfinished, %zu in try_wait)\n"
@@ -295,10 +304,10 @@ bool World::dispatch(Warp* self) {
     last_actor_ = pick;
     fp_open_ = track_fp_;
     ++step_;
-    if (pick >= clc_base()) {
+    if (pick >= clc_->first_actor()) {
       // A CLC unit completes a try_cancel, or the launcher launches a
       // cluster (clc.cpp); the scheduler picks again.
-      clc_step(pick);
+      clc_->step(pick);
       if (stopping_ || killing_) return false;
       continue;
     }

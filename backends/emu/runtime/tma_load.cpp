@@ -87,19 +87,8 @@ void World::engine_tma(AsyncOp& op, std::uint32_t e) {
       report_uninitialized(bar_cta, op.bar_offset, op, "the TMA load's complete_tx found");
       return;
     }
-    Mbar& m = mbars_[static_cast<std::size_t>(id)];
-    if (tx_overshoot(m, static_cast<std::uint32_t>(id), bytes, op)) return;
-    m.tx -= bytes;
-    if (!check_tx_range(static_cast<std::uint32_t>(id), *current_, op.loc)) return;
-    if (options_.race_check) {
-      if (m.acc.empty()) m.acc.assign(clock_size(m.cta), 0);
-      release(comp_engine(e), m.acc);
-    }
-    if (options_.trace)
-      record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::complete_tx,
-              .a = bytes, .b = m.pending, .c = m.tx, .file = op.loc.file_name(), .line = op.loc.line()});
-    maybe_complete(static_cast<std::uint32_t>(id), actor, op.loc);
-    if (stopping_) return;
+    if (tx_overshoot(mbars_[static_cast<std::size_t>(id)], static_cast<std::uint32_t>(id), bytes, op)) return;
+    if (!complete_tx(static_cast<std::uint32_t>(id), bytes, comp_engine(e), actor, op, 0)) return;
   }
 }
 

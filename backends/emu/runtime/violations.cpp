@@ -1,6 +1,7 @@
 // Violations as the World records them: fail() (the first stops the run),
 // what a blocked warp waits on, the labels of objects and actors.
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/util.hpp"
 
 #include <sstream>
@@ -53,7 +54,7 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
   std::int32_t object = -1;
   switch (w.block) {
     case Block::not_started:
-      b.op = cluster_launched(ctas_[w.cta].cluster) ? "not started" : "not launched (its cluster waits for a launch slot)";
+      b.op = clc_->launched(ctas_[w.cta].cluster) ? "not started" : "not launched (its cluster waits for a launch slot)";
       break;
     case Block::none: b.op = "running"; break;
     case Block::finished: b.op = "finished"; break;

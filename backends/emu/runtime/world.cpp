@@ -2,6 +2,7 @@
 // exits and teardown). Its rooms are the other files of this folder
 // (docs/architecture.md).
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/util.hpp"
 #include "backends/emu/runtime/fibers.hpp"
 
@@ -61,8 +62,8 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     engines_[e].tensor = (e % 2) != 0;
     engines_[e].name = cta_label(e / 2) + (engines_[e].tensor ? "/tensor-core" : "/tma");
   }
-  clc_modeled_ = launch.max_active_clusters != 0;
-  const std::uint32_t actors = static_cast<std::uint32_t>(warps_.size() + engines_.size()) + clc_actors();
+  clc_ = std::make_unique<ClcRoom>(*this, static_cast<std::uint32_t>(warps_.size() + engines_.size()));
+  const std::uint32_t actors = static_cast<std::uint32_t>(warps_.size() + engines_.size()) + clc_->actors();
   if (options_.race_check) {
     // Components: warps, their ld agents, their st agents, engines, the
     // clusters' CLC units; each numbered within its cluster, in that order.
@@ -95,7 +96,13 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
   std::fill_n(moves_.begin(), warps_.size(), static_cast<std::uint8_t>(Move::progress));
   unfinished_ = num_warps();
   marked_.assign(actors, 0);
-  clc_setup();  // the clusters that do not start: their warps leave the enabled set
+  // The warps of clusters that do not start (CLC) leave the enabled set.
+  std::erase_if(enabled_, [&](std::uint32_t id) {
+    if (clc_->launched(ctas_[warps_[id].cta].cluster)) return false;
+    moves_[id] = static_cast<std::uint8_t>(Move::no);
+    return true;
+  });
+  spin_.assign(enabled_.size(), 0);
   lists_.resize(mbar_list(0));
   sched_check_ = sched_check_on();
   if (options.strategy.shared != nullptr) {
@@ -122,9 +129,9 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     for (const Warp& w : warps_) result_.trace.warps.push_back({w.name, w.cta});
     for (const Engine& e : engines_) result_.trace.warps.push_back({e.name, e.cta});
     // The CLC units shown with their cluster's first CTA, the launcher with CTA 0.
-    for (std::uint32_t a = 0; a < clc_actors(); ++a) {
+    for (std::uint32_t a = 0; a < clc_->actors(); ++a) {
       const std::uint32_t cta = a / 2 < clusters_.size() ? clusters_[a / 2].first_cta : 0;
-      result_.trace.warps.push_back({clc_actor_name(clc_base() + a), cta});
+      result_.trace.warps.push_back({clc_->actor_name(clc_->first_actor() + a), cta});
     }
     result_.trace.strip_prefix = source_root_;
     result_.trace.events = take_event_storage();
@@ -134,6 +141,21 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
 
 World::~World() {
   for (Cta& c : ctas_) keep_cta_buffers(c);
+}
+
+void World::never_run(std::uint32_t cluster) {
+  Cluster& cl = clusters_[cluster];
+  for (std::uint32_t r = 0; r < launch_.cluster_size; ++r) {
+    Cta& cta = ctas_[cl.first_cta + r];
+    for (std::uint32_t i = 0; i < launch_.warps_per_cta; ++i) {
+      Warp& w = warps_[(cl.first_cta + r) * launch_.warps_per_cta + i];
+      w.block = Block::finished;
+      mark(w.id);
+      --unfinished_;
+    }
+    cta.live_warps = 0;
+  }
+  cl.live_threads = 0;
 }
 
 void World::end(Status s, Warp* from) {
@@ -158,7 +180,7 @@ void World::finish(Warp& w) {
   Cluster& cl = clusters_[cta.cluster];
   --cta.live_warps;
   cl.live_threads -= 32;
-  if (cl.live_threads == 0) clc_cluster_exited(cta.cluster);
+  if (cl.live_threads == 0) clc_->cluster_exited(cta.cluster);
   if (killing_) {
     algo_->next = main_ctx_;
     return;

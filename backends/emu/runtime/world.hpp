@@ -34,6 +34,7 @@
 #include "backends/emu/runtime/lanes.hpp"
 #include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/models.hpp"
+#include "backends/emu/runtime/room.hpp"
 #include "backends/emu/runtime/tmem.hpp"
 
 namespace wspipe::emu::detail {
@@ -140,6 +141,7 @@ ShadowTable<kSmemShadowBlock> take_smem_shadow();
 void keep_cta_buffers(Cta& c);  // leaves c without them
 
 class DirectedAlgorithm;
+class ClcRoom;
 
 // Test hooks of the scheduler's incremental enabled set. With the check on,
 // every step compares the set kept up to date at events with a full
@@ -222,13 +224,34 @@ class World : public RunningWarp {
   std::uint32_t smem_offset(const void* p);
   void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc);
 
-  // Cluster launch control (clc.cpp)
-  void clc_try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multicast, const SourceLoc& loc);
-  bool clc_is_canceled(const ClcResponse& resp, const SourceLoc& loc);
-  ClcCtaId clc_first_ctaid(const ClcResponse& resp, const SourceLoc& loc);
+  // ---- The rooms (room.hpp): each owns its state and rules.
+  ClcRoom& clc() { return *clc_; }
+
+  // ---- The execution, as the rooms see it
+  const RunOptions& options() const { return options_; }
+  std::uint64_t step() const { return step_; }
+  bool in_lane() const { return in_lane_; }
+  bool stopping() const { return stopping_; }
+  std::uint32_t num_ctas() const { return static_cast<std::uint32_t>(ctas_.size()); }
+  std::uint32_t num_clusters() const { return static_cast<std::uint32_t>(clusters_.size()); }
+  Cta& cta(std::uint32_t i) { return ctas_[i]; }
+  const Cta& cta(std::uint32_t i) const { return ctas_[i]; }
+  Cluster& cluster(std::uint32_t k) { return clusters_[k]; }
+  const Cluster& cluster(std::uint32_t k) const { return clusters_[k]; }
+  Warp& warp_at(std::uint32_t id) { return warps_[id]; }
+  const Warp& warp_at(std::uint32_t id) const { return warps_[id]; }
+  // The warp whose step is in progress (an engine's step runs on it too).
+  Warp& running() { return *current_; }
+  // Cluster `cluster` never runs (CLC canceled its launch): its warps are
+  // finished before they start, its CTAs and cluster barrier empty.
+  void never_run(std::uint32_t cluster);
 
  private:
   friend class DirectedAlgorithm;
+
+  // The services of the scheduler, the race checker and the violations,
+  // and the functions of the rooms not yet classes of their own.
+ public:
 
   // Scheduling. point(): the current warp reaches an operation and waits
   // until the scheduler lets it go; false when the run is being torn down
@@ -265,7 +288,6 @@ class World : public RunningWarp {
   std::string describe(const LaneOp& op) const;
   std::string barrier_label(const SharedMemBarrier& bar, const Warp& w) const;
   void finish(Warp& w);
-  enum class Move { no, spin, progress };
   enum class WaitKind { wait, try_wait, test_wait };
   bool mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind kind, const SourceLoc& loc);
   Move movable(const Warp& w) const;
@@ -308,11 +330,7 @@ class World : public RunningWarp {
   void check_enabled() const;
   // movable() for any actor: a warp's, or an engine's (it can move while
   // its queue holds an operation).
-  Move move_of(std::uint32_t actor) const {
-    if (actor < num_warps()) return movable(warps_[actor]);
-    if (actor >= clc_base()) return clc_move(actor);
-    return engines_[actor - num_warps()].queue.empty() ? Move::no : Move::progress;
-  }
+  Move move_of(std::uint32_t actor) const;
   std::uint32_t num_warps() const { return static_cast<std::uint32_t>(warps_.size()); }
   std::string actor_name(std::int32_t actor) const;
   // A kernel source file relative to the source root, and "file:line".
@@ -471,6 +489,12 @@ class World : public RunningWarp {
   bool arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote, std::uint32_t comp,
                  std::int32_t actor, const SourceLoc& loc, const Warp* culprit);
   bool check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc);
+  // complete_tx(bytes) on barrier `id` by component `comp` for the
+  // asynchronous operation `op` (a TMA load's, a try_cancel's), after the
+  // caller resolved it; `begin`: the trace event's start step (0: none).
+  // False on a violation or when the run ended.
+  bool complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint32_t comp, std::int32_t actor, const Issued& op,
+                   std::uint64_t begin);
   void release_cluster_if_complete(Cluster& c);
   // The reports of an asynchronous operation `op` completing: no mbarrier
   // at `offset` of CTA `cta` (what: "tcgen05.commit arrives on"); a TMA
@@ -495,34 +519,12 @@ class World : public RunningWarp {
   void tmem_report_ld_without_wait(Warp& w, std::uint32_t reg, const SourceLoc& loc);
   void cta_exited(Warp& w);
 
-  // Cluster launch control (clc.cpp). Actors after the engines, only
-  // with LaunchConfig::max_active_clusters set: per cluster k a CLC unit
-  // that completes its oldest request by cancelling a cluster (clc_base() +
-  // 2k) and one that completes it failed (clc_base() + 2k + 1), then the
-  // launcher. Race-checker components: one per cluster, after the engines'.
-  enum class Launch : std::uint8_t { running, unlaunched, canceled };
-  std::uint32_t clc_base() const { return num_warps() + static_cast<std::uint32_t>(engines_.size()); }
-  std::uint32_t clc_actors() const { return clc_modeled_ ? 2 * static_cast<std::uint32_t>(clusters_.size()) + 1 : 0; }
-  std::uint32_t launcher_actor() const { return clc_base() + 2 * static_cast<std::uint32_t>(clusters_.size()); }
+  // Race-checker components of the clusters' CLC units: one per cluster,
+  // after the engines'.
   std::uint32_t comp_clc(std::uint32_t cluster) const {
     return 3 * num_warps() + static_cast<std::uint32_t>(engines_.size()) + cluster;
   }
-  bool cluster_launched(std::uint32_t cluster) const { return cluster_launch_[cluster] == Launch::running; }
-  Move clc_move(std::uint32_t actor) const;
-  std::string clc_actor_name(std::uint32_t actor) const;
-  void clc_setup();                       // the constructor's part: launch state, actors
-  void clc_step(std::uint32_t actor);     // a CLC unit or the launcher moves
-  void clc_complete(ClcRequest& req, std::uint32_t cluster, bool grant, std::int32_t actor);
-  void clc_cluster_exited(std::uint32_t cluster);  // from finish(): a launch slot frees
-  void clc_cancel(std::uint32_t cluster);          // its warps never run
-  bool clc_pending_for(std::uint32_t cta, std::string* what) const;
-  bool clc_read(const ClcResponse& resp, const char* op, Warp& w, const SourceLoc& loc);
-  std::vector<Launch> cluster_launch_;    // per cluster
-  std::vector<std::deque<ClcRequest>> clc_queue_;  // per cluster: requests in flight, oldest first
-  std::vector<std::uint8_t> clc_failed_seen_;      // per CTA: it observed a failed response
-  std::uint32_t next_unlaunched_ = 0;  // clusters below it are running, exited or canceled
-  std::uint32_t clusters_running_ = 0;
-  bool clc_modeled_ = false;
+  std::unique_ptr<ClcRoom> clc_;
 
   // Reporting.
   void fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
@@ -535,6 +537,11 @@ class World : public RunningWarp {
   }
   BlockedWarp describe_blocked(const Warp& w) const;
 
+  std::size_t clock_size(std::uint32_t cta) const { return cluster_comps_[ctas_[cta].cluster]; }
+  void tick(std::uint32_t comp) { ++clocks_[comp][slot_[comp]]; }
+  std::uint32_t now(std::uint32_t comp) const { return clocks_[comp][slot_[comp]]; }
+
+ private:
   LaunchConfig launch_;
   std::function<void()> body_;
   RunOptions options_;
@@ -548,9 +555,6 @@ class World : public RunningWarp {
   std::vector<Clock> clocks_;            // per component, over its cluster's components
   std::vector<std::uint32_t> slot_;      // per component: its index in its cluster's clocks
   std::vector<std::uint32_t> cluster_comps_;  // per cluster: its components (a clock's size)
-  std::size_t clock_size(std::uint32_t cta) const { return cluster_comps_[ctas_[cta].cluster]; }
-  void tick(std::uint32_t comp) { ++clocks_[comp][slot_[comp]]; }
-  std::uint32_t now(std::uint32_t comp) const { return clocks_[comp][slot_[comp]]; }
   std::vector<AccessInfo> access_infos_;
   int cta_group_ = 0;                    // of the kernel's tcgen05 instructions, once one ran
   SourceLoc cta_group_loc_{};

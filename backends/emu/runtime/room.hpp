@@ -1,0 +1,29 @@
+// What the runtime's rooms have in common (internal).
+//
+// A room is a class that owns one primitive's state and its rules
+// (docs/architecture.md): ClcRoom (clc.hpp), ... The World (world.hpp) holds
+// one of each and gives them its services: the execution's CTAs, warps and
+// options, the scheduler's points and marks, the race checker's clocks, and
+// the violations' fail(). A room reaches another room only through that
+// room's public functions. Rooms include world.hpp; world.hpp includes no
+// room header, so that editing a room's header rebuilds only the files that
+// use that room.
+#pragma once
+
+#include <cstdint>
+
+namespace wspipe::emu::detail {
+
+class World;
+struct Warp;
+struct Cta;
+
+// How an actor can move now: the scheduler asks the room that holds what the
+// actor waits for.
+enum class Move : std::uint8_t {
+  no,        // it cannot
+  spin,      // it can only time out (a try_wait with spurious time-outs on)
+  progress,  // it can
+};
+
+}  // namespace wspipe::emu::detail
