@@ -1,24 +1,28 @@
 // Named barriers (bar.sync / bar.arrive) and the cluster barrier
 // (barrier.cluster.arrive + wait); the rules named named.* and cluster.*.
+#include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/world.hpp"
 #include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
 
+BarrierRoom::BarrierRoom(World& world)
+    : w_(world), named_(world.num_ctas()), clusters_(world.num_clusters()), syncs_(world.num_warps(), 0) {}
+
 // ------------------------------------------------------ named and cluster
 
-void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc) {
-  Warp& w = warp();
+void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc) {
+  Warp& w = w_.warp();
   const LaneOp op{.kind = sync ? LaneOp::Kind::named_sync : LaneOp::Kind::named_arrive, .a = id, .b = threads, .loc = loc};
-  if (!lanes_agree(w, op) || !point(w, loc)) return;
+  if (!w_.lanes_agree(w, op) || !w_.point(w, loc)) return;
   const std::string obj = "named barrier " + std::to_string(id) + " (" + cta_label(w.cta) + ")";
   if (id >= 16) {
-    fail(w, "named-barrier.bad-id", obj, "named barrier id " + std::to_string(id) + " outside [0, 15]", loc);
+    w_.fail(w, "named-barrier.bad-id", obj, "named barrier id " + std::to_string(id) + " outside [0, 15]", loc);
     return;
   }
-  const std::uint32_t cta_threads = launch_.warps_per_cta * 32;
+  const std::uint32_t cta_threads = w_.launch().warps_per_cta * 32;
   if (threads == 0 || threads % 32 != 0 || threads > cta_threads) {
-    fail(w, "named-barrier.thread-count", obj,
+    w_.fail(w, "named-barrier.thread-count", obj,
          "thread count " + std::to_string(threads) + " is not a positive multiple of 32 up to the CTA's " +
              std::to_string(cta_threads),
          loc);
@@ -27,87 +31,91 @@ void World::named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, co
   // Warp-collective in the programming model (docs/programming-model.md): the whole warp
   // arrives, so a barrier's thread count is always reached exactly.
   if (lanes(w.active) != 32) {
-    fail(w, "named-barrier.partial-warp", obj,
+    w_.fail(w, "named-barrier.partial-warp", obj,
          std::string(sync ? "bar.sync" : "bar.arrive") + " issued with " + std::to_string(lanes(w.active)) +
              " of 32 lanes active (inside elect_one or for_each_lane): named barriers are warp-collective here",
          loc);
     return;
   }
-  touch(Res::named, (std::uint64_t{w.cta} << 8) | id);
-  NamedBarrier& nb = ctas_[w.cta].named[id];
+  w_.touch(World::Res::named, (std::uint64_t{w.cta} << 8) | id);
+  NamedBarrier& nb = named_[w.cta][id];
   if (nb.arrived == 0) {
     nb.expected = threads;
   } else if (nb.expected != threads) {
-    fail(w, "named-barrier.count-mismatch", obj,
+    w_.fail(w, "named-barrier.count-mismatch", obj,
          std::string(sync ? "bar.sync" : "bar.arrive") + " with " + std::to_string(threads) +
              " threads while the barrier in progress was started with " + std::to_string(nb.expected),
          loc);
     return;
   }
   nb.arrived += 32;
-  if (options_.race_check) {
-    if (nb.acc.empty()) nb.acc.assign(clock_size(w.cta), 0);
-    release(w.id, nb.acc);
+  const bool race_check = w_.options().race_check, trace = w_.options().trace;
+  if (race_check) {
+    if (nb.acc.empty()) nb.acc.assign(w_.clock_size(w.cta), 0);
+    w_.release(w.id, nb.acc);
   }
-  if (options_.trace)
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::named_arrive,
+  if (trace)
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::named_arrive,
             .a = id, .b = threads, .c = nb.arrived, .file = loc.file_name(), .line = loc.line()});
   const std::uint64_t gen = nb.gen;
   if (nb.arrived == nb.expected) {
     nb.arrived = 0;
     ++nb.gen;
-    mark_list(named_list(w.cta, id));
-    if (options_.race_check) {
+    w_.mark_list(w_.named_list(w.cta, id));
+    if (race_check) {
       nb.done.swap(nb.acc);
-      nb.acc.assign(clock_size(w.cta), 0);
+      nb.acc.assign(w_.clock_size(w.cta), 0);
     }
   }
   if (!sync) return;
-  if (!point(w, Block::named, static_cast<std::int32_t>(id), 0, gen, loc)) return;
-  touch(Res::named, (std::uint64_t{w.cta} << 8) | id);
+  if (!w_.point(w, Block::named, static_cast<std::int32_t>(id), 0, gen, loc)) return;
+  w_.touch(World::Res::named, (std::uint64_t{w.cta} << 8) | id);
   // bar.sync has acquire semantics over the barrier's participants. (If the
   // barrier has completed again meanwhile, this acquires the later instance:
   // more than it should, which can only hide a race.)
-  if (options_.race_check) acquire(w.id, ctas_[w.cta].named[id].done);
-  if (options_.trace)
-    record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
+  if (race_check) w_.acquire(w.id, named_[w.cta][id].done);
+  if (trace)
+    w_.record({.step = w_.step(), .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
             .kind = EventKind::named_pass, .a = id, .file = loc.file_name(), .line = loc.line()});
 }
 
-void World::release_cluster_if_complete(Cluster& c) {
-  if (c.arrived > 0 && c.arrived >= c.live_threads) {
+void BarrierRoom::release_if_complete(std::uint32_t k) {
+  ClusterBarrier& c = clusters_[k];
+  if (c.arrived > 0 && c.arrived >= w_.cluster(k).live_threads) {
     c.arrived = 0;
     ++c.gen;
-    mark_list(cluster_list(static_cast<std::uint32_t>(&c - clusters_.data())));
-    if (options_.race_check) {
+    w_.mark_list(w_.cluster_list(k));
+    if (w_.options().race_check) {
       c.done.swap(c.acc);
-      c.acc.assign(cluster_comps_[static_cast<std::size_t>(&c - clusters_.data())], 0);
+      c.acc.assign(w_.clock_size(w_.cluster(k).first_cta), 0);
     }
   }
 }
 
-void World::cluster_sync(const SourceLoc& loc) {
-  Warp& w = warp();
-  if (!lanes_agree(w, {.kind = LaneOp::Kind::cluster_sync, .loc = loc}) || !point(w, loc)) return;
-  Cluster& c = clusters_[ctas_[w.cta].cluster];
-  touch(Res::cluster, ctas_[w.cta].cluster);
+void BarrierRoom::cluster_sync(const SourceLoc& loc) {
+  Warp& w = w_.warp();
+  if (!w_.lanes_agree(w, {.kind = LaneOp::Kind::cluster_sync, .loc = loc}) || !w_.point(w, loc)) return;
+  const std::uint32_t k = w_.cta(w.cta).cluster;
+  ClusterBarrier& c = clusters_[k];
+  w_.touch(World::Res::cluster, k);
   // barrier.cluster.arrive + wait: every non-exited thread of the cluster.
   c.arrived += lanes(w.active);
-  if (options_.race_check) {
-    if (c.acc.empty()) c.acc.assign(clock_size(w.cta), 0);
-    release(w.id, c.acc);
+  const bool race_check = w_.options().race_check, trace = w_.options().trace;
+  if (race_check) {
+    if (c.acc.empty()) c.acc.assign(w_.clock_size(w.cta), 0);
+    w_.release(w.id, c.acc);
   }
   const std::uint64_t gen = c.gen;
-  if (options_.trace)
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::cluster_arrive,
-            .a = c.arrived, .b = c.live_threads, .file = loc.file_name(), .line = loc.line()});
-  release_cluster_if_complete(c);
-  if (!point(w, Block::cluster, -1, 0, gen, loc)) return;
-  touch(Res::cluster, ctas_[w.cta].cluster);
-  ++w.cluster_syncs;
-  if (options_.race_check) acquire(w.id, clusters_[ctas_[w.cta].cluster].done);
-  if (options_.trace)
-    record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
+  if (trace)
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::cluster_arrive,
+               .a = c.arrived, .b = w_.cluster(k).live_threads, .file = loc.file_name(), .line = loc.line()});
+  release_if_complete(k);
+  if (!w_.point(w, Block::cluster, -1, 0, gen, loc)) return;
+  w_.touch(World::Res::cluster, k);
+  ++syncs_[w.id];
+  if (race_check) w_.acquire(w.id, clusters_[k].done);
+  if (trace)
+    w_.record({.step = w_.step(), .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
             .kind = EventKind::cluster_pass, .file = loc.file_name(), .line = loc.line()});
 }
 
@@ -117,8 +125,18 @@ void World::cluster_sync(const SourceLoc& loc) {
 // at or above the cluster's size names no CTA, and the copy or arrive to it
 // has no destination. Any subset of the cluster is legal, the issuer's own
 // rank included or not.
-bool World::check_cta_mask(Warp& w, std::uint16_t mask, const char* op, const SourceLoc& loc) {
-  const std::uint32_t size = launch_.cluster_size;
+std::string BarrierRoom::named_state(std::uint32_t cta, std::uint32_t id) const {
+  const NamedBarrier& nb = named_[cta][id];
+  return std::to_string(nb.arrived) + " of " + std::to_string(nb.expected) + " threads arrived";
+}
+
+std::string BarrierRoom::cluster_state(std::uint32_t k) const {
+  return std::to_string(clusters_[k].arrived) + " of " + std::to_string(w_.cluster(k).live_threads) +
+         " live threads arrived";
+}
+
+bool BarrierRoom::check_cta_mask(Warp& w, std::uint16_t mask, const char* op, const SourceLoc& loc) {
+  const std::uint32_t size = w_.launch().cluster_size;
   if (mask != 0 && (std::uint32_t{mask} >> size) == 0) return true;
   char hex[8];
   std::snprintf(hex, sizeof hex, "0x%x", static_cast<unsigned>(mask));
@@ -131,7 +149,7 @@ bool World::check_cta_mask(Warp& w, std::uint16_t mask, const char* op, const So
         .append(" is outside the cluster (every bit must name a CTA of the cluster, ranks 0..")
         .append(std::to_string(size - 1)).append(")");
   }
-  fail(w, "cluster.bad-rank", "", m, loc);
+  w_.fail(w, "cluster.bad-rank", "", m, loc);
   return false;
 }
 
@@ -140,17 +158,18 @@ bool World::check_cta_mask(Warp& w, std::uint16_t mask, const char* op, const So
 // r ^ 1 whatever the cluster's shape (in a 1 x 2 cluster the pair is a
 // column; the hardware runs that, so it is not reported). In a cluster of
 // odd size the last rank has no peer: reported at its pair operations.
-bool World::check_cta_pair(Warp& w, const char* op, const char* no_pair_rule, const SourceLoc& loc) {
-  if (launch_.cluster_size < 2) {
-    fail(w, no_pair_rule, "",
+bool BarrierRoom::check_cta_pair(Warp& w, const char* op, const char* no_pair_rule, const SourceLoc& loc) {
+  const std::uint32_t size = w_.launch().cluster_size;
+  if (size < 2) {
+    w_.fail(w, no_pair_rule, "",
          std::string(op) + " with .cta_group::2 in a launch whose clusters have 1 CTA: a CTA pair needs clusters "
                            "of at least 2",
          loc);
     return false;
   }
-  const std::uint32_t rank = ctas_[w.cta].rank, peer = rank ^ 1u;
-  if (peer < launch_.cluster_size) return true;
-  const ClusterShape& shape = cluster_shape();
+  const std::uint32_t rank = w_.cta(w.cta).rank, peer = rank ^ 1u;
+  if (peer < size) return true;
+  const ClusterShape& shape = w_.cluster_shape();
   std::string m(op);
   m.append(" with .cta_group::2 in a ")
       .append(std::to_string(shape.x)).append("x").append(std::to_string(shape.y)).append("x")
@@ -158,15 +177,16 @@ bool World::check_cta_pair(Warp& w, const char* op, const char* no_pair_rule, co
       .append(" cluster: the CTA pair is ranks 2k and 2k+1 (PTX: %cluster_ctarank differing in bit 0), and rank ")
       .append(std::to_string(rank)).append(" has no peer (rank ").append(std::to_string(peer))
       .append(" is outside the cluster); give the cluster an even size");
-  fail(w, "cluster.no-peer", "", m, loc);
+  w_.fail(w, "cluster.no-peer", "", m, loc);
   return false;
 }
 
 // A remote operation names CTA rank `rank`, outside the cluster.
-void World::report_bad_rank(Warp& w, std::uint32_t rank, const SourceLoc& loc) {
-  fail(w, "cluster.bad-rank", "",
-       "remote arrive to CTA rank " + std::to_string(rank) + " in a cluster of " + std::to_string(launch_.cluster_size),
-       loc);
+void BarrierRoom::report_bad_rank(Warp& w, std::uint32_t rank, const SourceLoc& loc) {
+  w_.fail(w, "cluster.bad-rank", "",
+          "remote arrive to CTA rank " + std::to_string(rank) + " in a cluster of " +
+              std::to_string(w_.launch().cluster_size),
+          loc);
 }
 
 }  // namespace wspipe::emu::detail

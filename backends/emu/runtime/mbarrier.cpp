@@ -2,6 +2,7 @@
 // remote), expect_tx / complete_tx, wait, try_wait, test_wait, phase
 // completion; the rules named mbarrier.*.
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/util.hpp"
 
 #include <algorithm>
@@ -49,7 +50,7 @@ Mbar* World::resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc) {
 Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, const SourceLoc& loc) {
   const Cta& own = ctas_[w.cta];
   if (rank >= launch_.cluster_size) {
-    report_bad_rank(w, rank, loc);
+    barriers_->report_bad_rank(w, rank, loc);
     return nullptr;
   }
   if (!in_smem(&bar, own)) {
@@ -79,8 +80,7 @@ Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, 
   }
   Mbar& m = mbars_[idx];
   touch_mbar(m);
-  const Cluster& cl = clusters_[own.cluster];
-  if (!m.fenced || cl.gen <= m.fenced_gen) {
+  if (!m.fenced || barriers_->cluster_gen(own.cluster) <= m.fenced_gen) {
     fail(w, "mbarrier.remote-init-not-visible", object_label(static_cast<std::uint32_t>(idx)),
          std::string("remote arrive before the barrier's init was made visible to the cluster: ") +
              (m.fenced ? "no cluster barrier completed after the initialising warp's fence_init"
@@ -166,7 +166,7 @@ void World::fence_init(const SourceLoc& loc) {
   // fence.mbarrier_init.release.cluster orders the executing thread's prior
   // mbarrier.init operations for the cluster (PTX "membar/fence").
   std::int64_t n = 0;
-  const std::uint64_t gen = clusters_[ctas_[w.cta].cluster].gen;
+  const std::uint64_t gen = barriers_->cluster_gen(ctas_[w.cta].cluster);
   touch(Res::cluster, ctas_[w.cta].cluster);
   for (Mbar& m : mbars_) {
     if (m.live && !m.fenced && m.init_warp == static_cast<std::int32_t>(w.id)) {

@@ -4,6 +4,7 @@
 #include "backends/emu/emu_ops.hpp"
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clc.hpp"
 
 namespace wspipe::emu::detail {
@@ -56,9 +57,9 @@ bool mbar_test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc
 }
 
 void named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc) {
-  world().named_barrier(id, threads, sync, loc);
+  world().barriers().named(id, threads, sync, loc);
 }
-void cluster_sync(const SourceLoc& loc) { world().cluster_sync(loc); }
+void cluster_sync(const SourceLoc& loc) { world().barriers().cluster_sync(loc); }
 
 void tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc) {
   world().tmem_alloc(cta_group, dst, cols, loc);

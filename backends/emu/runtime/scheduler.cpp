@@ -2,6 +2,7 @@
 // events, dispatch (the strategy's choice, preemptions, try_wait time-outs,
 // deadlock and livelock), footprints.
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/util.hpp"
 #include "backends/emu/runtime/fibers.hpp"
@@ -61,8 +62,10 @@ Move World::movable(const Warp& w) const {
     case Block::mbar_try:
       if (phase_done(mbars_[w.obj], w.parity)) return Move::progress;
       return options_.spurious_try_wait ? Move::spin : Move::no;
-    case Block::named: return ctas_[w.cta].named[w.obj].gen > w.target ? Move::progress : Move::no;
-    case Block::cluster: return clusters_[ctas_[w.cta].cluster].gen > w.target ? Move::progress : Move::no;
+    case Block::named:
+      return barriers_->named_passed(w.cta, static_cast<std::uint32_t>(w.obj), w.target) ? Move::progress : Move::no;
+    case Block::cluster:
+      return barriers_->cluster_passed(ctas_[w.cta].cluster, w.target) ? Move::progress : Move::no;
     case Block::tmem_alloc:
       return tmem_first_fit(w.cta, static_cast<std::uint32_t>(w.target), static_cast<int>(w.parity)) >= 0
                  ? Move::progress

@@ -6,12 +6,13 @@
 #include <string>
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
 
 bool World::check_cta_group(Warp& w, int cta_group, const char* op, const SourceLoc& loc) {
-  if (cta_group == 2 && !check_cta_pair(w, op, "tcgen05.no-cta-pair", loc)) return false;
+  if (cta_group == 2 && !barriers_->check_cta_pair(w, op, "tcgen05.no-cta-pair", loc)) return false;
   if (cta_group_ == 0) {
     cta_group_ = cta_group;
     cta_group_loc_ = loc;
@@ -80,7 +81,7 @@ void World::mma_commit(int cta_group, SharedMemBarrier& bar, std::uint16_t mask,
     report_not_shared(w, "tcgen05.commit's mbarrier", loc);
     return;
   }
-  if (multicast && !check_cta_mask(w, mask, "tcgen05.commit.multicast", loc)) return;
+  if (multicast && !barriers_->check_cta_mask(w, mask, "tcgen05.commit.multicast", loc)) return;
   AsyncOp op = issue_op(w, AsyncOp::Kind::commit, cta_group, bar, multicast ? mask : 0, loc);
   const std::int64_t id = barrier_at(w.cta, op.bar_offset);
   if (options_.trace)

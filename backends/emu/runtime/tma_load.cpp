@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
@@ -22,7 +23,7 @@ void World::tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, vo
     return;
   }
   const Cta& c = ctas_[w.cta];
-  if (cta_group == 2 && !check_cta_pair(w, "TMA load", "tma.no-cta-pair", loc)) return;
+  if (cta_group == 2 && !barriers_->check_cta_pair(w, "TMA load", "tma.no-cta-pair", loc)) return;
   if (rank != map.rank) {
     fail(w, "tma.invalid", "",
          "TMA load issued as a rank-" + std::to_string(rank) + " copy (tma_load<CtaGroup, Rank>) with a tensor map of rank " +
@@ -43,7 +44,7 @@ void World::tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, vo
     report_not_shared(w, "the TMA load's mbarrier", loc);
     return;
   }
-  if (multicast && !check_cta_mask(w, mask, "TMA multicast", loc)) return;
+  if (multicast && !barriers_->check_cta_mask(w, mask, "TMA multicast", loc)) return;
   AsyncOp op = issue_op(w, AsyncOp::Kind::tma, cta_group, bar, multicast ? mask : 0, loc);
   op.map = map;
   op.coords = coords;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
@@ -216,7 +217,7 @@ void World::tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, co
   }
   // cta_group::2: one warp of each CTA of the pair; the peer must be running
   // (a cluster barrier first: CUTLASS PR #3316, docs/hardware.md bug 10).
-  if (w.cluster_syncs == 0) {
+  if (barriers_->cluster_syncs(w.id) == 0) {
     fail(w, "tmem.pair-unsynced", obj,
          "tcgen05.alloc.cta_group::2 before this warp passed any cluster barrier: the peer CTA may not be running, "
          "and its shared memory receives the address",

@@ -1,6 +1,7 @@
 // Violations as the World records them: fail() (the first stops the run),
 // what a blocked warp waits on, the labels of objects and actors.
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/util.hpp"
 
@@ -71,17 +72,15 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
       break;
     }
     case Block::named: {
-      const NamedBarrier& nb = ctas_[w.cta].named[w.obj];
       b.op = "bar.sync";
       b.object = "named barrier " + std::to_string(w.obj) + " (" + cta_label(w.cta) + ")";
-      b.state = std::to_string(nb.arrived) + " of " + std::to_string(nb.expected) + " threads arrived";
+      b.state = barriers_->named_state(w.cta, static_cast<std::uint32_t>(w.obj));
       break;
     }
     case Block::cluster: {
-      const Cluster& c = clusters_[ctas_[w.cta].cluster];
       b.op = "cluster_sync";
       b.object = "cluster barrier (cluster " + std::to_string(ctas_[w.cta].cluster) + ")";
-      b.state = std::to_string(c.arrived) + " of " + std::to_string(c.live_threads) + " live threads arrived";
+      b.state = barriers_->cluster_state(ctas_[w.cta].cluster);
       break;
     }
     case Block::tmem_alloc:

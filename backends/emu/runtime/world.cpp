@@ -2,6 +2,7 @@
 // exits and teardown). Its rooms are the other files of this folder
 // (docs/architecture.md).
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/util.hpp"
 #include "backends/emu/runtime/fibers.hpp"
@@ -62,6 +63,7 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     engines_[e].tensor = (e % 2) != 0;
     engines_[e].name = cta_label(e / 2) + (engines_[e].tensor ? "/tensor-core" : "/tma");
   }
+  barriers_ = std::make_unique<BarrierRoom>(*this);
   clc_ = std::make_unique<ClcRoom>(*this, static_cast<std::uint32_t>(warps_.size() + engines_.size()));
   const std::uint32_t actors = static_cast<std::uint32_t>(warps_.size() + engines_.size()) + clc_->actors();
   if (options_.race_check) {
@@ -189,7 +191,7 @@ void World::finish(Warp& w) {
     record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::exit});
   if (cta.exited()) cta_exited(w);
   // barrier.cluster waits for the threads that have not exited.
-  release_cluster_if_complete(cl);
+  barriers_->threads_exited(cta.cluster);
   if (!stopping_) dispatch(&w);
   if (stopping_) algo_->next = main_ctx_;
 }

@@ -27,7 +27,6 @@
 #include "core/tma.hpp"
 #include "backends/emu/emu_ops.hpp"
 #include "backends/emu/emulator.hpp"
-#include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clock.hpp"
 #include "backends/emu/runtime/engines.hpp"
 #include "backends/emu/runtime/fibers_stack.hpp"
@@ -70,7 +69,6 @@ struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops
   FiberStack stack;
   std::vector<std::int64_t> seen;  // per barrier: the last phase a wait of this warp observed
   std::uint64_t kill_ops = 0;
-  std::uint64_t cluster_syncs = 0;  // cluster barriers this warp has passed
   // tcgen05.ld / st issued and waited for (wait::ld / wait::st), and the
   // TMEM columns of the loads not yet waited for.
   std::uint64_t ld_issued = 0, st_issued = 0, st_waited = 0;
@@ -93,6 +91,13 @@ struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops
   std::int32_t try_pos = -1;
 };
 
+// A cluster: its CTAs, and its threads that have not exited (the cluster
+// barrier waits for those).
+struct Cluster {
+  std::uint32_t first_cta = 0;
+  std::uint32_t live_threads = 0;
+};
+
 struct Cta {
   std::uint32_t cluster = 0;
   std::uint32_t rank = 0;
@@ -100,7 +105,6 @@ struct Cta {
   std::size_t smem_bytes = 0;
   std::uint32_t live_warps = 0;
   bool exited() const { return live_warps == 0; }
-  std::array<NamedBarrier, 16> named{};
   // Tensor Memory: cell values (index lane * 512 + column) and shadows
   // (tmem_shadow_index), created on first use; live allocations; the
   // allocation permit.
@@ -141,6 +145,7 @@ ShadowTable<kSmemShadowBlock> take_smem_shadow();
 void keep_cta_buffers(Cta& c);  // leaves c without them
 
 class DirectedAlgorithm;
+class BarrierRoom;
 class ClcRoom;
 
 // Test hooks of the scheduler's incremental enabled set. With the check on,
@@ -191,8 +196,6 @@ class World : public RunningWarp {
   // mbarrier.test_wait.parity: whether the phase has completed, now; never blocks.
   bool mbar_test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc);
 
-  void named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc);
-  void cluster_sync(const SourceLoc& loc);
 
   // Tensor Memory (tmem.cpp)
   void tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc);
@@ -225,6 +228,7 @@ class World : public RunningWarp {
   void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc);
 
   // ---- The rooms (room.hpp): each owns its state and rules.
+  BarrierRoom& barriers() { return *barriers_; }
   ClcRoom& clc() { return *clc_; }
 
   // ---- The execution, as the rooms see it
@@ -233,6 +237,7 @@ class World : public RunningWarp {
   bool in_lane() const { return in_lane_; }
   bool stopping() const { return stopping_; }
   std::uint32_t num_ctas() const { return static_cast<std::uint32_t>(ctas_.size()); }
+  std::uint32_t num_warps() const { return static_cast<std::uint32_t>(warps_.size()); }
   std::uint32_t num_clusters() const { return static_cast<std::uint32_t>(clusters_.size()); }
   Cta& cta(std::uint32_t i) { return ctas_[i]; }
   const Cta& cta(std::uint32_t i) const { return ctas_[i]; }
@@ -331,7 +336,6 @@ class World : public RunningWarp {
   // movable() for any actor: a warp's, or an engine's (it can move while
   // its queue holds an operation).
   Move move_of(std::uint32_t actor) const;
-  std::uint32_t num_warps() const { return static_cast<std::uint32_t>(warps_.size()); }
   std::string actor_name(std::int32_t actor) const;
   // A kernel source file relative to the source root, and "file:line".
   std::string rel(const char* file) const;
@@ -423,7 +427,6 @@ class World : public RunningWarp {
   std::int64_t tmem_first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const;
   bool check_cta_group(Warp& w, int cta_group, const char* op, const SourceLoc& loc);
   // A .cta_group::2 operation: the cluster has pairs, adjacent in x.
-  bool check_cta_pair(Warp& w, const char* op, const char* no_pair_rule, const SourceLoc& loc);
   bool check_whole_warp(Warp& w, const char* op, const SourceLoc& loc);
   void tmem_do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, std::uint32_t dst_offset,
                      const SourceLoc& loc);
@@ -457,7 +460,6 @@ class World : public RunningWarp {
   void stamp_issue(Warp& w, Issued& op, const SourceLoc& loc);
   AsyncOp issue_op(Warp& w, AsyncOp::Kind kind, int cta_group, SharedMemBarrier& bar, std::uint16_t mask,
                    const SourceLoc& loc);
-  bool check_cta_mask(Warp& w, std::uint16_t mask, const char* op, const SourceLoc& loc);
   bool engine_step(std::uint32_t e);
   void engine_tma(AsyncOp& op, std::uint32_t e);
   void engine_mma(AsyncOp& op, std::uint32_t e);
@@ -495,7 +497,6 @@ class World : public RunningWarp {
   // False on a violation or when the run ended.
   bool complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint32_t comp, std::int32_t actor, const Issued& op,
                    std::uint64_t begin);
-  void release_cluster_if_complete(Cluster& c);
   // The reports of an asynchronous operation `op` completing: no mbarrier
   // at `offset` of CTA `cta` (what: "tcgen05.commit arrives on"); a TMA
   // load's bytes overshooting the phase of barrier `id` (true: reported);
@@ -504,7 +505,6 @@ class World : public RunningWarp {
   void report_uninitialized(std::uint32_t cta, std::uint32_t offset, const Issued& op, const char* what);
   bool tx_overshoot(const Mbar& m, std::uint32_t id, std::uint32_t bytes, const Issued& op);
   void report_not_shared(Warp& w, const char* whose, const SourceLoc& loc);
-  void report_bad_rank(Warp& w, std::uint32_t rank, const SourceLoc& loc);
   // A CTA's exit (world.cpp, cta_exited), checked by each room for what it
   // leaves behind; false (or nothing, for the last) when it reported.
   bool async_check_exit(Warp& w);
@@ -524,6 +524,7 @@ class World : public RunningWarp {
   std::uint32_t comp_clc(std::uint32_t cluster) const {
     return 3 * num_warps() + static_cast<std::uint32_t>(engines_.size()) + cluster;
   }
+  std::unique_ptr<BarrierRoom> barriers_;
   std::unique_ptr<ClcRoom> clc_;
 
   // Reporting.
