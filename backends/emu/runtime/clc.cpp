@@ -24,6 +24,7 @@
 
 #include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
@@ -171,7 +172,7 @@ void ClcRoom::try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multicas
     w_.fail(w, "clc.response-misaligned", offset_label(resp_offset, w.cta), m, loc);
     return;
   }
-  if (w_.resolve(bar, w, loc) == nullptr) return;  // mbarrier.not-shared / uninitialized
+  if (!w_.mbar().check(bar, w, loc)) return;  // mbarrier.not-shared / uninitialized
   // PTX: "If the executing CTA has already observed the completion of a
   // clusterlaunchcontrol.try_cancel instruction as failed, then the
   // behavior of issuing a subsequent clusterlaunchcontrol.try_cancel
@@ -254,13 +255,13 @@ void ClcRoom::complete(ClcRequest& req, std::uint32_t cluster, bool grant, std::
         !w_.smem_range_access(cta, req.resp_offset, kClcResponseBytes, true, false, comp, info, req.loc, &issuer))
       return;
     std::memcpy(w_.cta(cta).smem + req.resp_offset, &value, sizeof value);
-    const std::int64_t id = w_.barrier_at(cta, req.bar_offset);
+    const std::int64_t id = w_.mbar().at(cta, req.bar_offset);
     if (id < 0) {
-      w_.report_uninitialized(cta, req.bar_offset, req, "the try_cancel's complete_tx found");
+      w_.mbar().report_uninitialized(cta, req.bar_offset, req, "the try_cancel's complete_tx found");
       return;
     }
     // complete_tx(16): "equal to amount of data stored in bytes".
-    if (!w_.complete_tx(static_cast<std::uint32_t>(id), kClcResponseBytes, comp, actor, req, req.step)) return;
+    if (!w_.mbar().complete_tx(static_cast<std::uint32_t>(id), kClcResponseBytes, comp, actor, req, req.step)) return;
   }
   if (race_check) w_.tick(comp);
 }

@@ -10,20 +10,11 @@
 #include <cstring>
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
-
-std::int64_t World::barrier_at(std::uint32_t cta, std::uint32_t offset) const {
-  const Cta& c = ctas_[cta];
-  if (offset + sizeof(SharedMemBarrier) > c.smem_bytes) return -1;
-  const auto* bar = reinterpret_cast<const SharedMemBarrier*>(c.smem + offset);
-  const std::uint64_t idx = (bar->raw & 0xffffffffull) - 1;
-  if ((bar->raw & ~0xffffffffull) == kTag && idx < mbars_.size() && mbars_[idx].addr == bar && mbars_[idx].live)
-    return static_cast<std::int64_t>(idx);
-  return -1;
-}
 
 void World::enqueue(std::uint32_t cta, bool tensor, AsyncOp op) {
   touch(Res::engine, 2 * cta + (tensor ? 1 : 0));

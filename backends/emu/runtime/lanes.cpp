@@ -33,6 +33,7 @@
 #include <cstring>
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
@@ -85,14 +86,6 @@ std::string tmem_at(std::uint64_t taddr) {
 
 }  // namespace
 
-std::string World::barrier_label(const SharedMemBarrier& bar, const Warp& w) const {
-  const Cta& c = ctas_[w.cta];
-  if (!in_smem(&bar, c)) return "an mbarrier outside shared memory";
-  for (std::uint32_t id = 0; id < mbars_.size(); ++id)
-    if (mbars_[id].addr == &bar && mbars_[id].live) return object_label(id);
-  return anon_name(&bar, c).append(" (cta").append(std::to_string(w.cta)).append(")");
-}
-
 std::string World::describe(const LaneOp& op) const {
   std::string d;
   switch (op.kind) {
@@ -102,7 +95,7 @@ std::string World::describe(const LaneOp& op) const {
     case LaneOp::Kind::try_wait:
     case LaneOp::Kind::test_wait:
       d = op.kind == LaneOp::Kind::wait ? "wait on " : op.kind == LaneOp::Kind::try_wait ? "try_wait on " : "test_wait on ";
-      d.append(barrier_label(*static_cast<const SharedMemBarrier*>(op.object), *current_))
+      d.append(mbar_->label_of(*static_cast<const SharedMemBarrier*>(op.object), *current_))
           .append(" for parity ")
           .append(std::to_string(op.a));
       break;

@@ -1,6 +1,7 @@
 // The mbarrier room: init, inval, fence.mbarrier_init, arrive (local and
 // remote), expect_tx / complete_tx, wait, try_wait, test_wait, phase
 // completion; the rules named mbarrier.*.
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/world.hpp"
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/util.hpp"
@@ -10,61 +11,98 @@
 
 namespace wspipe::emu::detail {
 
+MbarrierRoom::MbarrierRoom(World& world)
+    : w_(world), seen_(world.num_warps()), intended_(world.num_warps(), 0) {}
+
+void MbarrierRoom::touch(const Mbar& m) {
+  w_.touch(World::Res::mbar,
+           (std::uint64_t{m.cta} << 32) |
+               static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(m.addr) - w_.cta(m.cta).smem));
+}
+
+bool MbarrierRoom::check(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc) { return resolve(bar, w, loc) != nullptr; }
+
+std::int64_t MbarrierRoom::at(std::uint32_t cta, std::uint32_t offset) const {
+  const Cta& c = w_.cta(cta);
+  if (offset + sizeof(SharedMemBarrier) > c.smem_bytes) return -1;
+  const auto* bar = reinterpret_cast<const SharedMemBarrier*>(c.smem + offset);
+  const std::uint64_t idx = (bar->raw & 0xffffffffull) - 1;
+  if ((bar->raw & ~0xffffffffull) == kTag && idx < mbars_.size() && mbars_[idx].addr == bar && mbars_[idx].live)
+    return static_cast<std::int64_t>(idx);
+  return -1;
+}
+
+std::string MbarrierRoom::label_of(const SharedMemBarrier& bar, const Warp& w) const {
+  const Cta& c = w_.cta(w.cta);
+  if (!in_smem(&bar, c)) return "an mbarrier outside shared memory";
+  for (std::uint32_t id = 0; id < mbars_.size(); ++id)
+    if (mbars_[id].addr == &bar && mbars_[id].live) return label(id);
+  return anon_name(&bar, c).append(" (cta").append(std::to_string(w.cta)).append(")");
+}
+
+std::string MbarrierRoom::blocked_state(const Warp& w) const {
+  const Mbar& m = mbars_[static_cast<std::size_t>(w.obj)];
+  return "waits for parity " + std::to_string(w.parity) + " (phase " + std::to_string(intended_[w.id]) +
+         "); the barrier is in phase " + std::to_string(m.phase) + " (parity " + std::to_string(m.phase & 1) +
+         ") with " + std::to_string(m.pending) + " of " + std::to_string(m.expected) + " arrivals pending, tx-count " +
+         std::to_string(m.tx);
+}
+
 // ------------------------------------------------------------ mbarrier
 
-bool World::in_smem(const void* p, const Cta& c) const {
+bool MbarrierRoom::in_smem(const void* p, const Cta& c) {
   const auto* b = static_cast<const std::byte*>(p);
   return b >= c.smem && b + sizeof(SharedMemBarrier) <= c.smem + c.smem_bytes;
 }
 
-std::string World::anon_name(const void* p, const Cta& c) const {
+std::string MbarrierRoom::anon_name(const void* p, const Cta& c) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "mbarrier at smem+0x%zx",
                 static_cast<std::size_t>(static_cast<const std::byte*>(p) - c.smem));
   return buf;
 }
 
-std::string World::object_label(std::uint32_t id) const {
+std::string MbarrierRoom::label(std::uint32_t id) const {
   const Mbar& m = mbars_[id];
   return m.name + " (" + cta_label(m.cta) + ")";
 }
 
-Mbar* World::resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc) {
-  const Cta& c = ctas_[w.cta];
+Mbar* MbarrierRoom::resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc) {
+  const Cta& c = w_.cta(w.cta);
   if (!in_smem(&bar, c)) {
-    fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
+    w_.fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
          "mbarrier operand is not in this CTA's shared memory (PTX: undefined behaviour)", loc);
     return nullptr;
   }
   const std::uint64_t raw = bar.raw;
   const std::uint64_t idx = (raw & 0xffffffffull) - 1;
   if ((raw & ~0xffffffffull) == kTag && idx < mbars_.size() && mbars_[idx].addr == &bar && mbars_[idx].live) {
-    touch_mbar(mbars_[idx]);
+    touch(mbars_[idx]);
     return &mbars_[idx];
   }
-  fail(w, "mbarrier.uninitialized", anon_name(&bar, c) + " (" + cta_label(w.cta) + ")",
+  w_.fail(w, "mbarrier.uninitialized", anon_name(&bar, c) + " (" + cta_label(w.cta) + ")",
        "operation on an mbarrier that is not initialised (never init-ed, inval-ed, or its bytes overwritten)", loc);
   return nullptr;
 }
 
-Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, const SourceLoc& loc) {
-  const Cta& own = ctas_[w.cta];
-  if (rank >= launch_.cluster_size) {
-    barriers_->report_bad_rank(w, rank, loc);
+Mbar* MbarrierRoom::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, const SourceLoc& loc) {
+  const Cta& own = w_.cta(w.cta);
+  if (rank >= w_.launch().cluster_size) {
+    w_.barriers().report_bad_rank(w, rank, loc);
     return nullptr;
   }
   if (!in_smem(&bar, own)) {
-    fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
+    w_.fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
          "remote arrive names an address outside this CTA's shared memory", loc);
     return nullptr;
   }
-  const std::uint32_t peer = clusters_[own.cluster].first_cta + rank;
+  const std::uint32_t peer = w_.cluster(own.cluster).first_cta + rank;
   if (peer == w.cta) return resolve(bar, w, loc);
-  Cta& pc = ctas_[peer];
+  Cta& pc = w_.cta(peer);
   auto* peer_bar =
       reinterpret_cast<SharedMemBarrier*>(pc.smem + (reinterpret_cast<std::byte*>(&bar) - own.smem));
   if (pc.exited()) {
-    fail(w, "mbarrier.remote-exited-cta", anon_name(peer_bar, pc) + " (" + cta_label(peer) + ")",
+    w_.fail(w, "mbarrier.remote-exited-cta", anon_name(peer_bar, pc) + " (" + cta_label(peer) + ")",
          "remote arrive into " + cta_label(peer) +
              ", which has exited (illegal shared::cluster access: launch failure on hardware)",
          loc);
@@ -74,14 +112,14 @@ Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, 
   const std::uint64_t idx = (raw & 0xffffffffull) - 1;
   if ((raw & ~0xffffffffull) != kTag || idx >= mbars_.size() || mbars_[idx].addr != peer_bar ||
       !mbars_[idx].live) {
-    fail(w, "mbarrier.uninitialized", anon_name(peer_bar, pc) + " (" + cta_label(peer) + ")",
+    w_.fail(w, "mbarrier.uninitialized", anon_name(peer_bar, pc) + " (" + cta_label(peer) + ")",
          "remote arrive on an mbarrier of " + cta_label(peer) + " that is not initialised", loc);
     return nullptr;
   }
   Mbar& m = mbars_[idx];
-  touch_mbar(m);
-  if (!m.fenced || barriers_->cluster_gen(own.cluster) <= m.fenced_gen) {
-    fail(w, "mbarrier.remote-init-not-visible", object_label(static_cast<std::uint32_t>(idx)),
+  touch(m);
+  if (!m.fenced || w_.barriers().cluster_gen(own.cluster) <= m.fenced_gen) {
+    w_.fail(w, "mbarrier.remote-init-not-visible", label(static_cast<std::uint32_t>(idx)),
          std::string("remote arrive before the barrier's init was made visible to the cluster: ") +
              (m.fenced ? "no cluster barrier completed after the initialising warp's fence_init"
                        : "the initialising warp has not executed fence_init (fence.mbarrier_init.release.cluster)"),
@@ -91,14 +129,14 @@ Mbar* World::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, 
   return &m;
 }
 
-void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index,
+void MbarrierRoom::init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index,
                       const SourceLoc& loc) {
-  if (in_lane_) return;
-  Warp& w = warp();
-  if (!point(w, loc)) return;
-  const Cta& c = ctas_[w.cta];
+  if (w_.in_lane()) return;
+  Warp& w = w_.warp();
+  if (!w_.point(w, loc)) return;
+  const Cta& c = w_.cta(w.cta);
   if (!in_smem(&bar, c)) {
-    fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
+    w_.fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
          "mbarrier.init on an address outside this CTA's shared memory", loc);
     return;
   }
@@ -109,23 +147,23 @@ void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* ba
   } else {
     name = anon_name(&bar, c);
   }
-  touch(Res::mbar, (std::uint64_t{w.cta} << 32) |
+  w_.touch(World::Res::mbar, (std::uint64_t{w.cta} << 32) |
                        static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(&bar) - c.smem));
   const std::uint64_t raw = bar.raw;
   const std::uint64_t old = (raw & 0xffffffffull) - 1;
   if ((raw & ~0xffffffffull) == kTag && old < mbars_.size() && mbars_[old].addr == &bar && mbars_[old].live) {
-    fail(w, "mbarrier.init-live", object_label(static_cast<std::uint32_t>(old)),
+    w_.fail(w, "mbarrier.init-live", label(static_cast<std::uint32_t>(old)),
          "mbarrier.init on a live barrier (needs mbarrier.inval first; hardware silently resets it)", loc);
     return;
   }
   if (count < 1 || count > kMbarrierMaxCount) {
-    fail(w, "mbarrier.count-range", name + " (" + cta_label(w.cta) + ")",
+    w_.fail(w, "mbarrier.count-range", name + " (" + cta_label(w.cta) + ")",
          "mbarrier.init count " + std::to_string(count) + " outside [1, 2^20-1]", loc);
     return;
   }
   const auto id = static_cast<std::uint32_t>(mbars_.size());
   Mbar& m = mbars_.emplace_back();
-  lists_.emplace_back();  // its waiters: mbar_list(id)
+  w_.add_waiter_list();  // its waiters: mbar_list(id)
   m.addr = &bar;
   m.cta = w.cta;
   m.name = std::move(name);
@@ -133,126 +171,126 @@ void World::mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* ba
   m.expected = m.pending = count;
   m.init_warp = static_cast<std::int32_t>(w.id);
   bar.raw = kTag | (id + 1);
-  if (options_.trace) result_.trace.objects.push_back({m.name, m.cta});
-  if (options_.trace)
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
+  if (w_.options().trace) w_.trace_object(m.name, m.cta);
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
             .kind = EventKind::init, .a = count, .file = loc.file_name(), .line = loc.line()});
   if (lanes(w.active) > 1)
-    fail(w, "mbarrier.init-live", object_label(id),
+    w_.fail(w, "mbarrier.init-live", label(id),
          "mbarrier.init executed by " + std::to_string(lanes(w.active)) +
              " lanes: every lane after the first re-initialises a live barrier (init belongs in elect_one)",
          loc);
 }
 
-void World::mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) {
-  if (in_lane_) return;
-  Warp& w = warp();
-  if (!point(w, loc)) return;
+void MbarrierRoom::inval(SharedMemBarrier& bar, const SourceLoc& loc) {
+  if (w_.in_lane()) return;
+  Warp& w = w_.warp();
+  if (!w_.point(w, loc)) return;
   Mbar* m = resolve(bar, w, loc);
   if (m == nullptr) return;
   m->live = false;
-  mark_list(mbar_list(static_cast<std::uint32_t>(m - mbars_.data())));  // its waiters cannot pass now
+  w_.mark_list(w_.mbar_list(static_cast<std::uint32_t>(m - mbars_.data())));  // its waiters cannot pass now
   bar.raw = 0;
-  if (options_.trace)
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id),
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id),
             .object = static_cast<std::int32_t>(m - mbars_.data()), .kind = EventKind::inval, .file = loc.file_name(),
             .line = loc.line()});
 }
 
-void World::fence_init(const SourceLoc& loc) {
-  if (in_lane_) return;
-  Warp& w = warp();
-  if (!point(w, loc)) return;
+void MbarrierRoom::fence_init(const SourceLoc& loc) {
+  if (w_.in_lane()) return;
+  Warp& w = w_.warp();
+  if (!w_.point(w, loc)) return;
   // fence.mbarrier_init.release.cluster orders the executing thread's prior
   // mbarrier.init operations for the cluster (PTX "membar/fence").
   std::int64_t n = 0;
-  const std::uint64_t gen = barriers_->cluster_gen(ctas_[w.cta].cluster);
-  touch(Res::cluster, ctas_[w.cta].cluster);
+  const std::uint64_t gen = w_.barriers().cluster_gen(w_.cta(w.cta).cluster);
+  w_.touch(World::Res::cluster, w_.cta(w.cta).cluster);
   for (Mbar& m : mbars_) {
     if (m.live && !m.fenced && m.init_warp == static_cast<std::int32_t>(w.id)) {
-      touch_mbar(m);
+      touch(m);
       m.fenced = true;
       m.fenced_gen = gen;
       ++n;
     }
   }
-  if (options_.trace)
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::fence_init, .a = n,
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::fence_init, .a = n,
             .file = loc.file_name(), .line = loc.line()});
 }
 
-bool World::check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc) {
+bool MbarrierRoom::check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc) {
   const Mbar& m = mbars_[id];
   if (m.tx > kMbarrierMaxTx || m.tx < -kMbarrierMaxTx) {
-    fail(w, "mbarrier.tx-range", object_label(id),
+    w_.fail(w, "mbarrier.tx-range", label(id),
          "tx-count " + std::to_string(m.tx) + " outside [-(2^20-1), 2^20-1]", loc);
     return false;
   }
   return true;
 }
 
-void World::maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc& loc) {
+void MbarrierRoom::maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc& loc) {
   Mbar& m = mbars_[id];
-  touch_mbar(m);
+  touch(m);
   if (m.pending != 0 || m.tx != 0) return;
   // PTX "Phase Completion": pending arrivals and tx-count both reached 0.
   ++m.phase;
   m.pending = m.expected;
   m.observed = false;
-  if (options_.race_check) {
+  if (w_.options().race_check) {
     m.done.swap(m.acc);
-    m.acc.assign(clock_size(m.cta), 0);
+    m.acc.assign(w_.clock_size(m.cta), 0);
   }
-  if (options_.trace)
-    record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::phase,
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::phase,
             .a = static_cast<std::int64_t>(m.phase), .file = loc.file_name(), .line = loc.line()});
-  mark_list(mbar_list(id));
+  w_.mark_list(w_.mbar_list(id));
   // A waiter still blocked on a phase two behind can no longer see it: its
   // parity now names the current, incomplete phase (aliasing). The waiters
   // are the barrier's list; the lowest warp id is reported.
   const Warp* alias = nullptr;
-  for (const std::uint32_t a : lists_[mbar_list(id)]) {
-    const Warp& x = warps_[a];
-    if (x.intended + 1 < static_cast<std::int64_t>(m.phase) && (alias == nullptr || x.id < alias->id)) alias = &x;
+  for (const std::uint32_t a : w_.waiters(w_.mbar_list(id))) {
+    const Warp& x = w_.warp_at(a);
+    if (intended_[x.id] + 1 < static_cast<std::int64_t>(m.phase) && (alias == nullptr || x.id < alias->id)) alias = &x;
   }
   if (alias != nullptr) {
     const Warp& x = *alias;
-    fail(*current_, "mbarrier.parity-alias", object_label(id),
-         "phase " + std::to_string(x.intended) + ", which " + x.name + " waits for (parity " +
+    w_.fail(w_.running(), "mbarrier.parity-alias", label(id),
+         "phase " + std::to_string(intended_[x.id]) + ", which " + x.name + " waits for (parity " +
              std::to_string(x.parity) + "), completed and the barrier moved on to phase " +
              std::to_string(m.phase) + " before the waiter ran: its parity now names the current phase",
          x.loc, &x);
   }
 }
 
-bool World::complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint32_t comp, std::int32_t actor,
+bool MbarrierRoom::complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint32_t comp, std::int32_t actor,
                         const Issued& op, std::uint64_t begin) {
   Mbar& m = mbars_[id];
-  touch_mbar(m);
+  touch(m);
   m.tx -= bytes;
-  if (!check_tx_range(id, *current_, op.loc)) return false;
-  if (options_.race_check) {
-    if (m.acc.empty()) m.acc.assign(clock_size(m.cta), 0);
-    release(comp, m.acc);
+  if (!check_tx_range(id, w_.running(), op.loc)) return false;
+  if (w_.options().race_check) {
+    if (m.acc.empty()) m.acc.assign(w_.clock_size(m.cta), 0);
+    w_.release(comp, m.acc);
   }
-  if (options_.trace)
-    record({.step = step_, .begin = begin, .warp = actor, .object = static_cast<std::int32_t>(id),
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .begin = begin, .warp = actor, .object = static_cast<std::int32_t>(id),
             .kind = EventKind::complete_tx, .a = bytes, .b = m.pending, .c = m.tx, .file = op.loc.file_name(),
             .line = op.loc.line()});
   maybe_complete(id, actor, op.loc);
-  return !stopping_;
+  return !w_.stopping();
 }
 
-bool World::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote, std::uint32_t comp,
+bool MbarrierRoom::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote, std::uint32_t comp,
                       std::int32_t actor, const SourceLoc& loc, const Warp* culprit) {
   Mbar* m = &mbars_[id];
-  touch_mbar(*m);
-  Warp& running = *current_;
+  touch(*m);
+  Warp& running = w_.running();
   // arrive.expect_tx is expect-tx(n) then arrive-on(1), per lane.
   m->tx += static_cast<std::int64_t>(tx_bytes) * count;
   if (tx_bytes != 0 && !check_tx_range(id, running, loc)) return false;
   if (count > m->pending) {
-    fail(running, "mbarrier.over-arrival", object_label(id),
+    w_.fail(running, "mbarrier.over-arrival", label(id),
          "arrive of " + std::to_string(count) + (count > 1 ? " (one per active lane)" : "") + " with only " +
              std::to_string(m->pending) + " of " + std::to_string(m->expected) +
              " arrivals pending in phase " + std::to_string(m->phase) +
@@ -261,28 +299,28 @@ bool World::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_by
     return false;
   }
   if (!m->observed) {
-    fail(running, "mbarrier.arrive-before-wait", object_label(id),
+    w_.fail(running, "mbarrier.arrive-before-wait", label(id),
          "arrive in phase " + std::to_string(m->phase) + " before any wait observed the completion of phase " +
              std::to_string(m->phase - 1) + " (PTX usage rule): the phase can be skipped unseen",
          loc, culprit);
     return false;
   }
   m->pending -= count;
-  if (options_.race_check) {
-    if (m->acc.empty()) m->acc.assign(clock_size(m->cta), 0);
-    release(comp, m->acc);
+  if (w_.options().race_check) {
+    if (m->acc.empty()) m->acc.assign(w_.clock_size(m->cta), 0);
+    w_.release(comp, m->acc);
   }
-  if (options_.trace)
-    record({.step = step_, .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::arrive,
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::arrive,
             .remote = remote, .a = count, .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
   maybe_complete(id, actor, loc);
-  return !stopping_;
+  return !w_.stopping();
 }
 
-void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc) {
-  if (in_lane_) return;
-  Warp& w = warp();
-  if (!point(w, loc)) return;
+void MbarrierRoom::arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc) {
+  if (w_.in_lane()) return;
+  Warp& w = w_.warp();
+  if (!w_.point(w, loc)) return;
   const bool remote = cta_rank >= 0;
   Mbar* m = remote ? resolve_remote(bar, static_cast<std::uint32_t>(cta_rank), w, loc) : resolve(bar, w, loc);
   if (m == nullptr) return;
@@ -291,25 +329,25 @@ void World::mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint3
   // releases the accumulator stage) only after tcgen05.wait::ld, or the MMA
   // that reuses the stage may overwrite cells the load still reads.
   if (w.ld_waited < w.ld_issued) {
-    tmem_report_release_before_wait(w, id, loc);
+    w_.tmem_report_release_before_wait(w, id, loc);
     return;
   }
   arrive_on(id, lanes(w.active), tx_bytes, remote && m->cta != w.cta, w.id, static_cast<std::int32_t>(w.id), loc,
             nullptr);
 }
 
-void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc) {
-  if (in_lane_) return;
-  Warp& w = warp();
-  if (!point(w, loc)) return;
+void MbarrierRoom::tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc) {
+  if (w_.in_lane()) return;
+  Warp& w = w_.warp();
+  if (!w_.point(w, loc)) return;
   Mbar* m = resolve(bar, w, loc);
   if (m == nullptr) return;
   const auto id = static_cast<std::uint32_t>(m - mbars_.data());
   const std::int64_t delta = delta_per_lane * lanes(w.active);
   m->tx += delta;
   if (!check_tx_range(id, w, loc)) return;
-  if (options_.trace)
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
             .kind = delta >= 0 ? EventKind::expect_tx : EventKind::complete_tx, .a = delta >= 0 ? delta : -delta,
             .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
   // tx may return to 0 with no arrivals pending: that completes the phase
@@ -317,22 +355,22 @@ void World::mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const So
   maybe_complete(id, static_cast<std::int32_t>(w.id), loc);
 }
 
-bool World::mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc) {
-  return mbar_wait_kind(bar, parity, is_try ? WaitKind::try_wait : WaitKind::wait, loc);
+bool MbarrierRoom::wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc) {
+  return wait_kind(bar, parity, is_try ? WaitKind::try_wait : WaitKind::wait, loc);
 }
 
-bool World::mbar_test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc) {
-  return mbar_wait_kind(bar, parity, WaitKind::test_wait, loc);
+bool MbarrierRoom::test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc) {
+  return wait_kind(bar, parity, WaitKind::test_wait, loc);
 }
 
-bool World::mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind kind, const SourceLoc& loc) {
-  Warp& w = warp();
+bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind kind, const SourceLoc& loc) {
+  Warp& w = w_.warp();
   const LaneOp::Kind lane_kind = kind == WaitKind::wait       ? LaneOp::Kind::wait
                                  : kind == WaitKind::try_wait ? LaneOp::Kind::try_wait
                                                               : LaneOp::Kind::test_wait;
-  if (!lanes_agree(w, {.kind = lane_kind, .object = &bar, .a = parity & 1u, .loc = loc}))
+  if (!w_.lanes_agree(w, {.kind = lane_kind, .object = &bar, .a = parity & 1u, .loc = loc}))
     return w.lane.ok;  // lane 31 takes the answer the warp's fiber got
-  if (killing_) return point(w, loc), true;
+  if (w_.killing()) return w_.point(w, loc), true;
   Mbar* m = resolve(bar, w, loc);
   if (m == nullptr) return true;
   const auto id = static_cast<std::uint32_t>(m - mbars_.data());
@@ -340,8 +378,9 @@ bool World::mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind
   // The phase this wait means: the next one with this parity after the
   // last phase this warp observed on the barrier. Waits are valid only for
   // the current phase and the one before (PTX mbarrier.test_wait).
-  if (w.seen.size() <= id) w.seen.resize(id + 1, kNotSeen);
-  const std::int64_t last = w.seen[id];
+  std::vector<std::int64_t>& seen = seen_[w.id];
+  if (seen.size() <= id) seen.resize(id + 1, kNotSeen);
+  const std::int64_t last = seen[id];
   const auto cur = static_cast<std::int64_t>(m->phase);
   std::int64_t intended;
   if (last == kNotSeen) {
@@ -350,7 +389,7 @@ bool World::mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind
     intended = ((last & 1) == static_cast<std::int64_t>(parity)) ? last : last + 1;
   }
   if (intended < cur - 1) {
-    fail(w, "mbarrier.parity-alias", object_label(id),
+    w_.fail(w, "mbarrier.parity-alias", label(id),
          "wait for parity " + std::to_string(parity) + ": this warp last observed phase " + std::to_string(last) +
              ", so it waits for phase " + std::to_string(intended) + ", but the barrier is at phase " +
              std::to_string(cur) + "; the parity names phase " + std::to_string(((cur & 1) == parity) ? cur : cur - 1) +
@@ -358,25 +397,25 @@ bool World::mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind
          loc);
     return true;
   }
-  w.intended = intended;
+  intended_[w.id] = intended;
   // test_wait never blocks: a plain scheduling point.
   const bool go = kind == WaitKind::test_wait
-                      ? point(w, loc)
-                      : point(w, kind == WaitKind::try_wait ? Block::mbar_try : Block::mbar,
+                      ? w_.point(w, loc)
+                      : w_.point(w, kind == WaitKind::try_wait ? Block::mbar_try : Block::mbar,
                               static_cast<std::int32_t>(id), parity, 0, loc);
   if (!go) return true;
   // Other warps ran meanwhile and may have grown the barrier table: look the
   // barrier up again by id rather than through the pointer.
   Mbar& after = mbars_[id];
-  touch_mbar(after);
-  const bool ok = phase_done(after, parity);
+  touch(after);
+  const bool ok = passed(id, parity);
   if (ok) {
     after.observed = true;
-    w.seen[id] = static_cast<std::int64_t>(after.phase) - 1;
-    if (options_.race_check) acquire(w.id, after.done);
+    seen_[w.id][id] = static_cast<std::int64_t>(after.phase) - 1;
+    if (w_.options().race_check) w_.acquire(w.id, after.done);
   }
-  if (options_.trace)
-    record({.step = step_, .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
             .object = static_cast<std::int32_t>(id), .kind = kind == WaitKind::wait       ? EventKind::wait
                                               : kind == WaitKind::try_wait ? EventKind::try_wait
                                                                            : EventKind::test_wait,
@@ -389,35 +428,36 @@ bool World::mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind
 // An asynchronous operation `op` (issued by a warp, completed by an engine
 // or a CLC unit) finds no initialised mbarrier at `offset` in CTA `cta`;
 // `what` says how it met it ("tcgen05.commit arrives on").
-void World::report_uninitialized(std::uint32_t cta, std::uint32_t offset, const Issued& op, const char* what) {
+void MbarrierRoom::report_uninitialized(std::uint32_t cta, std::uint32_t offset, const Issued& op, const char* what) {
   std::string m(what);
   m.append(" no initialised mbarrier at this offset in ").append(cta_label(cta));
-  fail(*current_, "mbarrier.uninitialized", "mbarrier at smem+" + std::to_string(offset) + " (" + cta_label(cta) + ")",
-       std::move(m), op.loc, &warps_[op.issuer]);
+  w_.fail(w_.running(), "mbarrier.uninitialized", "mbarrier at smem+" + std::to_string(offset) + " (" + cta_label(cta) + ")",
+       std::move(m), op.loc, &w_.warp_at(op.issuer));
 }
 
 // An operation's mbarrier (`whose`: "the TMA load's mbarrier") is not in
 // the issuing CTA's shared memory.
-void World::report_not_shared(Warp& w, const char* whose, const SourceLoc& loc) {
-  fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
+void MbarrierRoom::report_not_shared(Warp& w, const char* whose, const SourceLoc& loc) {
+  w_.fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
        std::string(whose) + " is not in this CTA's shared memory", loc);
 }
 
 // A TMA load about to complete `bytes` of transaction count on barrier `m`
 // (id `id`): true, after reporting, when they overshoot the phase.
-bool World::tx_overshoot(const Mbar& m, std::uint32_t id, std::uint32_t bytes, const Issued& op) {
+bool MbarrierRoom::tx_overshoot(std::uint32_t id, std::uint32_t bytes, const Issued& op) {
+  const Mbar& m = mbars_[id];
   // Silicon delivers a copy's bytes in pieces (16 bytes at a time, as far
   // as an H100 shows: docs/silicon.md). More bytes than the phase still
   // expects, with every arrival in, complete the phase partway through
   // the copy, or not, depending on how the pieces fall, and the rest count
   // against the next phase: nondeterministic on hardware, a bug here.
   if (m.pending == 0 && m.tx > 0 && static_cast<std::int64_t>(bytes) > m.tx) {
-    fail(*current_, "mbarrier.tx-overshoot", object_label(id),
+    w_.fail(w_.running(), "mbarrier.tx-overshoot", label(id),
          "a TMA load delivers " + std::to_string(bytes) + " bytes to a barrier that expects only " +
              std::to_string(m.tx) + " more in phase " + std::to_string(m.phase) +
              " with no arrivals pending: on silicon the bytes land in pieces, the phase may complete partway "
              "through the copy, and the rest count against the next phase (expect_tx too small?)",
-         op.loc, &warps_[op.issuer]);
+         op.loc, &w_.warp_at(op.issuer));
     return true;
   }
   return false;
@@ -425,11 +465,11 @@ bool World::tx_overshoot(const Mbar& m, std::uint32_t id, std::uint32_t bytes, c
 
 // Bytes still expected or delivered unmatched on a barrier when its CTA
 // exits: expect_tx and the bytes that arrived disagree (docs/hardware.md bug 13).
-bool World::mbar_check_exit(Warp& w) {
+bool MbarrierRoom::check_exit(Warp& w) {
   for (std::uint32_t id = 0; id < mbars_.size(); ++id) {
     const Mbar& m = mbars_[id];
     if (m.live && m.cta == w.cta && m.tx != 0) {
-      fail(w, "mbarrier.tx-pending-at-exit", object_label(id),
+      w_.fail(w, "mbarrier.tx-pending-at-exit", label(id),
            "the CTA exited with tx-count " + std::to_string(m.tx) + " in phase " + std::to_string(m.phase) +
                ": bytes expected and bytes delivered disagree",
            w.loc);

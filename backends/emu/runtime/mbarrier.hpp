@@ -1,14 +1,22 @@
-// The mbarrier room's state (internal): one model object per initialised
-// barrier (mbarrier.cpp).
+// The mbarrier room (internal; mbarrier.cpp): one model object per
+// initialised barrier, the phases each warp has observed, and the rules
+// named mbarrier.*. Other rooms reach a barrier through this room: the
+// engines' and CLC's completions (arrive_on, complete_tx), the operand
+// checks of the operations that signal one.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backends/emu/runtime/clock.hpp"
+#include "backends/emu/runtime/room.hpp"
 #include "core/barrier.hpp"
+#include "core/config.hpp"
 
 namespace wspipe::emu::detail {
+
+struct Issued;
 
 struct Mbar {
   SharedMemBarrier* addr = nullptr;
@@ -31,6 +39,84 @@ struct Mbar {
   // Happens-before: the releases of the current phase, and those of the
   // phase that completed last (what a successful wait acquires).
   Clock acc, done;
+};
+
+class MbarrierRoom {
+ public:
+  explicit MbarrierRoom(World& world);
+  MbarrierRoom(const MbarrierRoom&) = delete;
+  MbarrierRoom& operator=(const MbarrierRoom&) = delete;
+
+  // The operations (ops.cpp routes them here). arrive: cta_rank < 0 for
+  // the own CTA, else a remote arrive (mapa) to that rank.
+  void init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index, const SourceLoc& loc);
+  void inval(SharedMemBarrier& bar, const SourceLoc& loc);
+  void fence_init(const SourceLoc& loc);
+  void arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc);
+  void tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc);
+  bool wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc);
+  // mbarrier.test_wait.parity: whether the phase has completed, now; never blocks.
+  bool test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc);
+
+  // The scheduler's question: has barrier `id` completed the phase of
+  // parity `parity` that a waiter blocked on?
+  bool passed(std::uint32_t id, std::uint32_t parity) const {
+    const Mbar& m = mbars_[id];
+    return m.live && (m.phase & 1u) != parity;
+  }
+  // What warp `w`, blocked on barrier w.obj, waits for (reports).
+  std::string blocked_state(const Warp& w) const;
+
+  // For the rooms whose operations signal a barrier:
+  // - whether `bar` is an initialised barrier of the warp's CTA (reported
+  //   when not);
+  bool check(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc);
+  // - the barrier at `offset` of CTA `cta`'s shared memory, or -1;
+  std::int64_t at(std::uint32_t cta, std::uint32_t offset) const;
+  // - whether `p` is a barrier's place in CTA `c`'s shared memory;
+  static bool in_smem(const void* p, const Cta& c);
+  // - an arrive of `count` (with tx `tx_bytes` per arrival) on barrier
+  //   `id` by race-checker component `comp`; `culprit`: the warp reported
+  //   (the issuer, for an engine's arrive). False on a violation.
+  bool arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote, std::uint32_t comp,
+                 std::int32_t actor, const SourceLoc& loc, const Warp* culprit);
+  // - complete_tx(bytes) on barrier `id` by component `comp` for the
+  //   asynchronous operation `op` (a TMA load's, a try_cancel's); `begin`:
+  //   the trace event's start step (0: none). False on a violation or when
+  //   the run ended.
+  bool complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint32_t comp, std::int32_t actor, const Issued& op,
+                   std::uint64_t begin);
+  // - a TMA load's `bytes` overshoot the phase of barrier `id` (reported: true);
+  bool tx_overshoot(std::uint32_t id, std::uint32_t bytes, const Issued& op);
+  // - an operation's completion finds no barrier at `offset` of CTA `cta`
+  //   (what: "tcgen05.commit arrives on"); an operation's barrier (whose:
+  //   "the TMA load's mbarrier") outside shared memory.
+  void report_uninitialized(std::uint32_t cta, std::uint32_t offset, const Issued& op, const char* what);
+  void report_not_shared(Warp& w, const char* whose, const SourceLoc& loc);
+  // The name of barrier `id` in reports, and of the barrier at `bar` as
+  // warp `w` names it (initialised or not).
+  std::string label(std::uint32_t id) const;
+  std::string label_of(const SharedMemBarrier& bar, const Warp& w) const;
+  // A CTA's exit: bytes still pending on its barriers (false: reported).
+  bool check_exit(Warp& w);
+
+ private:
+  enum class WaitKind { wait, try_wait, test_wait };
+  bool wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind kind, const SourceLoc& loc);
+  Mbar* resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc);
+  Mbar* resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, const SourceLoc& loc);
+  static std::string anon_name(const void* p, const Cta& c);
+  bool check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc);
+  void maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc& loc);
+  void touch(const Mbar& m);  // the step's footprint
+
+  World& w_;
+  std::vector<Mbar> mbars_;
+  // Per warp: per barrier, the last phase a wait of the warp observed
+  // (kNotSeen: none), and the phase the warp's wait in progress means
+  // (-1: the one before the first).
+  std::vector<std::vector<std::int64_t>> seen_;
+  std::vector<std::int64_t> intended_;
 };
 
 }  // namespace wspipe::emu::detail

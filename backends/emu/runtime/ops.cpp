@@ -4,6 +4,7 @@
 #include "backends/emu/emu_ops.hpp"
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clc.hpp"
 
@@ -39,21 +40,21 @@ void* shared_storage(std::size_t size, std::size_t align) { return world().share
 void check(bool cond, const char* what, const SourceLoc& loc) { world().check(cond, what, loc); }
 
 void mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index, const SourceLoc& loc) {
-  world().mbar_init(bar, count, base, index, loc);
+  world().mbar().init(bar, count, base, index, loc);
 }
-void mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) { world().mbar_inval(bar, loc); }
-void fence_init(const SourceLoc& loc) { world().fence_init(loc); }
+void mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc) { world().mbar().inval(bar, loc); }
+void fence_init(const SourceLoc& loc) { world().mbar().fence_init(loc); }
 void mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc) {
-  world().mbar_arrive(bar, cta_rank, tx_bytes, loc);
+  world().mbar().arrive(bar, cta_rank, tx_bytes, loc);
 }
 void mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc) {
-  world().mbar_tx(bar, delta_per_lane, loc);
+  world().mbar().tx(bar, delta_per_lane, loc);
 }
 bool mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc) {
-  return world().mbar_wait(bar, parity, is_try, loc);
+  return world().mbar().wait(bar, parity, is_try, loc);
 }
 bool mbar_test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc) {
-  return world().mbar_test(bar, parity, loc);
+  return world().mbar().test(bar, parity, loc);
 }
 
 void named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc) {

@@ -2,6 +2,7 @@
 // events, dispatch (the strategy's choice, preemptions, try_wait time-outs,
 // deadlock and livelock), footprints.
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/util.hpp"
@@ -58,9 +59,9 @@ Move World::movable(const Warp& w) const {
     case Block::none: return Move::progress;
     case Block::not_started: return clc_->launched(ctas_[w.cta].cluster) ? Move::progress : Move::no;
     case Block::finished: return Move::no;
-    case Block::mbar: return phase_done(mbars_[w.obj], w.parity) ? Move::progress : Move::no;
+    case Block::mbar: return mbar_->passed(static_cast<std::uint32_t>(w.obj), w.parity) ? Move::progress : Move::no;
     case Block::mbar_try:
-      if (phase_done(mbars_[w.obj], w.parity)) return Move::progress;
+      if (mbar_->passed(static_cast<std::uint32_t>(w.obj), w.parity)) return Move::progress;
       return options_.spurious_try_wait ? Move::spin : Move::no;
     case Block::named:
       return barriers_->named_passed(w.cta, static_cast<std::uint32_t>(w.obj), w.target) ? Move::progress : Move::no;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/util.hpp"
 
@@ -77,13 +78,13 @@ void World::mma_commit(int cta_group, SharedMemBarrier& bar, std::uint16_t mask,
   }
   if (!check_cta_group(w, cta_group, "tcgen05.commit", loc)) return;
   const Cta& c = ctas_[w.cta];
-  if (!in_smem(&bar, c)) {
-    report_not_shared(w, "tcgen05.commit's mbarrier", loc);
+  if (!MbarrierRoom::in_smem(&bar, c)) {
+    mbar_->report_not_shared(w, "tcgen05.commit's mbarrier", loc);
     return;
   }
   if (multicast && !barriers_->check_cta_mask(w, mask, "tcgen05.commit.multicast", loc)) return;
   AsyncOp op = issue_op(w, AsyncOp::Kind::commit, cta_group, bar, multicast ? mask : 0, loc);
-  const std::int64_t id = barrier_at(w.cta, op.bar_offset);
+  const std::int64_t id = mbar_->at(w.cta, op.bar_offset);
   if (options_.trace)
     record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
             .kind = EventKind::commit_issue, .a = op.mask, .file = loc.file_name(), .line = loc.line()});
@@ -149,14 +150,14 @@ void World::engine_commit(AsyncOp& op, std::uint32_t e) {
                                         ", which has exited");
       return;
     }
-    const std::int64_t id = barrier_at(cta, op.bar_offset);
+    const std::int64_t id = mbar_->at(cta, op.bar_offset);
     if (id < 0) {
-      report_uninitialized(cta, op.bar_offset, op, "tcgen05.commit arrives on");
+      mbar_->report_uninitialized(cta, op.bar_offset, op, "tcgen05.commit arrives on");
       return;
     }
     // Arrive-on with count 1 once the earlier MMAs completed: they did, the
     // tensor core runs in order.
-    if (!arrive_on(static_cast<std::uint32_t>(id), 1, 0, cta != cta0, comp_engine(e), actor, op.loc, &issuer))
+    if (!mbar_->arrive_on(static_cast<std::uint32_t>(id), 1, 0, cta != cta0, comp_engine(e), actor, op.loc, &issuer))
       return;
   }
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/util.hpp"
 
@@ -40,8 +41,8 @@ void World::tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, vo
     fail(w, e.rule, "", std::move(e.message), loc);
     return;
   }
-  if (!in_smem(&bar, c)) {
-    report_not_shared(w, "the TMA load's mbarrier", loc);
+  if (!MbarrierRoom::in_smem(&bar, c)) {
+    mbar_->report_not_shared(w, "the TMA load's mbarrier", loc);
     return;
   }
   if (multicast && !barriers_->check_cta_mask(w, mask, "TMA multicast", loc)) return;
@@ -49,7 +50,7 @@ void World::tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, vo
   op.map = map;
   op.coords = coords;
   op.dst_offset = dst_offset;
-  const std::int64_t id = barrier_at(w.cta, op.bar_offset);
+  const std::int64_t id = mbar_->at(w.cta, op.bar_offset);
   if (options_.trace)
     record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
             .kind = EventKind::tma_issue, .a = static_cast<std::int64_t>(tma_box_bytes(map)), .b = op.mask,
@@ -83,13 +84,13 @@ void World::engine_tma(AsyncOp& op, std::uint32_t e) {
     // complete_tx on the destination's barrier, or on the pair's even CTA's
     // for .cta_group::2 (PTX "cp.async.bulk.tensor").
     const std::uint32_t bar_cta = op.cta_group == 2 ? pair_cta(cta, 0) : cta;
-    const std::int64_t id = barrier_at(bar_cta, op.bar_offset);
+    const std::int64_t id = mbar_->at(bar_cta, op.bar_offset);
     if (id < 0) {
-      report_uninitialized(bar_cta, op.bar_offset, op, "the TMA load's complete_tx found");
+      mbar_->report_uninitialized(bar_cta, op.bar_offset, op, "the TMA load's complete_tx found");
       return;
     }
-    if (tx_overshoot(mbars_[static_cast<std::size_t>(id)], static_cast<std::uint32_t>(id), bytes, op)) return;
-    if (!complete_tx(static_cast<std::uint32_t>(id), bytes, comp_engine(e), actor, op, 0)) return;
+    if (mbar_->tx_overshoot(static_cast<std::uint32_t>(id), bytes, op)) return;
+    if (!mbar_->complete_tx(static_cast<std::uint32_t>(id), bytes, comp_engine(e), actor, op, 0)) return;
   }
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/util.hpp"
 
@@ -640,7 +641,7 @@ void World::tmem_mma(const AsyncOp& op, const std::uint32_t* ctas) {
 
 // An arrive on barrier `id` while the warp's tcgen05.ld are in flight.
 void World::tmem_report_release_before_wait(Warp& w, std::uint32_t id, const SourceLoc& loc) {
-  fail(w, "tmem.release-before-wait-ld", object_label(id),
+  fail(w, "tmem.release-before-wait-ld", mbar_->label(id),
        "arrive while " + std::to_string(w.ld_issued - w.ld_waited) +
            " tcgen05.ld of this warp are still in flight (the latest at " + where(w.ld_loc) +
            "): tcgen05.wait::ld must come first",

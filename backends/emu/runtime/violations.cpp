@@ -1,6 +1,7 @@
 // Violations as the World records them: fail() (the first stops the run),
 // what a blocked warp waits on, the labels of objects and actors.
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/util.hpp"
@@ -61,14 +62,10 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
     case Block::finished: b.op = "finished"; break;
     case Block::mbar:
     case Block::mbar_try: {
-      const Mbar& m = mbars_[w.obj];
       object = w.obj;
       b.op = w.block == Block::mbar ? "wait" : "try_wait";
-      b.object = object_label(static_cast<std::uint32_t>(w.obj));
-      b.state = "waits for parity " + std::to_string(w.parity) + " (phase " + std::to_string(w.intended) +
-                "); the barrier is in phase " + std::to_string(m.phase) + " (parity " +
-                std::to_string(m.phase & 1) + ") with " + std::to_string(m.pending) + " of " +
-                std::to_string(m.expected) + " arrivals pending, tx-count " + std::to_string(m.tx);
+      b.object = mbar_->label(static_cast<std::uint32_t>(w.obj));
+      b.state = mbar_->blocked_state(w);
       break;
     }
     case Block::named: {

@@ -2,6 +2,7 @@
 // exits and teardown). Its rooms are the other files of this folder
 // (docs/architecture.md).
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clc.hpp"
 #include "backends/emu/runtime/util.hpp"
@@ -63,6 +64,7 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     engines_[e].tensor = (e % 2) != 0;
     engines_[e].name = cta_label(e / 2) + (engines_[e].tensor ? "/tensor-core" : "/tma");
   }
+  mbar_ = std::make_unique<MbarrierRoom>(*this);
   barriers_ = std::make_unique<BarrierRoom>(*this);
   clc_ = std::make_unique<ClcRoom>(*this, static_cast<std::uint32_t>(warps_.size() + engines_.size()));
   const std::uint32_t actors = static_cast<std::uint32_t>(warps_.size() + engines_.size()) + clc_->actors();
@@ -253,7 +255,7 @@ RunResult World::run() {
 // still reading its shared memory, an async operation in flight into it,
 // bytes pending on its barriers, Tensor Memory still allocated.
 void World::cta_exited(Warp& w) {
-  if (store_reading_at_exit(w) || !async_check_exit(w) || !mbar_check_exit(w)) return;
+  if (store_reading_at_exit(w) || !async_check_exit(w) || !mbar_->check_exit(w)) return;
   tmem_check_exit(w);
 }
 

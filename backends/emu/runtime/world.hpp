@@ -31,7 +31,6 @@
 #include "backends/emu/runtime/engines.hpp"
 #include "backends/emu/runtime/fibers_stack.hpp"
 #include "backends/emu/runtime/lanes.hpp"
-#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/models.hpp"
 #include "backends/emu/runtime/room.hpp"
 #include "backends/emu/runtime/tmem.hpp"
@@ -61,13 +60,11 @@ struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops
   std::int32_t obj = -1;    // barrier id / named barrier id
   std::uint32_t parity = 0;
   std::uint64_t target = 0;     // named/cluster: the generation it waits to pass
-  std::int64_t intended = 0;    // mbar: the phase it means to wait for (-1: before the first)
   std::uint64_t since = 0;   // step count when it reached this point
   SourceLoc loc{};
   boost::fibers::context* ctx = nullptr;
   boost::fibers::fiber fiber;
   FiberStack stack;
-  std::vector<std::int64_t> seen;  // per barrier: the last phase a wait of this warp observed
   std::uint64_t kill_ops = 0;
   // tcgen05.ld / st issued and waited for (wait::ld / wait::st), and the
   // TMEM columns of the loads not yet waited for.
@@ -146,6 +143,7 @@ void keep_cta_buffers(Cta& c);  // leaves c without them
 
 class DirectedAlgorithm;
 class BarrierRoom;
+class MbarrierRoom;
 class ClcRoom;
 
 // Test hooks of the scheduler's incremental enabled set. With the check on,
@@ -187,14 +185,6 @@ class World : public RunningWarp {
   void warp_state_step(const char* what, const SourceLoc& loc);
   void check(bool cond, const char* what, const SourceLoc& loc);
 
-  void mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index, const SourceLoc& loc);
-  void mbar_inval(SharedMemBarrier& bar, const SourceLoc& loc);
-  void fence_init(const SourceLoc& loc);
-  void mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc);
-  void mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc);
-  bool mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc);
-  // mbarrier.test_wait.parity: whether the phase has completed, now; never blocks.
-  bool mbar_test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc);
 
 
   // Tensor Memory (tmem.cpp)
@@ -228,6 +218,7 @@ class World : public RunningWarp {
   void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc);
 
   // ---- The rooms (room.hpp): each owns its state and rules.
+  MbarrierRoom& mbar() { return *mbar_; }
   BarrierRoom& barriers() { return *barriers_; }
   ClcRoom& clc() { return *clc_; }
 
@@ -236,6 +227,9 @@ class World : public RunningWarp {
   std::uint64_t step() const { return step_; }
   bool in_lane() const { return in_lane_; }
   bool stopping() const { return stopping_; }
+  bool killing() const { return killing_; }
+  // The trace's table of barrier names (an mbarrier's init adds one).
+  void trace_object(const std::string& name, std::uint32_t cta) { result_.trace.objects.push_back({name, cta}); }
   std::uint32_t num_ctas() const { return static_cast<std::uint32_t>(ctas_.size()); }
   std::uint32_t num_warps() const { return static_cast<std::uint32_t>(warps_.size()); }
   std::uint32_t num_clusters() const { return static_cast<std::uint32_t>(clusters_.size()); }
@@ -291,10 +285,7 @@ class World : public RunningWarp {
   void start_second_lane(Warp& w);  // fibers.cpp: fibers are made there
   void lane_main(Warp& w);
   std::string describe(const LaneOp& op) const;
-  std::string barrier_label(const SharedMemBarrier& bar, const Warp& w) const;
   void finish(Warp& w);
-  enum class WaitKind { wait, try_wait, test_wait };
-  bool mbar_wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind kind, const SourceLoc& loc);
   Move movable(const Warp& w) const;
   // The enabled set is kept up to date instead of recomputed at every step
   // (issue 11, item 4): an actor's movability changes only at events (it
@@ -307,6 +298,10 @@ class World : public RunningWarp {
     marked_[actor] = 1;
     dirty_.push_back(actor);
   }
+  // A new waiter list, at the end (an mbarrier's: mbar_list(id)), and the
+  // warps on a list.
+  void add_waiter_list() { lists_.emplace_back(); }
+  const std::vector<std::uint32_t>& waiters(std::uint32_t list) const { return lists_[list]; }
   void mark_list(std::uint32_t list) {
     for (const std::uint32_t a : lists_[list]) mark(a);
   }
@@ -352,11 +347,6 @@ class World : public RunningWarp {
   void touch_global() {
     if (track_fp_) fp_.push_back(kGlobalResource);
   }
-  void touch_mbar(const Mbar& m) {
-    touch(Res::mbar, (std::uint64_t{m.cta} << 32) |
-                         static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(m.addr) - ctas_[m.cta].smem));
-  }
-  void touch_mbar(std::uint32_t id) { touch_mbar(mbars_[id]); }
   // Hands the finished step's footprint to the strategy.
   void close_step();
   std::uint32_t fingerprint() const { return fingerprint_ == 0 ? 1 : fingerprint_; }
@@ -466,7 +456,6 @@ class World : public RunningWarp {
   void engine_commit(AsyncOp& op, std::uint32_t e);
   std::uint32_t pair_cta(std::uint32_t cta, std::uint32_t rank_in_cluster) const;
   void enqueue(std::uint32_t cta, bool tensor, AsyncOp op);
-  std::int64_t barrier_at(std::uint32_t cta, std::uint32_t offset) const;
   bool cta_has_async_in_flight(std::uint32_t cta, std::string* what) const;
   // TMA stores and bulk async-groups (tma_store.cpp). engine_tma_store:
   // one of a store's two steps; true when the store must run again (its
@@ -478,37 +467,9 @@ class World : public RunningWarp {
   bool store_reading_at_exit(Warp& w);
   std::string bulk_describe_blocked(const Warp& w) const;
 
-  // Models.
-  Mbar* resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc);
-  Mbar* resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, const SourceLoc& loc);
-  bool in_smem(const void* p, const Cta& c) const;
-  std::string anon_name(const void* p, const Cta& c) const;
-  bool phase_done(const Mbar& m, std::uint32_t parity) const { return m.live && (m.phase & 1u) != parity; }
-  void maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc& loc);
-  // An arrive of `count` (with tx `tx_bytes` per arrival) on barrier `id`
-  // by component `comp`, after the caller resolved it; false on a violation.
-  // `culprit`: the warp reported (the issuer, for an engine's arrive).
-  bool arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote, std::uint32_t comp,
-                 std::int32_t actor, const SourceLoc& loc, const Warp* culprit);
-  bool check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc);
-  // complete_tx(bytes) on barrier `id` by component `comp` for the
-  // asynchronous operation `op` (a TMA load's, a try_cancel's), after the
-  // caller resolved it; `begin`: the trace event's start step (0: none).
-  // False on a violation or when the run ended.
-  bool complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint32_t comp, std::int32_t actor, const Issued& op,
-                   std::uint64_t begin);
-  // The reports of an asynchronous operation `op` completing: no mbarrier
-  // at `offset` of CTA `cta` (what: "tcgen05.commit arrives on"); a TMA
-  // load's bytes overshooting the phase of barrier `id` (true: reported);
-  // an operation's barrier outside shared memory (whose: "the TMA load's
-  // mbarrier"); bad remote rank.
-  void report_uninitialized(std::uint32_t cta, std::uint32_t offset, const Issued& op, const char* what);
-  bool tx_overshoot(const Mbar& m, std::uint32_t id, std::uint32_t bytes, const Issued& op);
-  void report_not_shared(Warp& w, const char* whose, const SourceLoc& loc);
   // A CTA's exit (world.cpp, cta_exited), checked by each room for what it
   // leaves behind; false (or nothing, for the last) when it reported.
   bool async_check_exit(Warp& w);
-  bool mbar_check_exit(Warp& w);
   void tmem_check_exit(Warp& w);
   void report_target_exited(std::uint32_t cta, const Issued& op, std::string message);
   // Tensor Memory's rules at other rooms' operations: an MMA's D must be
@@ -524,13 +485,13 @@ class World : public RunningWarp {
   std::uint32_t comp_clc(std::uint32_t cluster) const {
     return 3 * num_warps() + static_cast<std::uint32_t>(engines_.size()) + cluster;
   }
+  std::unique_ptr<MbarrierRoom> mbar_;
   std::unique_ptr<BarrierRoom> barriers_;
   std::unique_ptr<ClcRoom> clc_;
 
   // Reporting.
   void fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
             const Warp* culprit = nullptr, std::string other = {});
-  std::string object_label(std::uint32_t id) const;
   // Appends an event to the trace. Call sites test options_.trace first,
   // so that an untraced run does not even build the event.
   void record(const Event& e) {
@@ -551,7 +512,6 @@ class World : public RunningWarp {
   std::vector<Cta> ctas_;
   std::vector<Cluster> clusters_;
   std::vector<Warp> warps_;
-  std::vector<Mbar> mbars_;
   std::vector<Engine> engines_;          // 2 per CTA: TMA engine, tensor core
   std::vector<Clock> clocks_;            // per component, over its cluster's components
   std::vector<std::uint32_t> slot_;      // per component: its index in its cluster's clocks
