@@ -1,8 +1,9 @@
 // Named barriers (bar.sync / bar.arrive) and the cluster barrier
 // (barrier.cluster.arrive + wait); the rules named named.* and cluster.*.
 #include "backends/emu/runtime/barriers.hpp"
-#include "backends/emu/runtime/world.hpp"
+
 #include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -23,18 +24,18 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
   const std::uint32_t cta_threads = w_.launch().warps_per_cta * 32;
   if (threads == 0 || threads % 32 != 0 || threads > cta_threads) {
     w_.fail(w, "named-barrier.thread-count", obj,
-         "thread count " + std::to_string(threads) + " is not a positive multiple of 32 up to the CTA's " +
-             std::to_string(cta_threads),
-         loc);
+            "thread count " + std::to_string(threads) + " is not a positive multiple of 32 up to the CTA's " +
+                std::to_string(cta_threads),
+            loc);
     return;
   }
   // Warp-collective in the programming model (docs/programming-model.md): the whole warp
   // arrives, so a barrier's thread count is always reached exactly.
   if (lanes(w.active) != 32) {
     w_.fail(w, "named-barrier.partial-warp", obj,
-         std::string(sync ? "bar.sync" : "bar.arrive") + " issued with " + std::to_string(lanes(w.active)) +
-             " of 32 lanes active (inside elect_one or for_each_lane): named barriers are warp-collective here",
-         loc);
+            std::string(sync ? "bar.sync" : "bar.arrive") + " issued with " + std::to_string(lanes(w.active)) +
+                " of 32 lanes active (inside elect_one or for_each_lane): named barriers are warp-collective here",
+            loc);
     return;
   }
   w_.touch(World::Res::named, (std::uint64_t{w.cta} << 8) | id);
@@ -43,9 +44,9 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
     nb.expected = threads;
   } else if (nb.expected != threads) {
     w_.fail(w, "named-barrier.count-mismatch", obj,
-         std::string(sync ? "bar.sync" : "bar.arrive") + " with " + std::to_string(threads) +
-             " threads while the barrier in progress was started with " + std::to_string(nb.expected),
-         loc);
+            std::string(sync ? "bar.sync" : "bar.arrive") + " with " + std::to_string(threads) +
+                " threads while the barrier in progress was started with " + std::to_string(nb.expected),
+            loc);
     return;
   }
   nb.arrived += 32;
@@ -55,8 +56,8 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
     w_.release(w.id, nb.acc);
   }
   if (trace)
-    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::named_arrive,
-            .a = id, .b = threads, .c = nb.arrived, .file = loc.file_name(), .line = loc.line()});
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::named_arrive, .a = id,
+               .b = threads, .c = nb.arrived, .file = loc.file_name(), .line = loc.line()});
   const std::uint64_t gen = nb.gen;
   if (nb.arrived == nb.expected) {
     nb.arrived = 0;
@@ -76,7 +77,7 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
   if (race_check) w_.acquire(w.id, named_[w.cta][id].done);
   if (trace)
     w_.record({.step = w_.step(), .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
-            .kind = EventKind::named_pass, .a = id, .file = loc.file_name(), .line = loc.line()});
+               .kind = EventKind::named_pass, .a = id, .file = loc.file_name(), .line = loc.line()});
 }
 
 void BarrierRoom::release_if_complete(std::uint32_t k) {
@@ -116,7 +117,7 @@ void BarrierRoom::cluster_sync(const SourceLoc& loc) {
   if (race_check) w_.acquire(w.id, clusters_[k].done);
   if (trace)
     w_.record({.step = w_.step(), .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
-            .kind = EventKind::cluster_pass, .file = loc.file_name(), .line = loc.line()});
+               .kind = EventKind::cluster_pass, .file = loc.file_name(), .line = loc.line()});
 }
 
 // A multicast's ctaMask is a set of %cluster_ctarank values (PTX
@@ -162,9 +163,10 @@ bool BarrierRoom::check_cta_pair(Warp& w, const char* op, const char* no_pair_ru
   const std::uint32_t size = w_.launch().cluster_size;
   if (size < 2) {
     w_.fail(w, no_pair_rule, "",
-         std::string(op) + " with .cta_group::2 in a launch whose clusters have 1 CTA: a CTA pair needs clusters "
-                           "of at least 2",
-         loc);
+            std::string(op) +
+                " with .cta_group::2 in a launch whose clusters have 1 CTA: a CTA pair needs clusters "
+                "of at least 2",
+            loc);
     return false;
   }
   const std::uint32_t rank = w_.cta(w.cta).rank, peer = rank ^ 1u;

@@ -1,10 +1,11 @@
 // Kept buffers: a CTA's large buffers (shared memory, TMEM cells, shadow
 // tables) outlive its run and serve the next run on the same thread.
-#include "backends/emu/runtime/world.hpp"
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+
+#include "backends/emu/runtime/tmem.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -107,9 +108,14 @@ void keep_cta_buffers(Cta& c) {
     c.smem = nullptr;
   }
   if (s == nullptr) return;
-  if (c.tmem != nullptr) keep(s->tmem, std::move(c.tmem));
-  keep_table(s->tmem_shadows, c.tmem_shadow);
   keep_table(s->smem_shadows, c.smem_shadow);
+}
+
+void keep_tmem_buffers(std::unique_ptr<std::uint32_t[]>& cells, ShadowTable<kTmemShadowBlock>& shadow) {
+  if (!spare_buffers_alive) return;
+  SpareBuffers& s = spare_buffers();
+  if (cells != nullptr) keep(s.tmem, std::move(cells));
+  keep_table(s.tmem_shadows, shadow);
 }
 
 }  // namespace wspipe::emu::detail

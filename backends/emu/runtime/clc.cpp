@@ -19,13 +19,14 @@
 // unit's race-checker component carries the issuer's clock) and performs
 // complete_tx(16) on the barrier, which releases it: a read of the response
 // not ordered after a wait on that phase is a race.
+#include "backends/emu/runtime/clc.hpp"
+
 #include <bit>
 #include <cstring>
 
-#include "backends/emu/runtime/clc.hpp"
-#include "backends/emu/runtime/world.hpp"
 #include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
 namespace {
@@ -122,13 +123,8 @@ bool ClcRoom::pending_for(std::uint32_t cta, std::string* what) const {
     if (r.cta != cta && !r.multicast) continue;
     *what = "a clusterlaunchcontrol.try_cancel";
     what->append(r.multicast ? ".multicast::cluster::all" : "")
-        .append(" issued by ")
-        .append(w_.warp_at(r.issuer).name)
-        .append(" at ")
-        .append(w_.where(r.loc))
-        .append(" (step ")
-        .append(std::to_string(r.step))
-        .append(")");
+        .append(" issued by ").append(w_.warp_at(r.issuer).name).append(" at ").append(w_.where(r.loc))
+        .append(" (step ").append(std::to_string(r.step)).append(")");
     return true;
   }
   return false;
@@ -192,9 +188,9 @@ void ClcRoom::try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multicas
     const bool same_cta = r.cta == w.cta || r.multicast || multicast;
     if (r.resp_offset != resp_offset || !same_cta) continue;
     std::string m = op;
-    m.append(" into a response that a try_cancel issued by ").append(w_.warp_at(r.issuer).name).append(" at ")
-        .append(w_.where(r.loc)).append(" (step ").append(std::to_string(r.step))
-        .append(") will still write: use one response per request in flight");
+    m.append(" into a response that a try_cancel issued by ")
+        .append(w_.warp_at(r.issuer).name).append(" at ").append(w_.where(r.loc)).append(" (step ")
+        .append(std::to_string(r.step)).append(") will still write: use one response per request in flight");
     w_.fail(w, "clc.response-in-flight", offset_label(resp_offset, w.cta), m, loc);
     return;
   }
@@ -291,7 +287,7 @@ ClcCtaId ClcRoom::first_ctaid(const ClcResponse& resp, const SourceLoc& loc) {
   // undefined."
   if ((resp.word[0] & 1u) == 0) {
     w_.fail(w, "clc.ctaid-of-failed", "",
-         "get_first_ctaid of a failed try_cancel response (PTX: undefined): test is_canceled first", loc);
+            "get_first_ctaid of a failed try_cancel response (PTX: undefined): test is_canceled first", loc);
     return {};
   }
   return id;
@@ -310,14 +306,15 @@ bool ClcRoom::read(const ClcResponse& resp, const char* op, Warp& w, const Sourc
     for (const ClcRequest& r : queue_[c.cluster]) {
       if (r.resp_offset != offset || (r.cta != w.cta && !r.multicast)) continue;
       std::string m = op;
-      m.append(" reads a response whose try_cancel (issued by ").append(w_.warp_at(r.issuer).name)
-          .append(" at ").append(w_.where(r.loc)).append(", step ").append(std::to_string(r.step))
-          .append(") has not completed: wait on its mbarrier first");
+      m.append(" reads a response whose try_cancel (issued by ")
+          .append(w_.warp_at(r.issuer).name).append(" at ").append(w_.where(r.loc)).append(", step ")
+          .append(std::to_string(r.step)).append(") has not completed: wait on its mbarrier first");
       w_.fail(w, "clc.response-before-completion", offset_label(offset, w.cta), m, loc);
       return false;
     }
     if (w_.options().race_check) {
-      const std::uint32_t info = w_.access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id), op, loc);
+      const std::uint32_t info =
+          w_.access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id), op, loc);
       if (!w_.smem_range_access(w.cta, offset, kClcResponseBytes, false, true, w.id, info, loc, nullptr)) return false;
     }
   }

@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "backends/emu/runtime/world.hpp"
-#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/clc.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
 

@@ -32,9 +32,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "backends/emu/runtime/world.hpp"
 #include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
 namespace {
@@ -77,10 +77,7 @@ std::string tmem_at(std::uint64_t taddr) {
   const auto t = static_cast<std::uint32_t>(taddr);
   std::string s = "TMEM address ";
   return s.append(hex(t))
-      .append(" (lane ")
-      .append(std::to_string(tmem_lane(t)))
-      .append(", column ")
-      .append(std::to_string(tmem_col(t)))
+      .append(" (lane ").append(std::to_string(tmem_lane(t))).append(", column ").append(std::to_string(tmem_col(t)))
       .append(")");
 }
 
@@ -96,8 +93,7 @@ std::string World::describe(const LaneOp& op) const {
     case LaneOp::Kind::test_wait:
       d = op.kind == LaneOp::Kind::wait ? "wait on " : op.kind == LaneOp::Kind::try_wait ? "try_wait on " : "test_wait on ";
       d.append(mbar_->label_of(*static_cast<const SharedMemBarrier*>(op.object), *current_))
-          .append(" for parity ")
-          .append(std::to_string(op.a));
+          .append(" for parity ").append(std::to_string(op.a));
       break;
     case LaneOp::Kind::named_sync:
     case LaneOp::Kind::named_arrive:
@@ -108,9 +104,7 @@ std::string World::describe(const LaneOp& op) const {
     case LaneOp::Kind::tmem_alloc:
       d = "tcgen05.alloc.cta_group::";
       d.append(std::to_string(op.b))
-          .append(" of ")
-          .append(std::to_string(op.a))
-          .append(" columns, destination smem+")
+          .append(" of ").append(std::to_string(op.a)).append(" columns, destination smem+")
           .append(hex(static_cast<std::uint64_t>(static_cast<const std::byte*>(op.object) -
                                                  ctas_[current_->cta].smem)));
       break;
@@ -127,10 +121,7 @@ std::string World::describe(const LaneOp& op) const {
     case LaneOp::Kind::tmem_st:
       d = op.kind == LaneOp::Kind::tmem_ld ? "tcgen05.ld." : "tcgen05.st.";
       d.append(to_string(static_cast<TmemShape>(op.b)))
-          .append(".x")
-          .append(std::to_string(op.c & 0xffffffffu))
-          .append(" at ")
-          .append(tmem_at(op.a));
+          .append(".x").append(std::to_string(op.c & 0xffffffffu)).append(" at ").append(tmem_at(op.a));
       break;
     case LaneOp::Kind::tmem_wait_ld: d = "tcgen05.wait::ld"; break;
     case LaneOp::Kind::tmem_wait_st: d = "tcgen05.wait::st"; break;
@@ -184,18 +175,14 @@ bool World::lanes_meet(Warp& w, LaneOp op) {
   std::string msg = "lanes 0 and 31 of the warp ";
   if (branch) {
     msg.append("took different paths: lane 0 reaches ")
-        .append(describe(op))
-        .append(", lane 31 ")
-        .append(other.kind == LaneOp::Kind::exit ? "reaches " : "is at ")
+        .append(describe(op)).append(", lane 31 ").append(other.kind == LaneOp::Kind::exit ? "reaches " : "is at ")
         .append(describe(other))
         .append(waits ? " (a lane-guarded wait: the lanes that skip it read what it orders without it, or wait "
                       "out of step)"
                     : " (the lanes of a warp must reach each warp-collective instruction together)");
   } else {
     msg.append("reach the same instruction with different operands: lane 0: ")
-        .append(describe(op))
-        .append("; lane 31: ")
-        .append(describe(other))
+        .append(describe(op)).append("; lane 31: ").append(describe(other))
         .append(waits ? " (one lane waits on a stale barrier or phase: state stepped by some lanes only)"
                     : " (a .sync.aligned instruction needs the same operands in every lane: a value computed "
                       "by some lanes only)");

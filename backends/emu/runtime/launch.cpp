@@ -63,8 +63,7 @@ void World::check_coresidency(const LaunchConfig& launch) {
   if (std::size_t{per} * launch.warps_per_cta > kMaxWarpsPerSm) {
     std::string msg = "ctas_per_sm ";
     msg.append(std::to_string(per))
-        .append(" CTAs of ")
-        .append(std::to_string(launch.warps_per_cta))
+        .append(" CTAs of ").append(std::to_string(launch.warps_per_cta))
         .append(" warps do not fit one SM: sm_100 holds at most 64 resident warps per SM");
     throw BadLaunch(msg);
   }
@@ -72,13 +71,10 @@ void World::check_coresidency(const LaunchConfig& launch) {
   if (need > kSmemPerSm) {
     std::string msg = "ctas_per_sm ";
     msg.append(std::to_string(per))
-        .append(" CTAs of smem_bytes ")
-        .append(std::to_string(launch.smem_bytes))
-        .append(" need ")
+        .append(" CTAs of smem_bytes ").append(std::to_string(launch.smem_bytes)).append(" need ")
         .append(std::to_string(need))
         .append(" bytes of shared memory with the 1 KiB the system reserves per CTA; an sm_100 SM has 228 KiB (")
-        .append(std::to_string(kSmemPerSm))
-        .append(" bytes), at most 227 KiB for one CTA");
+        .append(std::to_string(kSmemPerSm)).append(" bytes), at most 227 KiB for one CTA");
     throw BadLaunch(msg);
   }
 }

@@ -2,17 +2,18 @@
 // remote), expect_tx / complete_tx, wait, try_wait, test_wait, phase
 // completion; the rules named mbarrier.*.
 #include "backends/emu/runtime/mbarrier.hpp"
-#include "backends/emu/runtime/world.hpp"
-#include "backends/emu/runtime/barriers.hpp"
-#include "backends/emu/runtime/util.hpp"
 
 #include <algorithm>
 #include <sstream>
 
+#include "backends/emu/runtime/barriers.hpp"
+#include "backends/emu/runtime/tmem.hpp"
+#include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/world.hpp"
+
 namespace wspipe::emu::detail {
 
-MbarrierRoom::MbarrierRoom(World& world)
-    : w_(world), seen_(world.num_warps()), intended_(world.num_warps(), 0) {}
+MbarrierRoom::MbarrierRoom(World& world) : w_(world), seen_(world.num_warps()), intended_(world.num_warps(), 0) {}
 
 void MbarrierRoom::touch(const Mbar& m) {
   w_.touch(World::Res::mbar,
@@ -20,7 +21,9 @@ void MbarrierRoom::touch(const Mbar& m) {
                static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(m.addr) - w_.cta(m.cta).smem));
 }
 
-bool MbarrierRoom::check(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc) { return resolve(bar, w, loc) != nullptr; }
+bool MbarrierRoom::check(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc) {
+  return resolve(bar, w, loc) != nullptr;
+}
 
 std::int64_t MbarrierRoom::at(std::uint32_t cta, std::uint32_t offset) const {
   const Cta& c = w_.cta(cta);
@@ -71,7 +74,7 @@ Mbar* MbarrierRoom::resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc
   const Cta& c = w_.cta(w.cta);
   if (!in_smem(&bar, c)) {
     w_.fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
-         "mbarrier operand is not in this CTA's shared memory (PTX: undefined behaviour)", loc);
+            "mbarrier operand is not in this CTA's shared memory (PTX: undefined behaviour)", loc);
     return nullptr;
   }
   const std::uint64_t raw = bar.raw;
@@ -81,7 +84,7 @@ Mbar* MbarrierRoom::resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc
     return &mbars_[idx];
   }
   w_.fail(w, "mbarrier.uninitialized", anon_name(&bar, c) + " (" + cta_label(w.cta) + ")",
-       "operation on an mbarrier that is not initialised (never init-ed, inval-ed, or its bytes overwritten)", loc);
+          "operation on an mbarrier that is not initialised (never init-ed, inval-ed, or its bytes overwritten)", loc);
   return nullptr;
 }
 
@@ -93,7 +96,7 @@ Mbar* MbarrierRoom::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Wa
   }
   if (!in_smem(&bar, own)) {
     w_.fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
-         "remote arrive names an address outside this CTA's shared memory", loc);
+            "remote arrive names an address outside this CTA's shared memory", loc);
     return nullptr;
   }
   const std::uint32_t peer = w_.cluster(own.cluster).first_cta + rank;
@@ -103,9 +106,9 @@ Mbar* MbarrierRoom::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Wa
       reinterpret_cast<SharedMemBarrier*>(pc.smem + (reinterpret_cast<std::byte*>(&bar) - own.smem));
   if (pc.exited()) {
     w_.fail(w, "mbarrier.remote-exited-cta", anon_name(peer_bar, pc) + " (" + cta_label(peer) + ")",
-         "remote arrive into " + cta_label(peer) +
-             ", which has exited (illegal shared::cluster access: launch failure on hardware)",
-         loc);
+            "remote arrive into " + cta_label(peer) +
+                ", which has exited (illegal shared::cluster access: launch failure on hardware)",
+            loc);
     return nullptr;
   }
   const std::uint64_t raw = peer_bar->raw;
@@ -113,31 +116,30 @@ Mbar* MbarrierRoom::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Wa
   if ((raw & ~0xffffffffull) != kTag || idx >= mbars_.size() || mbars_[idx].addr != peer_bar ||
       !mbars_[idx].live) {
     w_.fail(w, "mbarrier.uninitialized", anon_name(peer_bar, pc) + " (" + cta_label(peer) + ")",
-         "remote arrive on an mbarrier of " + cta_label(peer) + " that is not initialised", loc);
+            "remote arrive on an mbarrier of " + cta_label(peer) + " that is not initialised", loc);
     return nullptr;
   }
   Mbar& m = mbars_[idx];
   touch(m);
   if (!m.fenced || w_.barriers().cluster_gen(own.cluster) <= m.fenced_gen) {
     w_.fail(w, "mbarrier.remote-init-not-visible", label(static_cast<std::uint32_t>(idx)),
-         std::string("remote arrive before the barrier's init was made visible to the cluster: ") +
-             (m.fenced ? "no cluster barrier completed after the initialising warp's fence_init"
-                       : "the initialising warp has not executed fence_init (fence.mbarrier_init.release.cluster)"),
-         loc);
+            std::string("remote arrive before the barrier's init was made visible to the cluster: ") +
+                (m.fenced ? "no cluster barrier completed after the initialising warp's fence_init"
+                          : "the initialising warp has not executed fence_init (fence.mbarrier_init.release.cluster)"),
+            loc);
     return nullptr;
   }
   return &m;
 }
 
-void MbarrierRoom::init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index,
-                      const SourceLoc& loc) {
+void MbarrierRoom::init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index, const SourceLoc& loc) {
   if (w_.in_lane()) return;
   Warp& w = w_.warp();
   if (!w_.point(w, loc)) return;
   const Cta& c = w_.cta(w.cta);
   if (!in_smem(&bar, c)) {
     w_.fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
-         "mbarrier.init on an address outside this CTA's shared memory", loc);
+            "mbarrier.init on an address outside this CTA's shared memory", loc);
     return;
   }
   std::string name;
@@ -148,17 +150,17 @@ void MbarrierRoom::init(SharedMemBarrier& bar, std::uint32_t count, const char* 
     name = anon_name(&bar, c);
   }
   w_.touch(World::Res::mbar, (std::uint64_t{w.cta} << 32) |
-                       static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(&bar) - c.smem));
+                                 static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(&bar) - c.smem));
   const std::uint64_t raw = bar.raw;
   const std::uint64_t old = (raw & 0xffffffffull) - 1;
   if ((raw & ~0xffffffffull) == kTag && old < mbars_.size() && mbars_[old].addr == &bar && mbars_[old].live) {
     w_.fail(w, "mbarrier.init-live", label(static_cast<std::uint32_t>(old)),
-         "mbarrier.init on a live barrier (needs mbarrier.inval first; hardware silently resets it)", loc);
+            "mbarrier.init on a live barrier (needs mbarrier.inval first; hardware silently resets it)", loc);
     return;
   }
   if (count < 1 || count > kMbarrierMaxCount) {
     w_.fail(w, "mbarrier.count-range", name + " (" + cta_label(w.cta) + ")",
-         "mbarrier.init count " + std::to_string(count) + " outside [1, 2^20-1]", loc);
+            "mbarrier.init count " + std::to_string(count) + " outside [1, 2^20-1]", loc);
     return;
   }
   const auto id = static_cast<std::uint32_t>(mbars_.size());
@@ -174,12 +176,12 @@ void MbarrierRoom::init(SharedMemBarrier& bar, std::uint32_t count, const char* 
   if (w_.options().trace) w_.trace_object(m.name, m.cta);
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
-            .kind = EventKind::init, .a = count, .file = loc.file_name(), .line = loc.line()});
+               .kind = EventKind::init, .a = count, .file = loc.file_name(), .line = loc.line()});
   if (lanes(w.active) > 1)
     w_.fail(w, "mbarrier.init-live", label(id),
-         "mbarrier.init executed by " + std::to_string(lanes(w.active)) +
-             " lanes: every lane after the first re-initialises a live barrier (init belongs in elect_one)",
-         loc);
+            "mbarrier.init executed by " + std::to_string(lanes(w.active)) +
+                " lanes: every lane after the first re-initialises a live barrier (init belongs in elect_one)",
+            loc);
 }
 
 void MbarrierRoom::inval(SharedMemBarrier& bar, const SourceLoc& loc) {
@@ -193,8 +195,8 @@ void MbarrierRoom::inval(SharedMemBarrier& bar, const SourceLoc& loc) {
   bar.raw = 0;
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id),
-            .object = static_cast<std::int32_t>(m - mbars_.data()), .kind = EventKind::inval, .file = loc.file_name(),
-            .line = loc.line()});
+               .object = static_cast<std::int32_t>(m - mbars_.data()), .kind = EventKind::inval,
+               .file = loc.file_name(), .line = loc.line()});
 }
 
 void MbarrierRoom::fence_init(const SourceLoc& loc) {
@@ -216,14 +218,14 @@ void MbarrierRoom::fence_init(const SourceLoc& loc) {
   }
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::fence_init, .a = n,
-            .file = loc.file_name(), .line = loc.line()});
+               .file = loc.file_name(), .line = loc.line()});
 }
 
 bool MbarrierRoom::check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc) {
   const Mbar& m = mbars_[id];
   if (m.tx > kMbarrierMaxTx || m.tx < -kMbarrierMaxTx) {
-    w_.fail(w, "mbarrier.tx-range", label(id),
-         "tx-count " + std::to_string(m.tx) + " outside [-(2^20-1), 2^20-1]", loc);
+    w_.fail(w, "mbarrier.tx-range", label(id), "tx-count " + std::to_string(m.tx) + " outside [-(2^20-1), 2^20-1]",
+            loc);
     return false;
   }
   return true;
@@ -243,7 +245,7 @@ void MbarrierRoom::maybe_complete(std::uint32_t id, std::int32_t actor, const So
   }
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::phase,
-            .a = static_cast<std::int64_t>(m.phase), .file = loc.file_name(), .line = loc.line()});
+               .a = static_cast<std::int64_t>(m.phase), .file = loc.file_name(), .line = loc.line()});
   w_.mark_list(w_.mbar_list(id));
   // A waiter still blocked on a phase two behind can no longer see it: its
   // parity now names the current, incomplete phase (aliasing). The waiters
@@ -256,15 +258,15 @@ void MbarrierRoom::maybe_complete(std::uint32_t id, std::int32_t actor, const So
   if (alias != nullptr) {
     const Warp& x = *alias;
     w_.fail(w_.running(), "mbarrier.parity-alias", label(id),
-         "phase " + std::to_string(intended_[x.id]) + ", which " + x.name + " waits for (parity " +
-             std::to_string(x.parity) + "), completed and the barrier moved on to phase " +
-             std::to_string(m.phase) + " before the waiter ran: its parity now names the current phase",
-         x.loc, &x);
+            "phase " + std::to_string(intended_[x.id]) + ", which " + x.name + " waits for (parity " +
+                std::to_string(x.parity) + "), completed and the barrier moved on to phase " + std::to_string(m.phase) +
+                " before the waiter ran: its parity now names the current phase",
+            x.loc, &x);
   }
 }
 
 bool MbarrierRoom::complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint32_t comp, std::int32_t actor,
-                        const Issued& op, std::uint64_t begin) {
+                               const Issued& op, std::uint64_t begin) {
   Mbar& m = mbars_[id];
   touch(m);
   m.tx -= bytes;
@@ -275,14 +277,14 @@ bool MbarrierRoom::complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint3
   }
   if (w_.options().trace)
     w_.record({.step = w_.step(), .begin = begin, .warp = actor, .object = static_cast<std::int32_t>(id),
-            .kind = EventKind::complete_tx, .a = bytes, .b = m.pending, .c = m.tx, .file = op.loc.file_name(),
-            .line = op.loc.line()});
+               .kind = EventKind::complete_tx, .a = bytes, .b = m.pending, .c = m.tx, .file = op.loc.file_name(),
+               .line = op.loc.line()});
   maybe_complete(id, actor, op.loc);
   return !w_.stopping();
 }
 
-bool MbarrierRoom::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote, std::uint32_t comp,
-                      std::int32_t actor, const SourceLoc& loc, const Warp* culprit) {
+bool MbarrierRoom::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote,
+                             std::uint32_t comp, std::int32_t actor, const SourceLoc& loc, const Warp* culprit) {
   Mbar* m = &mbars_[id];
   touch(*m);
   Warp& running = w_.running();
@@ -291,18 +293,18 @@ bool MbarrierRoom::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_
   if (tx_bytes != 0 && !check_tx_range(id, running, loc)) return false;
   if (count > m->pending) {
     w_.fail(running, "mbarrier.over-arrival", label(id),
-         "arrive of " + std::to_string(count) + (count > 1 ? " (one per active lane)" : "") + " with only " +
-             std::to_string(m->pending) + " of " + std::to_string(m->expected) +
-             " arrivals pending in phase " + std::to_string(m->phase) +
-             ": traps on hardware; a warp-level arrive counts every active lane (use elect_one)",
-         loc, culprit);
+            "arrive of " + std::to_string(count) + (count > 1 ? " (one per active lane)" : "") + " with only " +
+                std::to_string(m->pending) + " of " + std::to_string(m->expected) + " arrivals pending in phase " +
+                std::to_string(m->phase) +
+                ": traps on hardware; a warp-level arrive counts every active lane (use elect_one)",
+            loc, culprit);
     return false;
   }
   if (!m->observed) {
     w_.fail(running, "mbarrier.arrive-before-wait", label(id),
-         "arrive in phase " + std::to_string(m->phase) + " before any wait observed the completion of phase " +
-             std::to_string(m->phase - 1) + " (PTX usage rule): the phase can be skipped unseen",
-         loc, culprit);
+            "arrive in phase " + std::to_string(m->phase) + " before any wait observed the completion of phase " +
+                std::to_string(m->phase - 1) + " (PTX usage rule): the phase can be skipped unseen",
+            loc, culprit);
     return false;
   }
   m->pending -= count;
@@ -312,7 +314,7 @@ bool MbarrierRoom::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_
   }
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::arrive,
-            .remote = remote, .a = count, .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
+               .remote = remote, .a = count, .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
   maybe_complete(id, actor, loc);
   return !w_.stopping();
 }
@@ -325,13 +327,8 @@ void MbarrierRoom::arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uin
   Mbar* m = remote ? resolve_remote(bar, static_cast<std::uint32_t>(cta_rank), w, loc) : resolve(bar, w, loc);
   if (m == nullptr) return;
   const auto id = static_cast<std::uint32_t>(m - mbars_.data());
-  // PTX "tcgen05 memory consistency": a warp hands TMEM back (this arrive
-  // releases the accumulator stage) only after tcgen05.wait::ld, or the MMA
-  // that reuses the stage may overwrite cells the load still reads.
-  if (w.ld_waited < w.ld_issued) {
-    w_.tmem_report_release_before_wait(w, id, loc);
-    return;
-  }
+  // An arrive that releases TMEM a tcgen05.ld still reads (tmem.*).
+  if (!w_.tmem().check_release(w, id, loc)) return;
   arrive_on(id, lanes(w.active), tx_bytes, remote && m->cta != w.cta, w.id, static_cast<std::int32_t>(w.id), loc,
             nullptr);
 }
@@ -348,8 +345,8 @@ void MbarrierRoom::tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const 
   if (!check_tx_range(id, w, loc)) return;
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
-            .kind = delta >= 0 ? EventKind::expect_tx : EventKind::complete_tx, .a = delta >= 0 ? delta : -delta,
-            .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
+               .kind = delta >= 0 ? EventKind::expect_tx : EventKind::complete_tx, .a = delta >= 0 ? delta : -delta,
+               .b = m->pending, .c = m->tx, .file = loc.file_name(), .line = loc.line()});
   // tx may return to 0 with no arrivals pending: that completes the phase
   // (observed on sm_90a: docs/hardware.md "Mbarrier phases").
   maybe_complete(id, static_cast<std::int32_t>(w.id), loc);
@@ -390,19 +387,18 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKi
   }
   if (intended < cur - 1) {
     w_.fail(w, "mbarrier.parity-alias", label(id),
-         "wait for parity " + std::to_string(parity) + ": this warp last observed phase " + std::to_string(last) +
-             ", so it waits for phase " + std::to_string(intended) + ", but the barrier is at phase " +
-             std::to_string(cur) + "; the parity names phase " + std::to_string(((cur & 1) == parity) ? cur : cur - 1) +
-             " instead",
-         loc);
+            "wait for parity " + std::to_string(parity) + ": this warp last observed phase " + std::to_string(last) +
+                ", so it waits for phase " + std::to_string(intended) + ", but the barrier is at phase " +
+                std::to_string(cur) + "; the parity names phase " +
+                std::to_string(((cur & 1) == parity) ? cur : cur - 1) + " instead",
+            loc);
     return true;
   }
   intended_[w.id] = intended;
   // test_wait never blocks: a plain scheduling point.
-  const bool go = kind == WaitKind::test_wait
-                      ? w_.point(w, loc)
-                      : w_.point(w, kind == WaitKind::try_wait ? Block::mbar_try : Block::mbar,
-                              static_cast<std::int32_t>(id), parity, 0, loc);
+  const bool go = kind == WaitKind::test_wait ? w_.point(w, loc)
+                                              : w_.point(w, kind == WaitKind::try_wait ? Block::mbar_try : Block::mbar,
+                                                         static_cast<std::int32_t>(id), parity, 0, loc);
   if (!go) return true;
   // Other warps ran meanwhile and may have grown the barrier table: look the
   // barrier up again by id rather than through the pointer.
@@ -415,12 +411,18 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKi
     if (w_.options().race_check) w_.acquire(w.id, after.done);
   }
   if (w_.options().trace)
-    w_.record({.step = w_.step(), .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
-            .object = static_cast<std::int32_t>(id), .kind = kind == WaitKind::wait       ? EventKind::wait
-                                              : kind == WaitKind::try_wait ? EventKind::try_wait
-                                                                           : EventKind::test_wait,
-            .a = parity, .b = ok ? static_cast<std::int64_t>(after.phase) - 1 : -1, .c = ok, .file = loc.file_name(),
-            .line = loc.line()});
+    w_.record({.step = w_.step(),
+               .begin = w.since + 1,
+               .warp = static_cast<std::int32_t>(w.id),
+               .object = static_cast<std::int32_t>(id),
+               .kind = kind == WaitKind::wait       ? EventKind::wait
+                       : kind == WaitKind::try_wait ? EventKind::try_wait
+                                                    : EventKind::test_wait,
+               .a = parity,
+               .b = ok ? static_cast<std::int64_t>(after.phase) - 1 : -1,
+               .c = ok,
+               .file = loc.file_name(),
+               .line = loc.line()});
   if (w.lane.publish) w.lane.ok = ok;
   return ok;
 }
@@ -431,15 +433,16 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKi
 void MbarrierRoom::report_uninitialized(std::uint32_t cta, std::uint32_t offset, const Issued& op, const char* what) {
   std::string m(what);
   m.append(" no initialised mbarrier at this offset in ").append(cta_label(cta));
-  w_.fail(w_.running(), "mbarrier.uninitialized", "mbarrier at smem+" + std::to_string(offset) + " (" + cta_label(cta) + ")",
-       std::move(m), op.loc, &w_.warp_at(op.issuer));
+  w_.fail(w_.running(), "mbarrier.uninitialized",
+          "mbarrier at smem+" + std::to_string(offset) + " (" + cta_label(cta) + ")", std::move(m), op.loc,
+          &w_.warp_at(op.issuer));
 }
 
 // An operation's mbarrier (`whose`: "the TMA load's mbarrier") is not in
 // the issuing CTA's shared memory.
 void MbarrierRoom::report_not_shared(Warp& w, const char* whose, const SourceLoc& loc) {
   w_.fail(w, "mbarrier.not-shared", "mbarrier outside shared memory",
-       std::string(whose) + " is not in this CTA's shared memory", loc);
+          std::string(whose) + " is not in this CTA's shared memory", loc);
 }
 
 // A TMA load about to complete `bytes` of transaction count on barrier `m`
@@ -453,11 +456,11 @@ bool MbarrierRoom::tx_overshoot(std::uint32_t id, std::uint32_t bytes, const Iss
   // against the next phase: nondeterministic on hardware, a bug here.
   if (m.pending == 0 && m.tx > 0 && static_cast<std::int64_t>(bytes) > m.tx) {
     w_.fail(w_.running(), "mbarrier.tx-overshoot", label(id),
-         "a TMA load delivers " + std::to_string(bytes) + " bytes to a barrier that expects only " +
-             std::to_string(m.tx) + " more in phase " + std::to_string(m.phase) +
-             " with no arrivals pending: on silicon the bytes land in pieces, the phase may complete partway "
-             "through the copy, and the rest count against the next phase (expect_tx too small?)",
-         op.loc, &w_.warp_at(op.issuer));
+            "a TMA load delivers " + std::to_string(bytes) + " bytes to a barrier that expects only " +
+                std::to_string(m.tx) + " more in phase " + std::to_string(m.phase) +
+                " with no arrivals pending: on silicon the bytes land in pieces, the phase may complete partway "
+                "through the copy, and the rest count against the next phase (expect_tx too small?)",
+            op.loc, &w_.warp_at(op.issuer));
     return true;
   }
   return false;
@@ -470,9 +473,9 @@ bool MbarrierRoom::check_exit(Warp& w) {
     const Mbar& m = mbars_[id];
     if (m.live && m.cta == w.cta && m.tx != 0) {
       w_.fail(w, "mbarrier.tx-pending-at-exit", label(id),
-           "the CTA exited with tx-count " + std::to_string(m.tx) + " in phase " + std::to_string(m.phase) +
-               ": bytes expected and bytes delivered disagree",
-           w.loc);
+              "the CTA exited with tx-count " + std::to_string(m.tx) + " in phase " + std::to_string(m.phase) +
+                  ": bytes expected and bytes delivered disagree",
+              w.loc);
       return false;
     }
   }

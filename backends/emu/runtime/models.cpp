@@ -501,11 +501,7 @@ std::string tma_check(const TensorMap& m, std::uint32_t dst_offset, std::size_t 
   const std::uint32_t align = m.swizzle == SmemSwizzle::none ? 128 : 8 * swizzle_bytes(m.swizzle);
   if (dst_offset % align != 0)
     return std::string("the shared-memory ")
-        .append(what)
-        .append(" ")
-        .append(std::to_string(dst_offset))
-        .append(" must be ")
-        .append(std::to_string(align))
+        .append(what).append(" ").append(std::to_string(dst_offset)).append(" must be ").append(std::to_string(align))
         .append("-byte aligned");
   const std::uint64_t box_bytes = tma_box_bytes(m);
   if (dst_offset + box_bytes > smem_bytes)
@@ -520,9 +516,7 @@ TmaCoordError tma_coord_error(const TensorMap& m, const TmaCoords& c, bool store
   if (inner_bytes % 16 != 0) {
     std::string msg = op;
     msg.append(" at innermost coordinate ")
-        .append(std::to_string(c.c[0]))
-        .append(" (")
-        .append(std::to_string(inner_bytes))
+        .append(std::to_string(c.c[0])).append(" (").append(std::to_string(inner_bytes))
         .append(" bytes): the box must start on a 16-byte boundary of the row (the H100 traps: illegal instruction)");
     return {"tma.coord-misaligned", std::move(msg)};
   }
@@ -531,8 +525,7 @@ TmaCoordError tma_coord_error(const TensorMap& m, const TmaCoords& c, bool store
       if (c.c[dim] < 0) {
         std::string msg = "TMA store at coordinate ";
         msg.append(std::to_string(c.c[dim]))
-            .append(" of dimension ")
-            .append(std::to_string(dim))
+            .append(" of dimension ").append(std::to_string(dim))
             .append(": a store's box may hang past the tensor's end but not before its start (the H100 traps: "
                     "illegal instruction; loads may start before it)");
         return {"tma.store-negative-coord", std::move(msg)};

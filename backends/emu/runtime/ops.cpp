@@ -2,11 +2,11 @@
 // calling warp of the World running on this thread. The rooms implement
 // them; this file only routes.
 #include "backends/emu/emu_ops.hpp"
-
-#include "backends/emu/runtime/world.hpp"
-#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clc.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
+#include "backends/emu/runtime/tmem.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -63,21 +63,21 @@ void named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const Sou
 void cluster_sync(const SourceLoc& loc) { world().barriers().cluster_sync(loc); }
 
 void tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc) {
-  world().tmem_alloc(cta_group, dst, cols, loc);
+  world().tmem().alloc(cta_group, dst, cols, loc);
 }
-void tmem_relinquish(int cta_group, const SourceLoc& loc) { world().tmem_relinquish(cta_group, loc); }
+void tmem_relinquish(int cta_group, const SourceLoc& loc) { world().tmem().relinquish(cta_group, loc); }
 void tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc) {
-  world().tmem_dealloc(cta_group, taddr, cols, loc);
+  world().tmem().dealloc(cta_group, taddr, cols, loc);
 }
 std::uint64_t tmem_ld(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
                       std::uint32_t* out, const SourceLoc& loc) {
-  return world().tmem_ld(shape, num, half_split, taddr, out, loc);
+  return world().tmem().ld(shape, num, half_split, taddr, out, loc);
 }
 void tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
              const std::uint32_t* in, const SourceLoc& loc) {
-  world().tmem_st(shape, num, half_split, taddr, in, loc);
+  world().tmem().st(shape, num, half_split, taddr, in, loc);
 }
-void tmem_wait(bool loads, const SourceLoc& loc) { world().tmem_wait(loads, loc); }
+void tmem_wait(bool loads, const SourceLoc& loc) { world().tmem().wait(loads, loc); }
 
 void mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t a_desc, std::uint64_t b_desc,
          std::uint32_t idesc, bool accumulate, const SourceLoc& loc) {
@@ -106,9 +106,7 @@ void clc_try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multicast, co
   world().clc().try_cancel(resp, bar, multicast, loc);
 }
 bool clc_is_canceled(const ClcResponse& resp, const SourceLoc& loc) { return world().clc().is_canceled(resp, loc); }
-ClcCtaId clc_first_ctaid(const ClcResponse& resp, const SourceLoc& loc) {
-  return world().clc().first_ctaid(resp, loc);
-}
+ClcCtaId clc_first_ctaid(const ClcResponse& resp, const SourceLoc& loc) { return world().clc().first_ctaid(resp, loc); }
 
 }  // namespace ops
 }  // namespace wspipe::emu::detail

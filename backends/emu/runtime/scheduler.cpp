@@ -1,18 +1,19 @@
 // The scheduler: scheduling points, the enabled set kept up to date at
 // events, dispatch (the strategy's choice, preemptions, try_wait time-outs,
 // deadlock and livelock), footprints.
-#include "backends/emu/runtime/world.hpp"
-#include "backends/emu/runtime/mbarrier.hpp"
-#include "backends/emu/runtime/barriers.hpp"
-#include "backends/emu/runtime/clc.hpp"
-#include "backends/emu/runtime/util.hpp"
-#include "backends/emu/runtime/fibers.hpp"
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "backends/emu/runtime/barriers.hpp"
+#include "backends/emu/runtime/clc.hpp"
+#include "backends/emu/runtime/fibers.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
+#include "backends/emu/runtime/tmem.hpp"
+#include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
 namespace {
@@ -57,9 +58,11 @@ void RunningWarp::outside_a_warp() {
 Move World::movable(const Warp& w) const {
   switch (w.block) {
     case Block::none: return Move::progress;
-    case Block::not_started: return clc_->launched(ctas_[w.cta].cluster) ? Move::progress : Move::no;
+    case Block::not_started:
+      return clc_->launched(ctas_[w.cta].cluster) ? Move::progress : Move::no;
     case Block::finished: return Move::no;
-    case Block::mbar: return mbar_->passed(static_cast<std::uint32_t>(w.obj), w.parity) ? Move::progress : Move::no;
+    case Block::mbar:
+      return mbar_->passed(static_cast<std::uint32_t>(w.obj), w.parity) ? Move::progress : Move::no;
     case Block::mbar_try:
       if (mbar_->passed(static_cast<std::uint32_t>(w.obj), w.parity)) return Move::progress;
       return options_.spurious_try_wait ? Move::spin : Move::no;
@@ -68,10 +71,9 @@ Move World::movable(const Warp& w) const {
     case Block::cluster:
       return barriers_->cluster_passed(ctas_[w.cta].cluster, w.target) ? Move::progress : Move::no;
     case Block::tmem_alloc:
-      return tmem_first_fit(w.cta, static_cast<std::uint32_t>(w.target), static_cast<int>(w.parity)) >= 0
-                 ? Move::progress
-                 : Move::no;
-    case Block::tmem_pair: return ctas_[pair_cta(w.cta, 0)].pair.gen > w.target ? Move::progress : Move::no;
+      return tmem_->can_alloc(w) ? Move::progress : Move::no;
+    case Block::tmem_pair:
+      return tmem_->pair_passed(w.cta, w.target) ? Move::progress : Move::no;
     // The waiter is the stores' issuer: the engine marks it at each step.
     case Block::bulk_wait: return bulk_done(w, w.target, w.parity != 0) ? Move::progress : Move::no;
   }

@@ -5,10 +5,11 @@
 // consistency". D's cells are the Tensor Memory room's (tmem.cpp, tmem_mma).
 #include <string>
 
-#include "backends/emu/runtime/world.hpp"
-#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/barriers.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
+#include "backends/emu/runtime/tmem.hpp"
 #include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -52,7 +53,7 @@ void World::mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t
     return;
   }
   op.footprint = model::shared_mma_footprint(op.job);
-  if (!tmem_check_mma_d(w, *op.footprint, cta_group, loc)) return;
+  if (!tmem_->check_mma_d(w, *op.footprint, cta_group, loc)) return;
   op.cta_group = cta_group;
   stamp_issue(w, op, loc);
   const auto d = InstrDescriptor::decode(idesc, kind).desc;
@@ -107,30 +108,11 @@ void World::engine_mma(AsyncOp& op, std::uint32_t e) {
   const std::uint32_t comp = comp_engine(e);
   const std::uint32_t ctas[2] = {target(0), target(op.cta_group - 1)};
   if (options_.race_check) {
-    const Clock& clock = clocks_[comp];
     const std::uint32_t info = access_info(actor, static_cast<std::int32_t>(op.issuer), "tcgen05.mma", op.loc);
     if (!smem_ranges_access(ctas, op.footprint->smem_reads, false, false, comp, info, op.loc, &issuer)) return;
-    // D: a write per cell (it subsumes the read of an accumulating MMA).
-    for (const auto& rect : op.footprint->tmem) {
-      Cta& c = ctas_[target(rect.cta)];
-      tmem_ensure(c);
-      auto visit = [&, a = access_now(comp, info)](Shadow& s, std::uint32_t idx) {
-        const Access* other = shadow_write(s, clock, a);
-        if (other == nullptr) return true;
-        report_race(s, other, true, info,
-                    "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
-                        std::to_string(tmem_shadow_col(idx)) + " (" + cta_label(target(rect.cta)) + ")",
-                    op.loc, &issuer);
-        return false;
-      };
-      if (!for_each_tmem_shadow_range(rect.lane0, rect.lanes, rect.col0, rect.cols, [&](std::uint32_t first,
-                                                                                        std::uint32_t last) {
-            return c.tmem_shadow.access_range(first, last, visit);
-          }))
-        return;
-    }
+    if (!tmem_->mma_d_access(op, ctas, comp, info, issuer)) return;
   }
-  tmem_mma(op, ctas);
+  tmem_->mma(op, ctas);
   if (options_.trace)
     record({.step = step_, .begin = op.step, .warp = actor, .kind = EventKind::mma_done, .file = op.loc.file_name(),
             .line = op.loc.line()});

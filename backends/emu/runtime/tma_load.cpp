@@ -4,10 +4,10 @@
 // Rules tma.*; PTX "cp.async.bulk.tensor". Stores: tma_store.cpp.
 #include <string>
 
-#include "backends/emu/runtime/world.hpp"
-#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/barriers.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
 

@@ -63,8 +63,7 @@ void World::tma_store(std::uint32_t rank, const TensorMap& map, const void* src,
   if (rank != map.rank) {
     std::string msg = "TMA store issued as a rank-";
     msg.append(std::to_string(rank))
-        .append(" copy (tma_store<Rank>) with a tensor map of rank ")
-        .append(std::to_string(map.rank))
+        .append(" copy (tma_store<Rank>) with a tensor map of rank ").append(std::to_string(map.rank))
         .append(": on the GPU the instruction reads the wrong number of coordinates");
     fail(w, "tma.invalid", "", std::move(msg), loc);
     return;
@@ -152,20 +151,14 @@ bool World::bulk_done(const Warp& w, std::uint64_t upto, bool read_only) const {
 std::string World::bulk_describe_blocked(const Warp& w) const {
   std::string s = "waits until bulk groups [0, ";
   s.append(std::to_string(w.target))
-      .append(") of ")
-      .append(std::to_string(committed(w)))
-      .append(" committed have ")
+      .append(") of ").append(std::to_string(committed(w))).append(" committed have ")
       .append(w.parity != 0 ? "read their sources" : "completed");
   for (std::uint64_t g = 0; g < w.target && g < committed(w); ++g) {
     const BulkGroup& b = w.bulk_groups[g];
     if (b.reading == 0 && (w.parity != 0 || b.writing == 0)) continue;
     s.append("; group ")
-        .append(std::to_string(g))
-        .append(": ")
-        .append(std::to_string(b.reading))
-        .append(" store(s) reading, ")
-        .append(std::to_string(b.writing))
-        .append(" writing");
+        .append(std::to_string(g)).append(": ").append(std::to_string(b.reading)).append(" store(s) reading, ")
+        .append(std::to_string(b.writing)).append(" writing");
   }
   return s;
 }
@@ -226,10 +219,7 @@ bool World::store_reading_at_exit(Warp& w) {
                   op.dst_offset + static_cast<std::uint32_t>(tma_box_bytes(op.map)), cta_label(w.cta).c_str());
     std::string msg = "the CTA exited while a TMA store issued by ";
     msg.append(issuer.name)
-        .append(" at ")
-        .append(where(op.loc))
-        .append(" (step ")
-        .append(std::to_string(op.step))
+        .append(" at ").append(where(op.loc)).append(" (step ").append(std::to_string(op.step))
         .append(") still reads its shared memory, which is freed at exit: wait with bulk_wait_group_read<0> ")
         .append("(cp.async.bulk.wait_group.read 0) before the CTA exits");
     fail(w, "tma.store-exit-before-read", object, std::move(msg), op.loc, &issuer);

@@ -2,16 +2,18 @@
 // (cta_group::1 and the cta_group::2 collective of a CTA pair), and
 // tcgen05.ld / st / wait. Rules: docs/hardware.md "Tensor Memory"; PTX
 // "Tensor Memory", "tcgen05.alloc", "tcgen05.ld" and its "Access restrictions".
+#include "backends/emu/runtime/tmem.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <unordered_map>
 #include <vector>
 
-#include "backends/emu/runtime/world.hpp"
-#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/barriers.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
 namespace {
@@ -76,40 +78,49 @@ const TmemPattern& tmem_pattern(TmemShape shape, std::uint32_t num, std::uint32_
 
 }  // namespace
 
-std::string World::tmem_coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const {
+TmemRoom::TmemRoom(World& world) : w_(world), ctas_(world.num_ctas()), warps_(world.num_warps()) {
+  for (TmemCta& c : ctas_) c.shadow = take_tmem_shadow();
+}
+
+TmemRoom::~TmemRoom() {
+  for (TmemCta& c : ctas_) keep_tmem_buffers(c.cells, c.shadow);
+}
+
+bool TmemRoom::can_alloc(const Warp& w) const {
+  return first_fit(w.cta, static_cast<std::uint32_t>(w.target), static_cast<int>(w.parity)) >= 0;
+}
+
+bool TmemRoom::pair_passed(std::uint32_t cta, std::uint64_t gen) const {
+  return ctas_[w_.pair_cta(cta, 0)].pair.gen > gen;
+}
+
+std::string TmemRoom::coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const {
   std::string note;
-  for_each_on_sm(cta, [&](std::uint32_t peer) {
+  w_.for_each_on_sm(cta, [&](std::uint32_t peer) {
     if (peer == cta || !note.empty()) return;
-    for (const TmemBlock& b : ctas_[peer].tmem_live) {
+    for (const TmemBlock& b : ctas_[peer].live) {
       if (!(col < b.col + b.cols && b.col < col + cols)) continue;
       note.append("; ")
-          .append(cols_label(b.col, b.cols, peer))
-          .append(" are allocated by ")
-          .append(warps_[b.warp].name)
-          .append(" at ")
-          .append(where(b.loc))
-          .append(", a CTA on the same SM: an allocation is its CTA's alone (PTX: \"ownership ... is held by a "
-                  "single CTA\")");
+          .append(cols_label(b.col, b.cols, peer)).append(" are allocated by ").append(w_.warp_at(b.warp).name)
+          .append(" at ").append(w_.where(b.loc)).append(
+              ", a CTA on the same SM: an allocation is its CTA's alone (PTX: \"ownership ... is held by a "
+              "single CTA\")");
       return;
     }
   });
   return note;
 }
 
-std::uint32_t World::pair_cta(std::uint32_t cta, std::uint32_t rank_in_pair) const {
-  return cta - (ctas_[cta].rank & 1u) + rank_in_pair;
-}
-
-void World::tmem_ensure(Cta& c) {
-  if (c.tmem) return;
+void TmemRoom::ensure(TmemCta& c) {
+  if (c.cells) return;
   // Zeroed with one memset. (A vector's fill was a per-cell loop in the
   // coverage-instrumented fuzz build, half the time of a TMEM run.)
-  c.tmem = take_tmem_cells();
-  if (options_.race_check) c.tmem_shadow.reset(kTmemLanes * kTmemColumns);
+  c.cells = take_tmem_cells();
+  if (w_.options().race_check) c.shadow.reset(kTmemLanes * kTmemColumns);
 }
 
-const TmemBlock* World::tmem_block_covering(const Cta& c, std::uint32_t col, std::uint32_t cols) const {
-  for (const TmemBlock& b : c.tmem_live)
+const TmemBlock* TmemRoom::block_covering(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const {
+  for (const TmemBlock& b : ctas_[cta].live)
     if (col >= b.col && col + cols <= b.col + b.cols) return &b;
   return nullptr;
 }
@@ -123,172 +134,171 @@ const TmemBlock* World::tmem_block_covering(const Cta& c, std::uint32_t col, std
 // .exclusive allocations bar "other CTA[s]" from allocating (PTX 9.4, as
 // quoted by third parties): the CTAs on one SM allocate from one pool. Each allocation is owned by the CTA
 // that made it (tmem_live), which alone may access and deallocate it.
-std::int64_t World::tmem_first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const {
-  auto overlaps = [&](const Cta& c, std::uint32_t col) {
-    return std::any_of(c.tmem_live.begin(), c.tmem_live.end(),
+std::int64_t TmemRoom::first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const {
+  auto overlaps = [&](const TmemCta& c, std::uint32_t col) {
+    return std::any_of(c.live.begin(), c.live.end(),
                        [&](const TmemBlock& b) { return col < b.col + b.cols && b.col < col + cols; });
   };
   auto taken_on_sm = [&](std::uint32_t on, std::uint32_t col) {
     bool taken = false;
-    for_each_on_sm(on, [&](std::uint32_t peer) { taken = taken || overlaps(ctas_[peer], col); });
+    w_.for_each_on_sm(on, [&](std::uint32_t peer) { taken = taken || overlaps(ctas_[peer], col); });
     return taken;
   };
   for (std::uint32_t col = 0; col + cols <= kTmemColumns; col += cols) {
     bool taken = taken_on_sm(cta, col);
-    if (cta_group == 2) taken = taken || taken_on_sm(pair_cta(cta, 0), col) || taken_on_sm(pair_cta(cta, 1), col);
+    if (cta_group == 2) taken = taken || taken_on_sm(w_.pair_cta(cta, 0), col) || taken_on_sm(w_.pair_cta(cta, 1), col);
     if (!taken) return col;
   }
   return -1;
 }
 
-bool World::check_whole_warp(Warp& w, const char* op, const SourceLoc& loc) {
+bool TmemRoom::check_whole_warp(Warp& w, const char* op, const SourceLoc& loc) {
   if (lanes(w.active) == 32) return true;
-  fail(w, "tmem.partial-warp", "",
-       std::string(op) + " issued with " + std::to_string(lanes(w.active)) +
-           " of 32 lanes active: it is .sync.aligned, warp-collective (call it at warp level, not inside "
-           "elect_one or for_each_lane)",
-       loc);
+  w_.fail(w, "tmem.partial-warp", "",
+          std::string(op) + " issued with " + std::to_string(lanes(w.active)) +
+              " of 32 lanes active: it is .sync.aligned, warp-collective (call it at warp level, not inside "
+              "elect_one or for_each_lane)",
+          loc);
   return false;
 }
 
-void World::tmem_do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols,
-                          std::uint32_t dst_offset, const SourceLoc& loc) {
-  touch_global();
-  Cta& c = ctas_[cta];
-  tmem_ensure(c);
-  c.tmem_live.push_back({.col = col, .cols = cols, .warp = w.id, .step = step_, .loc = loc});
-  tmem_changed(cta);
+void TmemRoom::do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, std::uint32_t dst_offset,
+                        const SourceLoc& loc) {
+  w_.touch_global();
+  TmemCta& c = ctas_[cta];
+  ensure(c);
+  c.live.push_back({.col = col, .cols = cols, .warp = w.id, .step = w_.step(), .loc = loc});
+  w_.tmem_changed(cta);
   c.last_alloc_cols = cols;
   // The address store is a weak shared-memory write by the allocating warp
   // (PTX "tcgen05.alloc"): a reader needs a barrier after it (bug 8).
   const std::uint32_t addr = tmem_addr(0, col);
-  std::memcpy(c.smem + dst_offset, &addr, sizeof addr);
-  if (options_.race_check) {
-    const std::uint32_t info = access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
-                                           "tcgen05.alloc's store of the TMEM address", loc);
-    if (!smem_range_access(cta, dst_offset, sizeof addr, true, true, w.id, info, loc, &w)) return;
+  std::memcpy(w_.cta(cta).smem + dst_offset, &addr, sizeof addr);
+  if (w_.options().race_check) {
+    const std::uint32_t info = w_.access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
+                                              "tcgen05.alloc's store of the TMEM address", loc);
+    if (!w_.smem_range_access(cta, dst_offset, sizeof addr, true, true, w.id, info, loc, &w)) return;
   }
-  if (options_.trace)
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_alloc, .a = col,
-            .b = cols, .c = cta, .file = loc.file_name(), .line = loc.line()});
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_alloc, .a = col,
+               .b = cols, .c = cta, .file = loc.file_name(), .line = loc.line()});
 }
 
-void World::tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc) {
-  Warp& w = warp();
+void TmemRoom::alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc) {
+  Warp& w = w_.warp();
   const LaneOp op{.kind = LaneOp::Kind::tmem_alloc, .object = dst, .a = cols,
                   .b = static_cast<std::uint64_t>(cta_group), .loc = loc};
-  if (!lanes_agree(w, op) || !point(w, loc)) return;
-  touch_global();  // TMEM allocation state: not itemised
-  if (!check_whole_warp(w, "tcgen05.alloc", loc) || !check_cta_group(w, cta_group, "tcgen05.alloc", loc)) return;
-  Cta& c = ctas_[w.cta];
+  if (!w_.lanes_agree(w, op) || !w_.point(w, loc)) return;
+  w_.touch_global();  // TMEM allocation state: not itemised
+  if (!check_whole_warp(w, "tcgen05.alloc", loc) || !w_.check_cta_group(w, cta_group, "tcgen05.alloc", loc)) return;
+  TmemCta& c = ctas_[w.cta];
+  const Cta& x = w_.cta(w.cta);
   const std::string obj = "Tensor Memory (" + cta_label(w.cta) + ")";
   if (!tmem_alloc_size_valid(cols)) {
-    fail(w, "tmem.alloc-size", obj,
-         "tcgen05.alloc of " + std::to_string(cols) + " columns: nCols must be a power of 2 in [32, 512]", loc);
+    w_.fail(w, "tmem.alloc-size", obj,
+            "tcgen05.alloc of " + std::to_string(cols) + " columns: nCols must be a power of 2 in [32, 512]", loc);
     return;
   }
   const auto* p = reinterpret_cast<const std::byte*>(dst);
-  if (p < c.smem || p + sizeof(std::uint32_t) > c.smem + c.smem_bytes ||
+  if (p < x.smem || p + sizeof(std::uint32_t) > x.smem + x.smem_bytes ||
       reinterpret_cast<std::uintptr_t>(p) % alignof(std::uint32_t) != 0) {
-    fail(w, "tmem.alloc-dst", obj,
-         "tcgen05.alloc's destination is not an aligned 32-bit word of this CTA's shared memory", loc);
+    w_.fail(w, "tmem.alloc-dst", obj,
+            "tcgen05.alloc's destination is not an aligned 32-bit word of this CTA's shared memory", loc);
     return;
   }
-  const auto dst_offset = static_cast<std::uint32_t>(p - c.smem);
+  const auto dst_offset = static_cast<std::uint32_t>(p - x.smem);
   const bool relinquished =
-      c.relinquished || (cta_group == 2 && ctas_[pair_cta(w.cta, (c.rank & 1u) ^ 1u)].relinquished);
+      c.relinquished || (cta_group == 2 && ctas_[w_.pair_cta(w.cta, (x.rank & 1u) ^ 1u)].relinquished);
   if (relinquished) {
-    fail(w, "tmem.alloc-after-relinquish", obj,
-         "tcgen05.alloc after tcgen05.relinquish_alloc_permit in this CTA" +
-             std::string(cta_group == 2 ? " pair" : "") + " (PTX: illegal; ptxas inserts a trap)",
-         loc);
+    w_.fail(w, "tmem.alloc-after-relinquish", obj,
+            "tcgen05.alloc after tcgen05.relinquish_alloc_permit in this CTA" +
+                std::string(cta_group == 2 ? " pair" : "") + " (PTX: illegal; ptxas inserts a trap)",
+            loc);
     return;
   }
   if (c.last_alloc_cols != 0 && cols > c.last_alloc_cols) {
-    fail(w, "tmem.alloc-size-increase", obj,
-         "tcgen05.alloc of " + std::to_string(cols) + " columns after an allocation of " +
-             std::to_string(c.last_alloc_cols) + " (PTX: sizes must not increase between allocations of a CTA)",
-         loc);
+    w_.fail(w, "tmem.alloc-size-increase", obj,
+            "tcgen05.alloc of " + std::to_string(cols) + " columns after an allocation of " +
+                std::to_string(c.last_alloc_cols) + " (PTX: sizes must not increase between allocations of a CTA)",
+            loc);
     return;
   }
   if (cta_group == 1) {
-    if (tmem_first_fit(w.cta, cols, 1) < 0 && !point(w, Block::tmem_alloc, -1, 1, cols, loc)) return;
-    tmem_do_alloc(w, w.cta, static_cast<std::uint32_t>(tmem_first_fit(w.cta, cols, 1)), cols, dst_offset, loc);
+    if (first_fit(w.cta, cols, 1) < 0 && !w_.point(w, Block::tmem_alloc, -1, 1, cols, loc)) return;
+    do_alloc(w, w.cta, static_cast<std::uint32_t>(first_fit(w.cta, cols, 1)), cols, dst_offset, loc);
     return;
   }
   // cta_group::2: one warp of each CTA of the pair; the peer must be running
   // (a cluster barrier first: CUTLASS PR #3316, docs/hardware.md bug 10).
-  if (barriers_->cluster_syncs(w.id) == 0) {
-    fail(w, "tmem.pair-unsynced", obj,
-         "tcgen05.alloc.cta_group::2 before this warp passed any cluster barrier: the peer CTA may not be running, "
-         "and its shared memory receives the address",
-         loc);
+  if (w_.barriers().cluster_syncs(w.id) == 0) {
+    w_.fail(w, "tmem.pair-unsynced", obj,
+            "tcgen05.alloc.cta_group::2 before this warp passed any cluster barrier: the peer CTA may not be running, "
+            "and its shared memory receives the address",
+            loc);
     return;
   }
-  PairOp& pair = ctas_[pair_cta(w.cta, 0)].pair;
+  PairOp& pair = ctas_[w_.pair_cta(w.cta, 0)].pair;
   if (!pair.active) {
     pair = {.active = true, .dealloc = false, .gen = pair.gen, .first_warp = w.id, .cols = cols,
             .operand = dst_offset, .loc = loc};
-    point(w, Block::tmem_pair, -1, 0, pair.gen, loc);  // until the peer's warp has joined and allocated
+    w_.point(w, Block::tmem_pair, -1, 0, pair.gen, loc);  // until the peer's warp has joined and allocated
     return;
   }
-  const Warp& first = warps_[pair.first_warp];
+  const Warp& first = w_.warp_at(pair.first_warp);
   if (pair.dealloc || first.cta == w.cta || pair.cols != cols || pair.operand != dst_offset) {
-    fail(w, "tmem.pair-mismatch", obj,
-         "tcgen05.alloc.cta_group::2 of " + std::to_string(cols) + " columns to smem+" + std::to_string(dst_offset) +
-             " meets " + first.name + "'s " + (pair.dealloc ? "dealloc" : "alloc of " + std::to_string(pair.cols) +
-                                                                                 " columns to smem+" +
-                                                                                 std::to_string(pair.operand)) +
-             " at " + where(pair.loc) +
-             ": the pair's two warps (one per CTA) must issue the same instruction with the same operands",
-         loc, nullptr);
+    w_.fail(w, "tmem.pair-mismatch", obj,
+            "tcgen05.alloc.cta_group::2 of " + std::to_string(cols) + " columns to smem+" + std::to_string(dst_offset) +
+                " meets " + first.name + "'s " +
+                (pair.dealloc
+                     ? "dealloc"
+                     : "alloc of " + std::to_string(pair.cols) + " columns to smem+" + std::to_string(pair.operand)) +
+                " at " + w_.where(pair.loc) +
+                ": the pair's two warps (one per CTA) must issue the same instruction with the same operands",
+            loc, nullptr);
     return;
   }
-  if (tmem_first_fit(w.cta, cols, 2) < 0 && !point(w, Block::tmem_alloc, -1, 2, cols, loc)) return;
-  const auto col = static_cast<std::uint32_t>(tmem_first_fit(w.cta, cols, 2));
-  tmem_do_alloc(warps_[pair.first_warp], first.cta, col, cols, dst_offset, pair.loc);
-  if (stopping_) return;
-  tmem_do_alloc(w, w.cta, col, cols, dst_offset, loc);
+  if (first_fit(w.cta, cols, 2) < 0 && !w_.point(w, Block::tmem_alloc, -1, 2, cols, loc)) return;
+  const auto col = static_cast<std::uint32_t>(first_fit(w.cta, cols, 2));
+  do_alloc(w_.warp_at(pair.first_warp), first.cta, col, cols, dst_offset, pair.loc);
+  if (w_.stopping()) return;
+  do_alloc(w, w.cta, col, cols, dst_offset, loc);
   pair.active = false;
   ++pair.gen;
-  tmem_changed(w.cta);
+  w_.tmem_changed(w.cta);
 }
 
-void World::tmem_relinquish(int cta_group, const SourceLoc& loc) {
-  Warp& w = warp();
+void TmemRoom::relinquish(int cta_group, const SourceLoc& loc) {
+  Warp& w = w_.warp();
   const LaneOp op{.kind = LaneOp::Kind::tmem_relinquish, .b = static_cast<std::uint64_t>(cta_group), .loc = loc};
-  if (!lanes_agree(w, op) || !point(w, loc)) return;
-  touch_global();  // TMEM allocation state: not itemised
+  if (!w_.lanes_agree(w, op) || !w_.point(w, loc)) return;
+  w_.touch_global();  // TMEM allocation state: not itemised
   if (!check_whole_warp(w, "tcgen05.relinquish_alloc_permit", loc) ||
-      !check_cta_group(w, cta_group, "tcgen05.relinquish_alloc_permit", loc))
+      !w_.check_cta_group(w, cta_group, "tcgen05.relinquish_alloc_permit", loc))
     return;
   ctas_[w.cta].relinquished = true;
-  if (options_.trace)
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_relinquish,
-            .file = loc.file_name(), .line = loc.line()});
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_relinquish,
+               .file = loc.file_name(), .line = loc.line()});
 }
 
-bool World::tmem_check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols,
-                               const SourceLoc& loc) {
-  const Cta& c = ctas_[cta];
-  for (const TmemBlock& b : c.tmem_live)
+bool TmemRoom::check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, const SourceLoc& loc) {
+  const TmemCta& c = ctas_[cta];
+  for (const TmemBlock& b : c.live)
     if (b.col == col && b.cols == cols) return true;
   // Built with append: g++ 12 -O2 reports a false -Wrestrict in the
   // operator+ chains this replaced.
   std::string live;
-  for (const TmemBlock& b : c.tmem_live) {
+  for (const TmemBlock& b : c.live) {
     if (!live.empty()) live.append(", ");
     live.append("[").append(std::to_string(b.col)).append(", ").append(std::to_string(b.col + b.cols)).append(")");
   }
   std::string msg = "tcgen05.dealloc of ";
   msg.append(std::to_string(cols))
-      .append(" columns at column ")
-      .append(std::to_string(col))
-      .append(" names no live allocation (live: ")
+      .append(" columns at column ").append(std::to_string(col)).append(" names no live allocation (live: ")
       .append(live.empty() ? "none" : live)
       .append("); PTX: taddr and nCols must be those of a previous tcgen05.alloc (ptxas traps)")
-      .append(tmem_coresident_owner(cta, col, cols));
-  fail(w, "tmem.dealloc-unallocated", cols_label(col, cols, cta), std::move(msg), loc);
+      .append(coresident_owner(cta, col, cols));
+  w_.fail(w, "tmem.dealloc-unallocated", cols_label(col, cols, cta), std::move(msg), loc);
   return false;
 }
 
@@ -296,40 +306,42 @@ bool World::tmem_check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, st
 // dealloc (PTX "tcgen05.dealloc"; docs/hardware.md "Deallocation"): no MMA writing them
 // still queued, no tcgen05.ld/st of them not yet waited for, and every
 // recorded access happens before the deallocating warp.
-bool World::tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols,
-                                 const SourceLoc& loc) {
+bool TmemRoom::dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols,
+                               const SourceLoc& loc) {
   const std::string obj = cols_label(col, cols, cta);
-  for (const Engine& e : engines_) {
+  for (const Engine& e : w_.engines()) {
     if (!e.tensor) continue;
     for (const AsyncOp& op : e.queue) {
       if (op.kind != AsyncOp::Kind::mma) continue;
       for (const auto& r : op.footprint->tmem) {
-        const std::uint32_t target = op.cta_group == 2 ? pair_cta(e.cta, static_cast<std::uint32_t>(r.cta)) : e.cta;
+        const std::uint32_t target = op.cta_group == 2 ? w_.pair_cta(e.cta, static_cast<std::uint32_t>(r.cta)) : e.cta;
         if (target == cta && r.col0 < col + cols && col < r.col0 + r.cols) {
-          fail(w, "tmem.dealloc-in-flight", obj,
-               "tcgen05.dealloc while a tcgen05.mma issued by " + warps_[op.issuer].name + " at " + where(op.loc) +
-                   " (step " + std::to_string(op.step) + ") that writes these columns has not completed",
-               loc);
+          w_.fail(w, "tmem.dealloc-in-flight", obj,
+                  "tcgen05.dealloc while a tcgen05.mma issued by " + w_.warp_at(op.issuer).name + " at " +
+                      w_.where(op.loc) + " (step " + std::to_string(op.step) +
+                      ") that writes these columns has not completed",
+                  loc);
           return false;
         }
       }
     }
   }
-  for (const Warp& x : warps_) {
+  for (std::uint32_t id = 0; id < w_.num_warps(); ++id) {
+    const Warp& x = w_.warp_at(id);
     if (x.cta != cta) continue;
-    const bool ld = x.ld_waited < x.ld_issued, st = x.st_waited < x.st_issued;
-    if ((ld || st) && x.pending_col0 < col + cols && col < x.pending_col1) {
-      fail(w, "tmem.dealloc-in-flight", obj,
-           "tcgen05.dealloc while " + x.name + " has a tcgen05." + (ld ? "ld" : "st") +
-               " of these columns not yet waited for (tcgen05.wait::" + (ld ? "ld" : "st") + ")",
-           loc);
+    const bool ld = x.ld_waited < warps_[x.id].ld_issued, st = warps_[x.id].st_waited < warps_[x.id].st_issued;
+    if ((ld || st) && warps_[x.id].pending_col0 < col + cols && col < warps_[x.id].pending_col1) {
+      w_.fail(w, "tmem.dealloc-in-flight", obj,
+              "tcgen05.dealloc while " + x.name + " has a tcgen05." + (ld ? "ld" : "st") +
+                  " of these columns not yet waited for (tcgen05.wait::" + (ld ? "ld" : "st") + ")",
+              loc);
       return false;
     }
   }
-  if (!options_.race_check) return true;
-  const Cta& c = ctas_[cta];
-  if (c.tmem_shadow.empty()) return true;
-  const Clock& mine = clocks_[w.id];
+  if (!w_.options().race_check) return true;
+  const TmemCta& c = ctas_[cta];
+  if (c.shadow.empty()) return true;
+  const Clock& mine = w_.clock(w.id);
   // The first access to these cells not ordered before this warp's clock.
   auto unordered = [&mine](const Shadow& s) -> const Access* {
     if (!happens_before(s.write, mine)) return &s.write;
@@ -339,106 +351,107 @@ bool World::tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, 
   };
   std::uint32_t at = 0;
   auto all_ordered = [&](std::uint32_t first, std::uint32_t last) {  // (`at`: the first that is not)
-    at = c.tmem_shadow.find_first(first, last, [&](const Shadow& s) { return unordered(s) != nullptr; });
+    at = c.shadow.find_first(first, last, [&](const Shadow& s) { return unordered(s) != nullptr; });
     return at == last;
   };
   const bool ordered = for_each_tmem_shadow_range(0, kTmemLanes, col, cols, all_ordered);
   if (ordered) return true;
-  const Access* other = unordered(c.tmem_shadow.at(at));
-  const AccessInfo& i = access_infos_[other->info];
-  fail(w, "tmem.dealloc-unordered", obj,
-       "tcgen05.dealloc by " + w.name + " is not ordered after " + actor_name(i.actor) + "'s " + i.what +
-           " of TMEM lane " + std::to_string(tmem_shadow_lane(at)) + ", column " + std::to_string(tmem_shadow_col(at)) +
-           ": nothing (a barrier wait, or the commit of the MMA) orders that access before the dealloc",
-       loc, nullptr, describe_access(*other));
+  const Access* other = unordered(c.shadow.at(at));
+  const AccessInfo& i = w_.access_info_of(other->info);
+  w_.fail(w, "tmem.dealloc-unordered", obj,
+          "tcgen05.dealloc by " + w.name + " is not ordered after " + w_.actor_name(i.actor) + "'s " + i.what +
+              " of TMEM lane " + std::to_string(tmem_shadow_lane(at)) + ", column " +
+              std::to_string(tmem_shadow_col(at)) +
+              ": nothing (a barrier wait, or the commit of the MMA) orders that access before the dealloc",
+          loc, nullptr, w_.describe_access(*other));
   return false;
 }
 
-void World::tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc) {
-  Warp& w = warp();
+void TmemRoom::dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc) {
+  Warp& w = w_.warp();
   const LaneOp op{.kind = LaneOp::Kind::tmem_dealloc, .a = taddr, .b = cols,
                   .c = static_cast<std::uint64_t>(cta_group), .loc = loc};
-  if (!lanes_agree(w, op) || !point(w, loc)) return;
-  touch_global();  // TMEM allocation state: not itemised
-  if (!check_whole_warp(w, "tcgen05.dealloc", loc) || !check_cta_group(w, cta_group, "tcgen05.dealloc", loc)) return;
+  if (!w_.lanes_agree(w, op) || !w_.point(w, loc)) return;
+  w_.touch_global();  // TMEM allocation state: not itemised
+  if (!check_whole_warp(w, "tcgen05.dealloc", loc) || !w_.check_cta_group(w, cta_group, "tcgen05.dealloc", loc)) return;
   const std::uint32_t col = tmem_col(taddr);
   auto free_block = [&](std::uint32_t cta) {
-    auto& live = ctas_[cta].tmem_live;
+    auto& live = ctas_[cta].live;
     live.erase(std::find_if(live.begin(), live.end(), [&](const TmemBlock& b) { return b.col == col; }));
-    tmem_changed(cta);
+    w_.tmem_changed(cta);
   };
   if (tmem_lane(taddr) != 0) {
-    fail(w, "tmem.dealloc-unallocated", cols_label(col, cols, w.cta),
-         "tcgen05.dealloc of an address with lane " + std::to_string(tmem_lane(taddr)) +
-             ": an allocation's address has lane 0",
-         loc);
+    w_.fail(w, "tmem.dealloc-unallocated", cols_label(col, cols, w.cta),
+            "tcgen05.dealloc of an address with lane " + std::to_string(tmem_lane(taddr)) +
+                ": an allocation's address has lane 0",
+            loc);
     return;
   }
   if (cta_group == 1) {
-    if (!tmem_check_dealloc(w, w.cta, col, cols, loc) || !tmem_dealloc_ordered(w, w.cta, col, cols, loc)) return;
+    if (!check_dealloc(w, w.cta, col, cols, loc) || !dealloc_ordered(w, w.cta, col, cols, loc)) return;
     free_block(w.cta);
-    if (options_.trace)
-      record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_dealloc, .a = col,
-              .b = cols, .c = w.cta, .file = loc.file_name(), .line = loc.line()});
+    if (w_.options().trace)
+      w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_dealloc, .a = col,
+                 .b = cols, .c = w.cta, .file = loc.file_name(), .line = loc.line()});
     return;
   }
   // cta_group::2: a collective of one warp per CTA of the pair; it frees the
   // columns in both CTAs, so each warp must be ordered after both CTAs'
   // accesses (the peer's epilogue included: docs/hardware.md bug 9).
-  PairOp& pair = ctas_[pair_cta(w.cta, 0)].pair;
+  PairOp& pair = ctas_[w_.pair_cta(w.cta, 0)].pair;
   if (!pair.active) {
     pair = {.active = true, .dealloc = true, .gen = pair.gen, .first_warp = w.id, .cols = cols, .operand = taddr,
             .loc = loc};
-    point(w, Block::tmem_pair, -1, 0, pair.gen, loc);
+    w_.point(w, Block::tmem_pair, -1, 0, pair.gen, loc);
     return;
   }
-  Warp& first = warps_[pair.first_warp];
+  Warp& first = w_.warp_at(pair.first_warp);
   if (!pair.dealloc || first.cta == w.cta || pair.cols != cols || pair.operand != taddr) {
-    fail(w, "tmem.pair-mismatch", cols_label(col, cols, w.cta),
-         "tcgen05.dealloc.cta_group::2 meets " + first.name + "'s " +
-             (pair.dealloc ? "dealloc of different operands" : std::string("alloc")) + " at " + where(pair.loc) +
-             ": the pair's two warps (one per CTA) must issue the same instruction with the same operands",
-         loc);
+    w_.fail(w, "tmem.pair-mismatch", cols_label(col, cols, w.cta),
+            "tcgen05.dealloc.cta_group::2 meets " + first.name + "'s " +
+                (pair.dealloc ? "dealloc of different operands" : std::string("alloc")) + " at " + w_.where(pair.loc) +
+                ": the pair's two warps (one per CTA) must issue the same instruction with the same operands",
+            loc);
     return;
   }
   for (std::uint32_t r = 0; r < 2; ++r)
-    if (!tmem_check_dealloc(w, pair_cta(w.cta, r), col, cols, loc)) return;
+    if (!check_dealloc(w, w_.pair_cta(w.cta, r), col, cols, loc)) return;
   for (Warp* x : {&first, &w}) {
     for (std::uint32_t r = 0; r < 2; ++r)
-      if (!tmem_dealloc_ordered(*x, pair_cta(w.cta, r), col, cols, x == &w ? loc : pair.loc)) return;
+      if (!dealloc_ordered(*x, w_.pair_cta(w.cta, r), col, cols, x == &w ? loc : pair.loc)) return;
   }
-  for (std::uint32_t r = 0; r < 2; ++r) free_block(pair_cta(w.cta, r));
+  for (std::uint32_t r = 0; r < 2; ++r) free_block(w_.pair_cta(w.cta, r));
   pair.active = false;
   ++pair.gen;
-  tmem_changed(w.cta);
-  if (options_.trace)
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_dealloc, .a = col,
-            .b = cols, .c = w.cta, .file = loc.file_name(), .line = loc.line()});
+  w_.tmem_changed(w.cta);
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_dealloc, .a = col,
+               .b = cols, .c = w.cta, .file = loc.file_name(), .line = loc.line()});
 }
 
 // Rules every tcgen05.ld/st checks before it touches a cell.
-bool World::tmem_access(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-                        bool store, const SourceLoc& loc) {
+bool TmemRoom::access(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                      bool store, const SourceLoc& loc) {
   const char* op = store ? "tcgen05.st" : "tcgen05.ld";
   if (!check_whole_warp(w, op, loc)) return false;
   const std::uint32_t lane = tmem_lane(taddr), col = tmem_col(taddr);
   const std::uint32_t quarter = tmem_quarter_first_lane(w.widx), n = tmem_shape_lanes(shape);
   const std::uint32_t cols = num * tmem_shape_cols(shape) + (shape == TmemShape::s16x32bx2 ? half_split : 0);
   if (lane < quarter || lane + n > quarter + 32) {
-    fail(w, "tmem.lane-quarter", "TMEM lanes [" + std::to_string(lane) + ", " + std::to_string(lane + n) + ") (" +
-                                     cta_label(w.cta) + ")",
-         std::string(op) + "." + to_string(shape) + " by CTA warp " + std::to_string(w.widx) + " touches lanes [" +
-             std::to_string(lane) + ", " + std::to_string(lane + n) + "); warp " + std::to_string(w.widx) +
-             " may access only its quarter, lanes [" + std::to_string(quarter) + ", " + std::to_string(quarter + 32) +
-             ") (PTX tcgen05 access restrictions: warp index % 4)",
-         loc);
+    w_.fail(w, "tmem.lane-quarter",
+            "TMEM lanes [" + std::to_string(lane) + ", " + std::to_string(lane + n) + ") (" + cta_label(w.cta) + ")",
+            std::string(op) + "." + to_string(shape) + " by CTA warp " + std::to_string(w.widx) + " touches lanes [" +
+                std::to_string(lane) + ", " + std::to_string(lane + n) + "); warp " + std::to_string(w.widx) +
+                " may access only its quarter, lanes [" + std::to_string(quarter) + ", " +
+                std::to_string(quarter + 32) + ") (PTX tcgen05 access restrictions: warp index % 4)",
+            loc);
     return false;
   }
-  if (col + cols > kTmemColumns || tmem_block_covering(ctas_[w.cta], col, cols) == nullptr) {
-    fail(w, "tmem.unallocated-access", cols_label(col, cols, w.cta),
-         std::string(op) + " of columns [" + std::to_string(col) + ", " + std::to_string(col + cols) +
-             ") outside every live allocation of this CTA" + tmem_coresident_owner(w.cta, col, cols),
-         loc);
+  if (col + cols > kTmemColumns || block_covering(w.cta, col, cols) == nullptr) {
+    w_.fail(w, "tmem.unallocated-access", cols_label(col, cols, w.cta),
+            std::string(op) + " of columns [" + std::to_string(col) + ", " + std::to_string(col + cols) +
+                ") outside every live allocation of this CTA" + coresident_owner(w.cta, col, cols),
+            loc);
     return false;
   }
   return true;
@@ -448,118 +461,118 @@ bool World::tmem_access(Warp& w, TmemShape shape, std::uint32_t num, std::uint32
 // (regs[thread * regs_per_thread + reg]). The access runs on the warp's ld
 // or st agent: ordered after what the warp did so far, joined back into the
 // warp only by tcgen05.wait::ld / wait::st.
-bool World::tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-                      bool store, std::uint32_t* regs, const SourceLoc& loc) {
-  Cta& c = ctas_[w.cta];
-  tmem_ensure(c);
+bool TmemRoom::move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                    bool store, std::uint32_t* regs, const SourceLoc& loc) {
+  TmemCta& c = ctas_[w.cta];
+  ensure(c);
   const std::uint32_t lane0 = tmem_lane(taddr), col0 = tmem_col(taddr), per = tmem_regs(shape, num);
-  const std::uint32_t comp = store ? comp_st(w) : comp_ld(w);
+  const std::uint32_t comp = store ? w_.comp_st(w) : w_.comp_ld(w);
   std::uint32_t info = 0;
-  if (options_.race_check) {
-    release(w.id, clocks_[comp]);
-    info = access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
-                       store ? "tcgen05.st" : "tcgen05.ld", loc);
+  if (w_.options().race_check) {
+    w_.release(w.id, w_.clock(comp));
+    info = w_.access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
+                          store ? "tcgen05.st" : "tcgen05.ld", loc);
   }
   // The cells: checked lane by lane, then moved in fragment order.
   const TmemPattern& pattern = tmem_pattern(shape, num, half_split);
   const std::size_t base = cell(lane0, col0);
-  if (options_.race_check) {
-    const Access a = access_now(comp, info);
-    const Clock& clock = clocks_[comp];
+  if (w_.options().race_check) {
+    const Access a = w_.access_now(comp, info);
+    const Clock& clock = w_.clock(comp);
     auto visit = [&](Shadow& s, std::uint32_t idx) {
       const Access* other = store ? shadow_write(s, clock, a) : shadow_read(s, clock, a);
       if (other == nullptr) return true;
-      report_race(s, other, store, info,
-                  "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
-                      std::to_string(tmem_shadow_col(idx)) + " (" + cta_label(w.cta) + ")",
-                  loc, nullptr);
+      w_.report_race(s, other, store, info,
+                     "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
+                         std::to_string(tmem_shadow_col(idx)) + " (" + cta_label(w.cta) + ")",
+                     loc, nullptr);
       return false;
     };
-    auto range = [&](std::uint32_t first, std::uint32_t last) {
-      return c.tmem_shadow.access_range(first, last, visit);
-    };
+    auto range = [&](std::uint32_t first, std::uint32_t last) { return c.shadow.access_range(first, last, visit); };
     for (const TmemPattern::Rect& r : pattern.rects)
       if (!for_each_tmem_shadow_range(lane0 + r.lane, r.lanes, col0 + r.col, r.cols, range)) return false;
   }
-  tmem_settle(w.cta, lane0, pattern.lanes, col0, pattern.cols);
-  std::uint32_t* const cells = c.tmem.get() + base;
+  settle(w.cta, lane0, pattern.lanes, col0, pattern.cols);
+  std::uint32_t* const cells = c.cells.get() + base;
   const std::size_t n = pattern.rel.size();
   if (store)
     for (std::size_t i = 0; i < n; ++i) cells[pattern.rel[i]] = regs[i];
   else
     for (std::size_t i = 0; i < n; ++i) regs[i] = cells[pattern.rel[i]];
-  if (options_.race_check) tick(comp);
+  if (w_.options().race_check) w_.tick(comp);
   // Columns with an ld or st not yet waited for (for dealloc's check).
-  if (w.ld_waited == w.ld_issued && w.st_waited == w.st_issued) w.pending_col0 = w.pending_col1 = col0;
-  w.pending_col0 = std::min(w.pending_col0, col0);
-  w.pending_col1 = std::max(w.pending_col1, col0 + num * tmem_shape_cols(shape) + half_split);
-  if (options_.trace)
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id),
-            .kind = store ? EventKind::tmem_st : EventKind::tmem_ld, .a = lane0, .b = col0, .c = per,
-            .file = loc.file_name(), .line = loc.line()});
+  if (w.ld_waited == warps_[w.id].ld_issued && warps_[w.id].st_waited == warps_[w.id].st_issued)
+    warps_[w.id].pending_col0 = warps_[w.id].pending_col1 = col0;
+  warps_[w.id].pending_col0 = std::min(warps_[w.id].pending_col0, col0);
+  warps_[w.id].pending_col1 = std::max(warps_[w.id].pending_col1, col0 + num * tmem_shape_cols(shape) + half_split);
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id),
+               .kind = store ? EventKind::tmem_st : EventKind::tmem_ld, .a = lane0, .b = col0, .c = per,
+               .file = loc.file_name(), .line = loc.line()});
   return true;
 }
 
-std::uint64_t World::tmem_ld(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-                             std::uint32_t* out, const SourceLoc& loc) {
-  Warp& w = warp();
+std::uint64_t TmemRoom::ld(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                           std::uint32_t* out, const SourceLoc& loc) {
+  Warp& w = w_.warp();
   const std::size_t regs = std::size_t{32} * tmem_regs(shape, num);
-  if (!lanes_agree(w, tmem_op(LaneOp::Kind::tmem_ld, shape, num, half_split, taddr, loc))) {
+  if (!w_.lanes_agree(w, tmem_op(LaneOp::Kind::tmem_ld, shape, num, half_split, taddr, loc))) {
     // lane 31 takes the registers the warp's fiber loaded
-    if (in_lane_ && w.lane.regs.size() == regs) std::copy(w.lane.regs.begin(), w.lane.regs.end(), out);
+    if (w_.in_lane() && w.lane.regs.size() == regs) std::copy(w.lane.regs.begin(), w.lane.regs.end(), out);
     return w.lane.token;
   }
-  if (!point(w, loc) || !tmem_access(w, shape, num, half_split, taddr, false, loc) ||
-      !tmem_move(w, shape, num, half_split, taddr, false, out, loc))
+  if (!w_.point(w, loc) || !access(w, shape, num, half_split, taddr, false, loc) ||
+      !move(w, shape, num, half_split, taddr, false, out, loc))
     return 0;
-  w.ld_loc = loc;
-  ++w.ld_issued;
+  warps_[w.id].ld_loc = loc;
+  ++warps_[w.id].ld_issued;
   if (w.lane.publish) {
     w.lane.regs.assign(out, out + regs);
-    w.lane.token = w.ld_issued;
+    w.lane.token = warps_[w.id].ld_issued;
   }
-  return w.ld_issued;
+  return warps_[w.id].ld_issued;
 }
 
-void World::tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-                    const std::uint32_t* in, const SourceLoc& loc) {
-  Warp& w = warp();
-  if (!lanes_agree(w, tmem_op(LaneOp::Kind::tmem_st, shape, num, half_split, taddr, loc))) return;
-  if (!point(w, loc) || !tmem_access(w, shape, num, half_split, taddr, true, loc) ||
-      !tmem_move(w, shape, num, half_split, taddr, true, const_cast<std::uint32_t*>(in), loc))
+void TmemRoom::st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                  const std::uint32_t* in, const SourceLoc& loc) {
+  Warp& w = w_.warp();
+  if (!w_.lanes_agree(w, tmem_op(LaneOp::Kind::tmem_st, shape, num, half_split, taddr, loc))) return;
+  if (!w_.point(w, loc) || !access(w, shape, num, half_split, taddr, true, loc) ||
+      !move(w, shape, num, half_split, taddr, true, const_cast<std::uint32_t*>(in), loc))
     return;
-  ++w.st_issued;
+  ++warps_[w.id].st_issued;
 }
 
-void World::tmem_wait(bool loads, const SourceLoc& loc) {
-  Warp& w = warp();
-  if (!lanes_agree(w, {.kind = loads ? LaneOp::Kind::tmem_wait_ld : LaneOp::Kind::tmem_wait_st, .loc = loc})) return;
-  if (killing_ || stopping_) return;
+void TmemRoom::wait(bool loads, const SourceLoc& loc) {
+  Warp& w = w_.warp();
+  if (!w_.lanes_agree(w, {.kind = loads ? LaneOp::Kind::tmem_wait_ld : LaneOp::Kind::tmem_wait_st, .loc = loc})) return;
+  if (w_.killing() || w_.stopping()) return;
   if (!check_whole_warp(w, loads ? "tcgen05.wait::ld" : "tcgen05.wait::st", loc)) return;
   if (loads) {
-    w.ld_waited = w.ld_issued;
-    if (options_.race_check) acquire(w.id, clocks_[comp_ld(w)]);
+    w.ld_waited = warps_[w.id].ld_issued;
+    if (w_.options().race_check) w_.acquire(w.id, w_.clock(w_.comp_ld(w)));
   } else {
-    w.st_waited = w.st_issued;
-    if (options_.race_check) acquire(w.id, clocks_[comp_st(w)]);
+    warps_[w.id].st_waited = warps_[w.id].st_issued;
+    if (w_.options().race_check) w_.acquire(w.id, w_.clock(w_.comp_st(w)));
   }
-  if (options_.trace)
-    record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_wait, .a = loads ? 1 : 0,
-            .file = loc.file_name(), .line = loc.line()});
+  if (w_.options().trace)
+    w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_wait,
+               .a = loads ? 1 : 0, .file = loc.file_name(), .line = loc.line()});
 }
 
-std::string World::tmem_describe_blocked(const Warp& w) const {
+std::string TmemRoom::blocked_state(const Warp& w) const {
   // The live allocations on the SM(s) it allocates from; those of other CTAs
   // (co-resident ones) are what an alloc waits for that its own CTA cannot free.
   std::string live;
   bool others = false;
   for (std::uint32_t r = 0; r < (w.block == Block::tmem_alloc && w.parity == 2 ? 2u : 1u); ++r) {
-    const std::uint32_t on = w.parity == 2 ? pair_cta(w.cta, r) : w.cta;
-    for_each_on_sm(on, [&](std::uint32_t cta) {
-      const bool own = cta == w.cta || (w.parity == 2 && (cta == pair_cta(w.cta, 0) || cta == pair_cta(w.cta, 1)));
-      for (const TmemBlock& b : ctas_[cta].tmem_live) {
+    const std::uint32_t on = w.parity == 2 ? w_.pair_cta(w.cta, r) : w.cta;
+    w_.for_each_on_sm(on, [&](std::uint32_t cta) {
+      const bool own =
+          cta == w.cta || (w.parity == 2 && (cta == w_.pair_cta(w.cta, 0) || cta == w_.pair_cta(w.cta, 1)));
+      for (const TmemBlock& b : ctas_[cta].live) {
         if (!live.empty()) live.append(", ");
-        live.append(cols_label(b.col, b.cols, cta)).append(" held by ").append(warps_[b.warp].name);
+        live.append(cols_label(b.col, b.cols, cta)).append(" held by ").append(w_.warp_at(b.warp).name);
         if (!own) live.append(" (another CTA on this SM)");
         live.append(" since step ").append(std::to_string(b.step));
         others = others || !own;
@@ -569,20 +582,20 @@ std::string World::tmem_describe_blocked(const Warp& w) const {
   if (w.block == Block::tmem_alloc) {
     std::string msg = "needs ";
     msg.append(std::to_string(w.target)).append(" free aligned columns");
-    if (launch_.ctas_per_sm > 1) msg.append(" of SM ").append(std::to_string(sm_of(w.cta)));
+    if (w_.launch().ctas_per_sm > 1) msg.append(" of SM ").append(std::to_string(w_.sm_of(w.cta)));
     msg.append("; live allocations: ").append(live.empty() ? "none" : live);
     if (others)
       msg.append("; columns held by a co-resident CTA are freed only by its own tcgen05.dealloc (the 512 columns "
                  "are the SM's, shared by its CTAs)");
     return msg;
   }
-  const PairOp& p = ctas_[pair_cta(w.cta, 0)].pair;
+  const PairOp& p = ctas_[w_.pair_cta(w.cta, 0)].pair;
   return std::string("waits for the peer CTA's warp to join its cta_group::2 ") + (p.dealloc ? "dealloc" : "alloc") +
          " (one warp of each CTA of the pair must issue it)";
 }
 
-void World::tmem_settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0,
-                        std::uint32_t cols) {
+void TmemRoom::settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0,
+                      std::uint32_t cols) {
   for (std::size_t i = deferred_.size(); i-- > 0;) {
     const DeferredD& d = deferred_[i];
     const auto& rects = d.footprint->tmem;
@@ -592,26 +605,52 @@ void World::tmem_settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t la
     });
     if (!touched) continue;
     model::CtaMem mem[2]{};
-    for (int r = 0; r < d.job.cta_group; ++r) mem[r].tmem = ctas_[d.cta[r]].tmem.get();
+    for (int r = 0; r < d.job.cta_group; ++r) mem[r].tmem = ctas_[d.cta[r]].cells.get();
     model::accum_write(d.job, *d.acc, mem);
     deferred_.erase(deferred_.begin() + static_cast<std::ptrdiff_t>(i));
   }
 }
 
-void World::tmem_mma(const AsyncOp& op, const std::uint32_t* ctas) {
+// D: a write per cell (it subsumes the read of an accumulating MMA).
+bool TmemRoom::mma_d_access(const AsyncOp& op, const std::uint32_t* ctas, std::uint32_t comp, std::uint32_t info,
+                            const Warp& issuer) {
+  const Clock& clock = w_.clock(comp);
+  for (const auto& rect : op.footprint->tmem) {
+    const std::uint32_t cta = ctas[rect.cta];
+    TmemCta& c = ctas_[cta];
+    ensure(c);
+    auto visit = [&, a = w_.access_now(comp, info)](Shadow& s, std::uint32_t idx) {
+      const Access* other = shadow_write(s, clock, a);
+      if (other == nullptr) return true;
+      w_.report_race(s, other, true, info,
+                     "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
+                         std::to_string(tmem_shadow_col(idx)) + " (" + cta_label(cta) + ")",
+                     op.loc, &issuer);
+      return false;
+    };
+    const bool ok = for_each_tmem_shadow_range(
+        rect.lane0, rect.lanes, rect.col0, rect.cols,
+        [&](std::uint32_t first, std::uint32_t last) { return c.shadow.access_range(first, last, visit); });
+    if (!ok) return false;
+  }
+  return true;
+}
+
+void TmemRoom::mma(const AsyncOp& op, const std::uint32_t* ctas) {
   model::CtaMem mem[2]{};
   for (int r = 0; r < op.cta_group; ++r) {
-    Cta& c = ctas_[ctas[r]];
-    tmem_ensure(c);
-    mem[r] = {.smem = c.smem, .smem_bytes = c.smem_bytes, .tmem = c.tmem.get()};
+    TmemCta& c = ctas_[ctas[r]];
+    ensure(c);
+    const Cta& x = w_.cta(ctas[r]);
+    mem[r] = {.smem = x.smem, .smem_bytes = x.smem_bytes, .tmem = c.cells.get()};
   }
   // One memo per thread, kept across runs: the runs of an exploration (on
   // one thread each with --jobs) issue the same MMAs on the same operands,
   // in the same chains.
   thread_local model::MmaMemo memo;
-  if (memo.budget() != options_.mma_memo_bytes) memo.set_budget(options_.mma_memo_bytes);
+  if (memo.budget() != w_.options().mma_memo_bytes) memo.set_budget(w_.options().mma_memo_bytes);
   const auto settle_d = [&] {
-    for (const auto& r : op.footprint->tmem) tmem_settle(ctas[r.cta], r.lane0, r.lanes, r.col0, r.cols);
+    for (const auto& r : op.footprint->tmem) settle(ctas[r.cta], r.lane0, r.lanes, r.col0, r.cols);
   };
   if (memo.budget() == 0) {  // no memo: every MMA updates its cells
     settle_d();
@@ -639,34 +678,39 @@ void World::tmem_mma(const AsyncOp& op, const std::uint32_t* ctas) {
                        .acc = model::mma_accumulate(op.job, mem, nullptr, memo)});
 }
 
-// An arrive on barrier `id` while the warp's tcgen05.ld are in flight.
-void World::tmem_report_release_before_wait(Warp& w, std::uint32_t id, const SourceLoc& loc) {
-  fail(w, "tmem.release-before-wait-ld", mbar_->label(id),
-       "arrive while " + std::to_string(w.ld_issued - w.ld_waited) +
-           " tcgen05.ld of this warp are still in flight (the latest at " + where(w.ld_loc) +
-           "): tcgen05.wait::ld must come first",
-       loc);
+// PTX "tcgen05 memory consistency": a warp hands TMEM back (an arrive that
+// releases the accumulator stage) only after tcgen05.wait::ld, or the MMA
+// that reuses the stage may overwrite cells the load still reads.
+bool TmemRoom::check_release(Warp& w, std::uint32_t id, const SourceLoc& loc) {
+  const TmemWarp& t = warps_[w.id];
+  if (w.ld_waited >= t.ld_issued) return true;
+  w_.fail(w, "tmem.release-before-wait-ld", w_.mbar().label(id),
+          "arrive while " + std::to_string(t.ld_issued - w.ld_waited) +
+              " tcgen05.ld of this warp are still in flight (the latest at " + w_.where(t.ld_loc) +
+              "): tcgen05.wait::ld must come first",
+          loc);
+  return false;
 }
 
 // A fragment register read before the tcgen05.ld that fills it was waited for.
-void World::tmem_report_ld_without_wait(Warp& w, std::uint32_t reg, const SourceLoc& loc) {
-  fail(w, "tmem.ld-without-wait", "",
-       "register " + std::to_string(reg) + " of the tcgen05.ld at " + where(w.ld_loc) +
-           " read before tcgen05.wait::ld: the load is asynchronous and its registers are not yet written",
-       loc);
+void TmemRoom::report_ld_without_wait(Warp& w, std::uint32_t reg, const SourceLoc& loc) {
+  w_.fail(w, "tmem.ld-without-wait", "",
+          "register " + std::to_string(reg) + " of the tcgen05.ld at " + w_.where(warps_[w.id].ld_loc) +
+              " read before tcgen05.wait::ld: the load is asynchronous and its registers are not yet written",
+          loc);
 }
 
 // An MMA's D (footprint `fp`) must lie in live allocations of its CTAs.
-bool World::tmem_check_mma_d(Warp& w, const model::MmaFootprint& fp, int cta_group, const SourceLoc& loc) {
+bool TmemRoom::check_mma_d(Warp& w, const model::MmaFootprint& fp, int cta_group, const SourceLoc& loc) {
   for (const auto& r : fp.tmem) {
-    const std::uint32_t cta = cta_group == 2 ? pair_cta(w.cta, static_cast<std::uint32_t>(r.cta)) : w.cta;
-    if (tmem_block_covering(ctas_[cta], r.col0, r.cols) == nullptr) {
-      fail(w, "tmem.unallocated-access",
-           "TMEM columns [" + std::to_string(r.col0) + ", " + std::to_string(r.col0 + r.cols) + ") (" +
-               cta_label(cta) + ")",
-           "tcgen05.mma writes D into columns outside every live allocation of " + cta_label(cta) +
-               tmem_coresident_owner(cta, r.col0, r.cols),
-           loc);
+    const std::uint32_t cta = cta_group == 2 ? w_.pair_cta(w.cta, static_cast<std::uint32_t>(r.cta)) : w.cta;
+    if (block_covering(cta, r.col0, r.cols) == nullptr) {
+      w_.fail(w, "tmem.unallocated-access",
+              "TMEM columns [" + std::to_string(r.col0) + ", " + std::to_string(r.col0 + r.cols) + ") (" +
+                  cta_label(cta) + ")",
+              "tcgen05.mma writes D into columns outside every live allocation of " + cta_label(cta) +
+                  coresident_owner(cta, r.col0, r.cols),
+              loc);
       return false;
     }
   }
@@ -676,17 +720,17 @@ bool World::tmem_check_mma_d(Warp& w, const model::MmaFootprint& fp, int cta_gro
 // PTX "tcgen05.alloc": all Tensor Memory allocated must be deallocated
 // before the kernel exits; a leaked block stays taken for the next CTA on
 // the SM, whose tcgen05.alloc then blocks.
-void World::tmem_check_exit(Warp& w) {
-  const Cta& cta = ctas_[w.cta];
-  if (cta.tmem_live.empty()) return;
-  const TmemBlock& b = cta.tmem_live.front();
-  fail(w, "tmem.leak",
-       "TMEM columns [" + std::to_string(b.col) + ", " + std::to_string(b.col + b.cols) + ") (" + cta_label(w.cta) +
-           ")",
-       "the CTA exited with " + std::to_string(cta.tmem_live.size()) + " Tensor Memory allocation(s) live; " +
-           std::to_string(b.cols) + " columns allocated by " + warps_[b.warp].name + " at " + where(b.loc) +
-           " (step " + std::to_string(b.step) + ") were never deallocated",
-       b.loc, &warps_[b.warp]);
+void TmemRoom::check_exit(Warp& w) {
+  const TmemCta& cta = ctas_[w.cta];
+  if (cta.live.empty()) return;
+  const TmemBlock& b = cta.live.front();
+  w_.fail(
+      w, "tmem.leak",
+      "TMEM columns [" + std::to_string(b.col) + ", " + std::to_string(b.col + b.cols) + ") (" + cta_label(w.cta) + ")",
+      "the CTA exited with " + std::to_string(cta.live.size()) + " Tensor Memory allocation(s) live; " +
+          std::to_string(b.cols) + " columns allocated by " + w_.warp_at(b.warp).name + " at " + w_.where(b.loc) +
+          " (step " + std::to_string(b.step) + ") were never deallocated",
+      b.loc, &w_.warp_at(b.warp));
 }
 
 }  // namespace wspipe::emu::detail

@@ -1,10 +1,18 @@
-// Tensor Memory's state (internal; tmem.cpp): live allocations, the
-// cta_group::2 collectives, and the race checker's tiling of TMEM cells.
+// Tensor Memory's room (internal; tmem.cpp): cells, live allocations, the
+// allocation permit, the cta_group::2 collectives, each warp's tcgen05.ld
+// and st in flight, the deferred accumulators of the tensor core's D, and
+// the race checker's tiling of TMEM cells. The rules named tmem.*.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "backends/emu/runtime/clock.hpp"
+#include "backends/emu/runtime/models.hpp"
+#include "backends/emu/runtime/room.hpp"
 #include "core/config.hpp"
 #include "core/tcgen05.hpp"
 
@@ -85,5 +93,110 @@ bool for_each_tmem_shadow_range(std::uint32_t lane0, std::uint32_t lanes, std::u
   }
   return true;
 }
+
+struct AsyncOp;
+
+// A CTA's Tensor Memory: cell values (index lane * 512 + column) and
+// shadows (tmem_shadow_index), created on first use; live allocations; the
+// allocation permit; the pair's collective (used in the pair's even CTA).
+struct TmemCta {
+  std::unique_ptr<std::uint32_t[]> cells;  // kTmemLanes * kTmemColumns once created
+  ShadowTable<kTmemShadowBlock> shadow;
+  std::vector<TmemBlock> live;
+  bool relinquished = false;
+  std::uint32_t last_alloc_cols = 0;
+  PairOp pair;
+};
+
+// A warp's tcgen05.ld / st issued and waited for (its loads waited for are
+// WarpLanes::ld_waited, which the inline fragment path reads), the columns
+// of those not waited for, and where the latest load was issued.
+struct TmemWarp {
+  std::uint64_t ld_issued = 0, st_issued = 0, st_waited = 0;
+  std::uint32_t pending_col0 = 0, pending_col1 = 0;
+  SourceLoc ld_loc{};
+};
+
+// Gives a CTA's TMEM cells and shadows back to this thread's spares for the
+// next run (buffers.cpp); leaves them empty.
+void keep_tmem_buffers(std::unique_ptr<std::uint32_t[]>& cells, ShadowTable<kTmemShadowBlock>& shadow);
+
+class TmemRoom {
+ public:
+  explicit TmemRoom(World& world);
+  ~TmemRoom();  // the CTAs' buffers go back to the thread's spares
+  TmemRoom(const TmemRoom&) = delete;
+  TmemRoom& operator=(const TmemRoom&) = delete;
+
+  // The operations (ops.cpp routes them here). ld: into
+  // out[thread * regs + reg]; returns the load's sequence number in the
+  // warp (the fragment's token).
+  void alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc);
+  void relinquish(int cta_group, const SourceLoc& loc);
+  void dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc);
+  std::uint64_t ld(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                   std::uint32_t* out, const SourceLoc& loc);
+  void st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr, const std::uint32_t* in,
+          const SourceLoc& loc);
+  void wait(bool loads, const SourceLoc& loc);
+  // A fragment register `reg` read before the tcgen05.ld that fills it was
+  // waited for (World::frag_lane_report found it).
+  void report_ld_without_wait(Warp& w, std::uint32_t reg, const SourceLoc& loc);
+
+  // The scheduler's questions: can warp `w`'s blocked tcgen05.alloc take
+  // its columns now; has the collective of CTA `cta`'s pair passed `gen`?
+  bool can_alloc(const Warp& w) const;
+  bool pair_passed(std::uint32_t cta, std::uint64_t gen) const;
+  // What warp `w`, blocked in tcgen05.alloc or a collective, waits for.
+  std::string blocked_state(const Warp& w) const;
+
+  // Tensor Memory's rules at other rooms' operations and its part in them:
+  // - an MMA's D (footprint `fp`) lies in live allocations (false: reported);
+  bool check_mma_d(Warp& w, const model::MmaFootprint& fp, int cta_group, const SourceLoc& loc);
+  // - an arrive on barrier `id` releases no TMEM a tcgen05.ld of the warp
+  //   still reads (false: reported);
+  bool check_release(Warp& w, std::uint32_t id, const SourceLoc& loc);
+  // - the race check of an MMA's writes of D by component `comp` (false:
+  //   reported), and its effect on D's cells (ctas: D's CTAs, rank order);
+  bool mma_d_access(const AsyncOp& op, const std::uint32_t* ctas, std::uint32_t comp, std::uint32_t info,
+                    const Warp& issuer);
+  void mma(const AsyncOp& op, const std::uint32_t* ctas);
+  // A CTA's exit: allocations still live (reported).
+  void check_exit(Warp& w);
+
+ private:
+  // The deferred accumulators: the D of an MMA kept as its chain's values
+  // (model::Accum) rather than in cells, until the next MMA of the chain
+  // replaces it or something else touches its cells. Entries never overlap.
+  struct DeferredD {
+    model::MmaJob job;                                     // places D's cells
+    std::uint32_t cta[2];                                  // the CTAs that hold D, in rank order (one for cta_group 1)
+    std::shared_ptr<const model::MmaFootprint> footprint;  // its tmem: D's cells; Cells::cta indexes cta[]
+    model::AccumRef acc;
+  };
+  void ensure(TmemCta& c);
+  const TmemBlock* block_covering(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const;
+  std::int64_t first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const;
+  std::string coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const;
+  bool check_whole_warp(Warp& w, const char* op, const SourceLoc& loc);
+  void do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, std::uint32_t dst_offset,
+                const SourceLoc& loc);
+  bool check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, const SourceLoc& loc);
+  bool dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, const SourceLoc& loc);
+  bool access(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr, bool store,
+              const SourceLoc& loc);
+  // tcgen05.ld (store false: copies cells to regs) or st (copies regs to
+  // cells) after access() passed; false on a race.
+  bool move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr, bool store,
+            std::uint32_t* regs, const SourceLoc& loc);
+  // Writes into their cells, and forgets, the deferred accumulators with a
+  // cell of CTA `cta` in lanes [lane0, lane0 + lanes) x columns [col0, col0 + cols).
+  void settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0, std::uint32_t cols);
+
+  World& w_;
+  std::vector<TmemCta> ctas_;    // per CTA
+  std::vector<TmemWarp> warps_;  // per warp
+  std::vector<DeferredD> deferred_;
+};
 
 }  // namespace wspipe::emu::detail

@@ -1,12 +1,13 @@
 // Violations as the World records them: fail() (the first stops the run),
 // what a blocked warp waits on, the labels of objects and actors.
-#include "backends/emu/runtime/world.hpp"
-#include "backends/emu/runtime/mbarrier.hpp"
+#include <sstream>
+
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clc.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
+#include "backends/emu/runtime/tmem.hpp"
 #include "backends/emu/runtime/util.hpp"
-
-#include <sstream>
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu {
 
@@ -56,7 +57,8 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
   std::int32_t object = -1;
   switch (w.block) {
     case Block::not_started:
-      b.op = clc_->launched(ctas_[w.cta].cluster) ? "not started" : "not launched (its cluster waits for a launch slot)";
+      b.op =
+          clc_->launched(ctas_[w.cta].cluster) ? "not started" : "not launched (its cluster waits for a launch slot)";
       break;
     case Block::none: b.op = "running"; break;
     case Block::finished: b.op = "finished"; break;
@@ -84,7 +86,7 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
     case Block::tmem_pair:
       b.op = w.block == Block::tmem_alloc ? "tcgen05.alloc" : "tcgen05 cta_group::2 collective";
       b.object = "Tensor Memory (" + cta_label(w.cta) + ")";
-      b.state = tmem_describe_blocked(w);
+      b.state = tmem_->blocked_state(w);
       break;
     case Block::bulk_wait:
       b.op = w.parity != 0 ? "cp.async.bulk.wait_group.read" : "cp.async.bulk.wait_group";

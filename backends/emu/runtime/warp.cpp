@@ -1,7 +1,8 @@
 // The warp's own operations: lane identity, shared storage, __syncwarp,
 // warp-state steps, the kernel's checks.
-#include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/tmem.hpp"
 #include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -81,7 +82,7 @@ std::uint32_t World::frag_lane_report(std::uint64_t token, std::uint32_t reg, st
          loc);
     return 0;
   }
-  if (token > w.ld_waited) tmem_report_ld_without_wait(w, reg, loc);
+  if (token > w.ld_waited) tmem_->report_ld_without_wait(w, reg, loc);
   return static_cast<std::uint32_t>(std::countr_zero(w.active));
 }
 

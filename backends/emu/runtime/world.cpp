@@ -2,15 +2,17 @@
 // exits and teardown). Its rooms are the other files of this folder
 // (docs/architecture.md).
 #include "backends/emu/runtime/world.hpp"
-#include "backends/emu/runtime/mbarrier.hpp"
-#include "backends/emu/runtime/barriers.hpp"
-#include "backends/emu/runtime/clc.hpp"
-#include "backends/emu/runtime/util.hpp"
-#include "backends/emu/runtime/fibers.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+
+#include "backends/emu/runtime/barriers.hpp"
+#include "backends/emu/runtime/clc.hpp"
+#include "backends/emu/runtime/fibers.hpp"
+#include "backends/emu/runtime/mbarrier.hpp"
+#include "backends/emu/runtime/tmem.hpp"
+#include "backends/emu/runtime/util.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -38,7 +40,6 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     cta.rank = c % launch.cluster_size;
     cta.smem = take_smem(smem_alloc_bytes(launch.smem_bytes));
     cta.smem_shadow = take_smem_shadow();
-    cta.tmem_shadow = take_tmem_shadow();
     cta.smem_bytes = launch.smem_bytes;
     cta.live_warps = launch.warps_per_cta;
   }
@@ -65,6 +66,7 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     engines_[e].name = cta_label(e / 2) + (engines_[e].tensor ? "/tensor-core" : "/tma");
   }
   mbar_ = std::make_unique<MbarrierRoom>(*this);
+  tmem_ = std::make_unique<TmemRoom>(*this);
   barriers_ = std::make_unique<BarrierRoom>(*this);
   clc_ = std::make_unique<ClcRoom>(*this, static_cast<std::uint32_t>(warps_.size() + engines_.size()));
   const std::uint32_t actors = static_cast<std::uint32_t>(warps_.size() + engines_.size()) + clc_->actors();
@@ -256,7 +258,7 @@ RunResult World::run() {
 // bytes pending on its barriers, Tensor Memory still allocated.
 void World::cta_exited(Warp& w) {
   if (store_reading_at_exit(w) || !async_check_exit(w) || !mbar_->check_exit(w)) return;
-  tmem_check_exit(w);
+  tmem_->check_exit(w);
 }
 
 }  // namespace wspipe::emu::detail

@@ -20,11 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "core/barrier.hpp"
-#include "core/clc.hpp"
-#include "core/config.hpp"
-#include "core/tcgen05.hpp"
-#include "core/tma.hpp"
 #include "backends/emu/emu_ops.hpp"
 #include "backends/emu/emulator.hpp"
 #include "backends/emu/runtime/clock.hpp"
@@ -34,6 +29,11 @@
 #include "backends/emu/runtime/models.hpp"
 #include "backends/emu/runtime/room.hpp"
 #include "backends/emu/runtime/tmem.hpp"
+#include "core/barrier.hpp"
+#include "core/clc.hpp"
+#include "core/config.hpp"
+#include "core/tcgen05.hpp"
+#include "core/tma.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -66,11 +66,6 @@ struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops
   boost::fibers::fiber fiber;
   FiberStack stack;
   std::uint64_t kill_ops = 0;
-  // tcgen05.ld / st issued and waited for (wait::ld / wait::st), and the
-  // TMEM columns of the loads not yet waited for.
-  std::uint64_t ld_issued = 0, st_issued = 0, st_waited = 0;
-  std::uint32_t pending_col0 = 0, pending_col1 = 0;  // columns of those not waited for
-  SourceLoc ld_loc{};
   // This warp's clock value at each fence.proxy.async, ascending.
   std::vector<std::uint32_t> proxy_fences;
   SecondLane lane;  // lane-divergence mode only
@@ -102,15 +97,6 @@ struct Cta {
   std::size_t smem_bytes = 0;
   std::uint32_t live_warps = 0;
   bool exited() const { return live_warps == 0; }
-  // Tensor Memory: cell values (index lane * 512 + column) and shadows
-  // (tmem_shadow_index), created on first use; live allocations; the
-  // allocation permit.
-  std::unique_ptr<std::uint32_t[]> tmem;  // kTmemLanes * kTmemColumns cells once created
-  ShadowTable<kTmemShadowBlock> tmem_shadow;
-  std::vector<TmemBlock> tmem_live;
-  bool relinquished = false;
-  std::uint32_t last_alloc_cols = 0;
-  PairOp pair;  // used in the pair's even CTA
   // Shared memory shadows, one per 4-byte word, created on first use.
   ShadowTable<kSmemShadowBlock> smem_shadow;
 };
@@ -144,6 +130,7 @@ void keep_cta_buffers(Cta& c);  // leaves c without them
 class DirectedAlgorithm;
 class BarrierRoom;
 class MbarrierRoom;
+class TmemRoom;
 class ClcRoom;
 
 // Test hooks of the scheduler's incremental enabled set. With the check on,
@@ -184,23 +171,11 @@ class World : public RunningWarp {
   void elect(const SourceLoc& loc);
   void warp_state_step(const char* what, const SourceLoc& loc);
   void check(bool cond, const char* what, const SourceLoc& loc);
-
-
-
-  // Tensor Memory (tmem.cpp)
-  void tmem_alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, const SourceLoc& loc);
-  void tmem_relinquish(int cta_group, const SourceLoc& loc);
-  void tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc);
-  // tcgen05.ld into out[thread * regs + reg]; returns the load's sequence
-  // number in this warp (the fragment's token).
-  std::uint64_t tmem_ld(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-                        std::uint32_t* out, const SourceLoc& loc);
-  void tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-               const std::uint32_t* in, const SourceLoc& loc);
-  void tmem_wait(bool loads, const SourceLoc& loc);
   // RunningWarp::frag_lane's reports: the fragment access is not one lane's
   // register of a load waited for.
   std::uint32_t frag_lane_report(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc);
+
+  // Tensor Memory (tmem.cpp)
 
   // Tensor core and TMA (engines.cpp)
   void mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t a_desc, std::uint64_t b_desc,
@@ -219,6 +194,7 @@ class World : public RunningWarp {
 
   // ---- The rooms (room.hpp): each owns its state and rules.
   MbarrierRoom& mbar() { return *mbar_; }
+  TmemRoom& tmem() { return *tmem_; }
   BarrierRoom& barriers() { return *barriers_; }
   ClcRoom& clc() { return *clc_; }
 
@@ -239,6 +215,12 @@ class World : public RunningWarp {
   const Cluster& cluster(std::uint32_t k) const { return clusters_[k]; }
   Warp& warp_at(std::uint32_t id) { return warps_[id]; }
   const Warp& warp_at(std::uint32_t id) const { return warps_[id]; }
+  // The CTA of rank `rank_in_pair` in CTA `cta`'s pair (PTX "tcgen05":
+  // ranks 2k and 2k + 1 of a cluster).
+  std::uint32_t pair_cta(std::uint32_t cta, std::uint32_t rank_in_pair) const {
+    return cta - (ctas_[cta].rank & 1u) + rank_in_pair;
+  }
+  const std::vector<Engine>& engines() const { return engines_; }
   // The warp whose step is in progress (an engine's step runs on it too).
   Warp& running() { return *current_; }
   // Cluster `cluster` never runs (CLC canceled its launch): its warps are
@@ -251,7 +233,6 @@ class World : public RunningWarp {
   // The services of the scheduler, the race checker and the violations,
   // and the functions of the rooms not yet classes of their own.
  public:
-
   // Scheduling. point(): the current warp reaches an operation and waits
   // until the scheduler lets it go; false when the run is being torn down
   // (the operation then does nothing).
@@ -364,6 +345,7 @@ class World : public RunningWarp {
   void acquire(std::uint32_t comp, const Clock& from);
   std::uint32_t access_info(std::int32_t actor, std::int32_t issuer, const char* what, const SourceLoc& loc);
   std::string describe_access(const Access& a) const;
+  const AccessInfo& access_info_of(std::uint32_t info) const { return access_infos_[info]; }
   // The access component `comp` makes now, which shadow_write/shadow_read
   // check against a location's shadow (with clocks_[comp]) and record. An
   // access visiting many locations computes it once.
@@ -407,44 +389,10 @@ class World : public RunningWarp {
     const auto last = std::min(first + per, static_cast<std::uint32_t>(clusters_.size()));
     for (std::uint32_t k = first; k < last; ++k) f(clusters_[k].first_cta + rank);
   }
-  // For a report of CTA `cta` touching columns it does not own: "" or which
-  // co-resident CTA's allocation overlaps [col, col + cols), and who made it.
-  std::string tmem_coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const;
 
-  // Tensor Memory helpers (tmem.cpp).
-  void tmem_ensure(Cta& c);
-  const TmemBlock* tmem_block_covering(const Cta& c, std::uint32_t col, std::uint32_t cols) const;
-  std::int64_t tmem_first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const;
+  // The kernel's cta_group (tensor_core.cpp): a tcgen05 operation's must
+  // be the kernel's (false: reported), and a .cta_group::2 one needs a pair.
   bool check_cta_group(Warp& w, int cta_group, const char* op, const SourceLoc& loc);
-  // A .cta_group::2 operation: the cluster has pairs, adjacent in x.
-  bool check_whole_warp(Warp& w, const char* op, const SourceLoc& loc);
-  void tmem_do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, std::uint32_t dst_offset,
-                     const SourceLoc& loc);
-  bool tmem_check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, const SourceLoc& loc);
-  bool tmem_dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, const SourceLoc& loc);
-  bool tmem_access(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-                   bool store, const SourceLoc& loc);
-  // tcgen05.ld (store false: copies cells to regs) or st (copies regs to
-  // cells) after tmem_access passed; false on a race.
-  bool tmem_move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-                 bool store, std::uint32_t* regs, const SourceLoc& loc);
-  std::string tmem_describe_blocked(const Warp& w) const;
-  // Deferred accumulators: the D of an MMA kept as its chain's values
-  // (model::Accum) rather than in cells, until the next MMA of the chain
-  // replaces it or something else touches its cells. Entries never overlap.
-  struct DeferredD {
-    model::MmaJob job;     // places D's cells
-    std::uint32_t cta[2];  // the CTAs that hold D, in rank order (one for cta_group 1)
-    std::shared_ptr<const model::MmaFootprint> footprint;  // its tmem: D's cells; Cells::cta indexes cta[]
-    model::AccumRef acc;
-  };
-  // Writes into their cells, and forgets, the deferred accumulators with a
-  // cell of CTA `cta` in lanes [lane0, lane0 + lanes) x columns [col0, col0 + cols).
-  void tmem_settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0,
-                   std::uint32_t cols);
-  // tcgen05.mma's effect on D (engine_mma after its checks).
-  void tmem_mma(const AsyncOp& op, const std::uint32_t* ctas);
-  std::vector<DeferredD> deferred_;
 
   // Async engines (engines.cpp).
   void stamp_issue(Warp& w, Issued& op, const SourceLoc& loc);
@@ -454,7 +402,6 @@ class World : public RunningWarp {
   void engine_tma(AsyncOp& op, std::uint32_t e);
   void engine_mma(AsyncOp& op, std::uint32_t e);
   void engine_commit(AsyncOp& op, std::uint32_t e);
-  std::uint32_t pair_cta(std::uint32_t cta, std::uint32_t rank_in_cluster) const;
   void enqueue(std::uint32_t cta, bool tensor, AsyncOp op);
   bool cta_has_async_in_flight(std::uint32_t cta, std::string* what) const;
   // TMA stores and bulk async-groups (tma_store.cpp). engine_tma_store:
@@ -470,14 +417,7 @@ class World : public RunningWarp {
   // A CTA's exit (world.cpp, cta_exited), checked by each room for what it
   // leaves behind; false (or nothing, for the last) when it reported.
   bool async_check_exit(Warp& w);
-  void tmem_check_exit(Warp& w);
   void report_target_exited(std::uint32_t cta, const Issued& op, std::string message);
-  // Tensor Memory's rules at other rooms' operations: an MMA's D must be
-  // allocated; an arrive must not release TMEM a load still reads; a
-  // fragment register must not be read before its load was waited for.
-  bool tmem_check_mma_d(Warp& w, const model::MmaFootprint& fp, int cta_group, const SourceLoc& loc);
-  void tmem_report_release_before_wait(Warp& w, std::uint32_t id, const SourceLoc& loc);
-  void tmem_report_ld_without_wait(Warp& w, std::uint32_t reg, const SourceLoc& loc);
   void cta_exited(Warp& w);
 
   // Race-checker components of the clusters' CLC units: one per cluster,
@@ -486,6 +426,7 @@ class World : public RunningWarp {
     return 3 * num_warps() + static_cast<std::uint32_t>(engines_.size()) + cluster;
   }
   std::unique_ptr<MbarrierRoom> mbar_;
+  std::unique_ptr<TmemRoom> tmem_;
   std::unique_ptr<BarrierRoom> barriers_;
   std::unique_ptr<ClcRoom> clc_;
 
