@@ -8,7 +8,7 @@
 namespace wspipe::emu::detail {
 
 BarrierRoom::BarrierRoom(World& world)
-    : w_(world), named_(world.num_ctas()), clusters_(world.num_clusters()), syncs_(world.num_warps(), 0) {}
+    : Room(world), named_(world.num_ctas()), clusters_(world.num_clusters()), syncs_(world.num_warps(), 0) {}
 
 // ------------------------------------------------------ named and cluster
 

@@ -30,11 +30,9 @@ struct ClusterBarrier {
   Clock acc, done;
 };
 
-class BarrierRoom {
+class BarrierRoom : Room {
  public:
   explicit BarrierRoom(World& world);
-  BarrierRoom(const BarrierRoom&) = delete;
-  BarrierRoom& operator=(const BarrierRoom&) = delete;
 
   // The operations (ops.cpp routes them here).
   void named(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc);
@@ -67,7 +65,6 @@ class BarrierRoom {
  private:
   void release_if_complete(std::uint32_t k);
 
-  World& w_;
   std::vector<std::array<NamedBarrier, 16>> named_;  // per CTA
   std::vector<ClusterBarrier> clusters_;             // per cluster
   std::vector<std::uint64_t> syncs_;                 // per warp: cluster barriers it passed

@@ -27,6 +27,7 @@
 #include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/util.hpp"
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/engines.hpp"
 
 namespace wspipe::emu::detail {
 namespace {
@@ -50,7 +51,7 @@ std::string offset_label(std::uint32_t offset, std::uint32_t cta) {
 // ------------------------------------------------------------ launch state
 
 ClcRoom::ClcRoom(World& world, std::uint32_t first_actor)
-    : w_(world), base_(first_actor), modeled_(world.launch().max_active_clusters != 0) {
+    : Room(world), base_(first_actor), modeled_(world.launch().max_active_clusters != 0) {
   const std::uint32_t clusters = w_.num_clusters();
   launch_.assign(clusters, Launch::running);
   queue_.resize(clusters);
@@ -199,7 +200,7 @@ void ClcRoom::try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multicas
   req.resp_offset = resp_offset;
   req.bar_offset = static_cast<std::uint32_t>(reinterpret_cast<std::byte*>(&bar) - c.smem);
   req.multicast = multicast;
-  w_.stamp_issue(w, req, loc);
+  w_.engines().stamp_issue(w, req, loc);
   const std::uint32_t k = c.cluster;
   if (!modeled_) {
     // Every cluster is running: there is nothing to cancel, and the request
@@ -244,7 +245,7 @@ void ClcRoom::complete(ClcRequest& req, std::uint32_t cluster, bool grant, std::
       std::string m = "a clusterlaunchcontrol.try_cancel issued by ";
       m.append(issuer.name).append(" at step ").append(std::to_string(req.step))
           .append(" writes its response into ").append(cta_label(cta)).append(", which has exited");
-      w_.report_target_exited(cta, req, std::move(m));
+      w_.engines().report_target_exited(cta, req, std::move(m));
       return;
     }
     if (race_check &&

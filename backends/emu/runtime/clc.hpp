@@ -16,7 +16,7 @@
 
 namespace wspipe::emu::detail {
 
-class ClcRoom {
+class ClcRoom : Room {
  public:
   // `first_actor`: the first of the room's actors (after the warps and the
   // engines). With LaunchConfig::max_active_clusters set there are, per
@@ -24,8 +24,6 @@ class ClcRoom {
   // a cluster (first_actor + 2k) and one that completes it failed
   // (first_actor + 2k + 1), then the launcher; else none.
   ClcRoom(World& world, std::uint32_t first_actor);
-  ClcRoom(const ClcRoom&) = delete;
-  ClcRoom& operator=(const ClcRoom&) = delete;
 
   std::uint32_t first_actor() const { return base_; }
   std::uint32_t actors() const { return modeled_ ? 2 * clusters() + 1 : 0; }
@@ -53,7 +51,6 @@ class ClcRoom {
   void cancel(std::uint32_t cluster);  // its warps never run
   bool read(const ClcResponse& resp, const char* op, Warp& w, const SourceLoc& loc);
 
-  World& w_;
   std::uint32_t base_ = 0;
   bool modeled_ = false;
   std::vector<Launch> launch_;                 // per cluster

@@ -1,6 +1,8 @@
-// The asynchronous engines' state (internal): operations issued to a CTA's
-// TMA engine or tensor core (engines.cpp, tma_store.cpp), bulk async-groups,
-// and cluster launch control requests (clc.cpp).
+// The asynchronous engines' room (internal; engines.cpp): each CTA's TMA
+// engine and tensor core, the operations issued to them (by the tensor
+// core, TMA load and TMA store rooms) waiting in their queues, the issue
+// stamps, and the rule that no operation reaches a CTA after its exit
+// (async.*). Also the request a CLC unit holds (clc.cpp), stamped the same way.
 #pragma once
 
 #include <cstdint>
@@ -11,20 +13,13 @@
 
 #include "backends/emu/runtime/clock.hpp"
 #include "backends/emu/runtime/models.hpp"
+#include "backends/emu/runtime/room.hpp"
+#include "core/barrier.hpp"
 #include "core/config.hpp"
 #include "core/tma.hpp"
 
 namespace wspipe::emu::detail {
 
-// A bulk async-group (PTX "cp.async.bulk.commit_group"): the TMA stores
-// committed together, counted until their shared-memory reads and their
-// global writes are done, and the releases of those completions, which
-// cp.async.bulk.wait_group[.read] acquires.
-struct BulkGroup {
-  std::uint32_t reading = 0;  // stores that have not read their shared-memory source yet
-  std::uint32_t writing = 0;  // stores whose global writes are not done yet
-  Clock read_done, write_done;
-};
 
 
 // An operation issued to an asynchronous engine, completed when the
@@ -79,6 +74,42 @@ struct ClcRequest : Issued {
   std::uint32_t cta = 0;     // the issuing CTA
   std::uint32_t resp_offset = 0, bar_offset = 0;  // in shared memory
   bool multicast = false;    // .multicast::cluster::all: every CTA of the cluster
+};
+
+// The engines: actors first_actor() + e, e = 2 * cta + (tensor core ? 1 : 0).
+class EngineRoom : Room {
+ public:
+  EngineRoom(World& world, std::uint32_t first_actor);
+
+  std::uint32_t first_actor() const { return base_; }
+  std::uint32_t count() const { return static_cast<std::uint32_t>(engines_.size()); }
+  const Engine& engine(std::uint32_t e) const { return engines_[e]; }
+  const std::vector<Engine>& all() const { return engines_; }
+  Move move(std::uint32_t e) const { return engines_[e].queue.empty() ? Move::no : Move::progress; }
+
+  // Issue: stamps `op` with its issuer, step, place and the issuer's clock
+  // (the operation happens after what the warp did so far, and not before
+  // what it does next); an operation that signals `bar` (in the issuing
+  // CTA's shared memory; the same offset in each CTA of `mask`, or in the
+  // issuing CTA when 0); into the queue of CTA `cta`'s TMA engine or tensor core.
+  void stamp_issue(Warp& w, Issued& op, const SourceLoc& loc);
+  AsyncOp issue_op(Warp& w, AsyncOp::Kind kind, int cta_group, SharedMemBarrier& bar, std::uint16_t mask,
+                   const SourceLoc& loc);
+  void enqueue(std::uint32_t cta, bool tensor, AsyncOp op);
+  // Engine `e` completes its oldest operation (the scheduler picked it);
+  // false when the run ended.
+  bool step(std::uint32_t e);
+
+  // async.*: an operation `op` reaches CTA `cta` after its exit; a CTA
+  // exits with operations still in flight into it (false: reported).
+  void report_target_exited(std::uint32_t cta, const Issued& op, std::string message);
+  bool check_exit(Warp& w);
+
+ private:
+  bool in_flight_for(std::uint32_t cta, std::string* what) const;
+
+  std::uint32_t base_ = 0;
+  std::vector<Engine> engines_;  // 2 per CTA: TMA engine, tensor core
 };
 
 }  // namespace wspipe::emu::detail

@@ -13,7 +13,7 @@
 
 namespace wspipe::emu::detail {
 
-MbarrierRoom::MbarrierRoom(World& world) : w_(world), seen_(world.num_warps()), intended_(world.num_warps(), 0) {}
+MbarrierRoom::MbarrierRoom(World& world) : Room(world), seen_(world.num_warps()), intended_(world.num_warps(), 0) {}
 
 void MbarrierRoom::touch(const Mbar& m) {
   w_.touch(World::Res::mbar,

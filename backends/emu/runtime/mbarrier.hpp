@@ -41,11 +41,9 @@ struct Mbar {
   Clock acc, done;
 };
 
-class MbarrierRoom {
+class MbarrierRoom : Room {
  public:
   explicit MbarrierRoom(World& world);
-  MbarrierRoom(const MbarrierRoom&) = delete;
-  MbarrierRoom& operator=(const MbarrierRoom&) = delete;
 
   // The operations (ops.cpp routes them here). arrive: cta_rank < 0 for
   // the own CTA, else a remote arrive (mapa) to that rank.
@@ -110,7 +108,6 @@ class MbarrierRoom {
   void maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc& loc);
   void touch(const Mbar& m);  // the step's footprint
 
-  World& w_;
   std::vector<Mbar> mbars_;
   // Per warp: per barrier, the last phase a wait of the warp observed
   // (kNotSeen: none), and the phase the warp's wait in progress means

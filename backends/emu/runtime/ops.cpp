@@ -7,6 +7,9 @@
 #include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/tmem.hpp"
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/tensor_core.hpp"
+#include "backends/emu/runtime/tma_load.hpp"
+#include "backends/emu/runtime/tma_store.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -81,22 +84,22 @@ void tmem_wait(bool loads, const SourceLoc& loc) { world().tmem().wait(loads, lo
 
 void mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t a_desc, std::uint64_t b_desc,
          std::uint32_t idesc, bool accumulate, const SourceLoc& loc) {
-  world().mma(kind, cta_group, d_tmem, a_desc, b_desc, idesc, accumulate, loc);
+  world().tensor_core().mma(kind, cta_group, d_tmem, a_desc, b_desc, idesc, accumulate, loc);
 }
 void mma_commit(int cta_group, SharedMemBarrier& bar, std::uint16_t mask, bool multicast, const SourceLoc& loc) {
-  world().mma_commit(cta_group, bar, mask, multicast, loc);
+  world().tensor_core().commit(cta_group, bar, mask, multicast, loc);
 }
 void tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, void* dst, SharedMemBarrier& bar,
               const TmaCoords& coords, std::uint16_t mask, bool multicast, const SourceLoc& loc) {
-  world().tma_load(cta_group, rank, map, dst, bar, coords, mask, multicast, loc);
+  world().tma_load().load(cta_group, rank, map, dst, bar, coords, mask, multicast, loc);
 }
 void fence_proxy_async(const SourceLoc& loc) { world().fence_proxy_async(loc); }
 void tma_store(std::uint32_t rank, const TensorMap& map, const void* src, const TmaCoords& coords,
                const SourceLoc& loc) {
-  world().tma_store(rank, map, src, coords, loc);
+  world().tma_store().store(rank, map, src, coords, loc);
 }
-void bulk_commit_group(const SourceLoc& loc) { world().bulk_commit_group(loc); }
-void bulk_wait_group(std::uint32_t n, bool read, const SourceLoc& loc) { world().bulk_wait_group(n, read, loc); }
+void bulk_commit_group(const SourceLoc& loc) { world().tma_store().commit_group(loc); }
+void bulk_wait_group(std::uint32_t n, bool read, const SourceLoc& loc) { world().tma_store().wait_group(n, read, loc); }
 std::uint32_t smem_offset(const void* p) { return world().smem_offset(p); }
 void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc) {
   world().smem_access(p, bytes, write, loc);

@@ -14,6 +14,8 @@
 #include "backends/emu/runtime/tmem.hpp"
 #include "backends/emu/runtime/util.hpp"
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/engines.hpp"
+#include "backends/emu/runtime/tma_store.hpp"
 
 namespace wspipe::emu::detail {
 namespace {
@@ -75,7 +77,7 @@ Move World::movable(const Warp& w) const {
     case Block::tmem_pair:
       return tmem_->pair_passed(w.cta, w.target) ? Move::progress : Move::no;
     // The waiter is the stores' issuer: the engine marks it at each step.
-    case Block::bulk_wait: return bulk_done(w, w.target, w.parity != 0) ? Move::progress : Move::no;
+    case Block::bulk_wait: return tma_store_->done(w, w.target, w.parity != 0) ? Move::progress : Move::no;
   }
   return Move::no;
 }
@@ -85,7 +87,7 @@ Move World::movable(const Warp& w) const {
 Move World::move_of(std::uint32_t actor) const {
   if (actor < num_warps()) return movable(warps_[actor]);
   if (actor >= clc_->first_actor()) return clc_->move(actor);
-  return engines_[actor - num_warps()].queue.empty() ? Move::no : Move::progress;
+  return engines_->move(actor - num_warps());
 }
 
 std::string World::rel(const char* file) const {
@@ -98,7 +100,7 @@ std::string World::actor_name(std::int32_t actor) const {
   if (actor < 0) return "";
   const auto a = static_cast<std::uint32_t>(actor);
   if (a >= clc_->first_actor()) return clc_->actor_name(a);
-  return a < warps_.size() ? warps_[a].name : engines_[a - warps_.size()].name;
+  return a < warps_.size() ? warps_[a].name : engines_->engine(a - num_warps()).name;
 }
 
 void World::close_step() {
@@ -197,7 +199,7 @@ void World::check_enabled() const {
     tries += w.block == Block::mbar_try ? 1 : 0;
     visit(w.id, movable(w));
   }
-  for (std::uint32_t e = 0; e < engines_.size(); ++e) visit(num_warps() + e, move_of(num_warps() + e));
+  for (std::uint32_t e = 0; e < num_engines(); ++e) visit(num_warps() + e, move_of(num_warps() + e));
   for (std::uint32_t a = clc_->first_actor(); a < clc_->first_actor() + clc_->actors(); ++a) visit(a, clc_->move(a));
   const auto spinning = static_cast<std::size_t>(std::count(spin_.begin(), spin_.end(), std::uint8_t{1}));
   g_sched_checks.fetch_add(1, std::memory_order_relaxed);
@@ -217,8 +219,8 @@ void World::check_enabled() const {
     const Move m = movable(w);
     if (m != Move::no) add(full, w.name, m == Move::spin);
   }
-  for (std::uint32_t e = 0; e < engines_.size(); ++e)
-    if (!engines_[e].queue.empty()) add(full, engines_[e].name, false);
+  for (std::uint32_t e = 0; e < num_engines(); ++e)
+    if (engines_->move(e) != Move::no) add(full, engines_->engine(e).name, false);
   for (std::uint32_t a = clc_->first_actor(); a < clc_->first_actor() + clc_->actors(); ++a)
     if (clc_->move(a) != Move::no) add(full, clc_->actor_name(a), false);
   std::fprintf(stderr,
@@ -321,7 +323,7 @@ bool World::dispatch(Warp* self) {
       // An engine completes its oldest operation on the running fiber, and
       // the scheduler picks again.
       mark(pick);  // its queue may have drained
-      if (!engine_step(pick - num_warps()) || stopping_ || killing_) return false;
+      if (!engines_->step(pick - num_warps()) || stopping_ || killing_) return false;
       continue;
     }
     if (self != nullptr && pick == self->id) return true;

@@ -14,6 +14,8 @@
 #include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/util.hpp"
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/engines.hpp"
+#include "backends/emu/runtime/tensor_core.hpp"
 
 namespace wspipe::emu::detail {
 namespace {
@@ -78,7 +80,7 @@ const TmemPattern& tmem_pattern(TmemShape shape, std::uint32_t num, std::uint32_
 
 }  // namespace
 
-TmemRoom::TmemRoom(World& world) : w_(world), ctas_(world.num_ctas()), warps_(world.num_warps()) {
+TmemRoom::TmemRoom(World& world) : Room(world), ctas_(world.num_ctas()), warps_(world.num_warps()) {
   for (TmemCta& c : ctas_) c.shadow = take_tmem_shadow();
 }
 
@@ -190,7 +192,7 @@ void TmemRoom::alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, cons
                   .b = static_cast<std::uint64_t>(cta_group), .loc = loc};
   if (!w_.lanes_agree(w, op) || !w_.point(w, loc)) return;
   w_.touch_global();  // TMEM allocation state: not itemised
-  if (!check_whole_warp(w, "tcgen05.alloc", loc) || !w_.check_cta_group(w, cta_group, "tcgen05.alloc", loc)) return;
+  if (!check_whole_warp(w, "tcgen05.alloc", loc) || !w_.tensor_core().check_cta_group(w, cta_group, "tcgen05.alloc", loc)) return;
   TmemCta& c = ctas_[w.cta];
   const Cta& x = w_.cta(w.cta);
   const std::string obj = "Tensor Memory (" + cta_label(w.cta) + ")";
@@ -273,7 +275,7 @@ void TmemRoom::relinquish(int cta_group, const SourceLoc& loc) {
   if (!w_.lanes_agree(w, op) || !w_.point(w, loc)) return;
   w_.touch_global();  // TMEM allocation state: not itemised
   if (!check_whole_warp(w, "tcgen05.relinquish_alloc_permit", loc) ||
-      !w_.check_cta_group(w, cta_group, "tcgen05.relinquish_alloc_permit", loc))
+      !w_.tensor_core().check_cta_group(w, cta_group, "tcgen05.relinquish_alloc_permit", loc))
     return;
   ctas_[w.cta].relinquished = true;
   if (w_.options().trace)
@@ -309,7 +311,7 @@ bool TmemRoom::check_dealloc(Warp& w, std::uint32_t cta, std::uint32_t col, std:
 bool TmemRoom::dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols,
                                const SourceLoc& loc) {
   const std::string obj = cols_label(col, cols, cta);
-  for (const Engine& e : w_.engines()) {
+  for (const Engine& e : w_.engines().all()) {
     if (!e.tensor) continue;
     for (const AsyncOp& op : e.queue) {
       if (op.kind != AsyncOp::Kind::mma) continue;
@@ -373,7 +375,7 @@ void TmemRoom::dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, c
                   .c = static_cast<std::uint64_t>(cta_group), .loc = loc};
   if (!w_.lanes_agree(w, op) || !w_.point(w, loc)) return;
   w_.touch_global();  // TMEM allocation state: not itemised
-  if (!check_whole_warp(w, "tcgen05.dealloc", loc) || !w_.check_cta_group(w, cta_group, "tcgen05.dealloc", loc)) return;
+  if (!check_whole_warp(w, "tcgen05.dealloc", loc) || !w_.tensor_core().check_cta_group(w, cta_group, "tcgen05.dealloc", loc)) return;
   const std::uint32_t col = tmem_col(taddr);
   auto free_block = [&](std::uint32_t cta) {
     auto& live = ctas_[cta].live;

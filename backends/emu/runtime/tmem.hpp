@@ -121,12 +121,10 @@ struct TmemWarp {
 // next run (buffers.cpp); leaves them empty.
 void keep_tmem_buffers(std::unique_ptr<std::uint32_t[]>& cells, ShadowTable<kTmemShadowBlock>& shadow);
 
-class TmemRoom {
+class TmemRoom : Room {
  public:
   explicit TmemRoom(World& world);
   ~TmemRoom();  // the CTAs' buffers go back to the thread's spares
-  TmemRoom(const TmemRoom&) = delete;
-  TmemRoom& operator=(const TmemRoom&) = delete;
 
   // The operations (ops.cpp routes them here). ld: into
   // out[thread * regs + reg]; returns the load's sequence number in the
@@ -193,7 +191,6 @@ class TmemRoom {
   // cell of CTA `cta` in lanes [lane0, lane0 + lanes) x columns [col0, col0 + cols).
   void settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0, std::uint32_t cols);
 
-  World& w_;
   std::vector<TmemCta> ctas_;    // per CTA
   std::vector<TmemWarp> warps_;  // per warp
   std::vector<DeferredD> deferred_;

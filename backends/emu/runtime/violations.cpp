@@ -8,6 +8,7 @@
 #include "backends/emu/runtime/tmem.hpp"
 #include "backends/emu/runtime/util.hpp"
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/tma_store.hpp"
 
 namespace wspipe::emu {
 
@@ -91,7 +92,7 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
     case Block::bulk_wait:
       b.op = w.parity != 0 ? "cp.async.bulk.wait_group.read" : "cp.async.bulk.wait_group";
       b.object = "bulk async-groups of " + w.name;
-      b.state = bulk_describe_blocked(w);
+      b.state = tma_store_->blocked_state(w);
       break;
   }
   if (object >= 0 && options_.trace) {

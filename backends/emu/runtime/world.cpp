@@ -2,6 +2,10 @@
 // exits and teardown). Its rooms are the other files of this folder
 // (docs/architecture.md).
 #include "backends/emu/runtime/world.hpp"
+#include "backends/emu/runtime/engines.hpp"
+#include "backends/emu/runtime/tensor_core.hpp"
+#include "backends/emu/runtime/tma_load.hpp"
+#include "backends/emu/runtime/tma_store.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -57,31 +61,29 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     if (w.widx < launch.warp_roles.size() && !launch.warp_roles[w.widx].empty())
       w.name += " " + launch.warp_roles[w.widx];
   }
-  // Two engines per CTA, actors after the warps: its TMA engine and its
-  // tensor core.
-  engines_.resize(2 * num_ctas);
-  for (std::uint32_t e = 0; e < engines_.size(); ++e) {
-    engines_[e].cta = e / 2;
-    engines_[e].tensor = (e % 2) != 0;
-    engines_[e].name = cta_label(e / 2) + (engines_[e].tensor ? "/tensor-core" : "/tma");
-  }
+  // The rooms. The engines (two per CTA: its TMA engine and its tensor
+  // core) are actors after the warps, the CLC units after the engines.
+  engines_ = std::make_unique<EngineRoom>(*this, num_warps());
+  tensor_core_ = std::make_unique<TensorCoreRoom>(*this);
+  tma_load_ = std::make_unique<TmaLoadRoom>(*this);
+  tma_store_ = std::make_unique<TmaStoreRoom>(*this);
   mbar_ = std::make_unique<MbarrierRoom>(*this);
   tmem_ = std::make_unique<TmemRoom>(*this);
   barriers_ = std::make_unique<BarrierRoom>(*this);
-  clc_ = std::make_unique<ClcRoom>(*this, static_cast<std::uint32_t>(warps_.size() + engines_.size()));
-  const std::uint32_t actors = static_cast<std::uint32_t>(warps_.size() + engines_.size()) + clc_->actors();
+  clc_ = std::make_unique<ClcRoom>(*this, num_warps() + num_engines());
+  const std::uint32_t actors = num_warps() + num_engines() + clc_->actors();
   if (options_.race_check) {
     // Components: warps, their ld agents, their st agents, engines, the
     // clusters' CLC units; each numbered within its cluster, in that order.
-    const std::size_t comps = 3 * warps_.size() + engines_.size() + clusters_.size();
+    const std::size_t comps = 3 * warps_.size() + num_engines() + clusters_.size();
     std::vector<std::uint32_t> cluster_of(comps);
     slot_.assign(comps, 0);
     cluster_comps_.assign(clusters_.size(), 0);
     for (std::size_t k = 0; k < comps; ++k) {
       const std::size_t w = k % warps_.size();
-      const std::size_t clc = 3 * warps_.size() + engines_.size();
+      const std::size_t clc = 3 * warps_.size() + num_engines();
       const std::uint32_t cta = k < 3 * warps_.size() ? warps_[w].cta
-                                : k < clc            ? engines_[k - 3 * warps_.size()].cta
+                                : k < clc            ? engines_->engine(static_cast<std::uint32_t>(k - 3 * warps_.size())).cta
                                                      : clusters_[k - clc].first_cta;
       cluster_of[k] = ctas_[cta].cluster;
       slot_[k] = cluster_comps_[cluster_of[k]]++;
@@ -133,7 +135,7 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
   if (options_.trace) {
     result_.trace.num_ctas = num_ctas;
     for (const Warp& w : warps_) result_.trace.warps.push_back({w.name, w.cta});
-    for (const Engine& e : engines_) result_.trace.warps.push_back({e.name, e.cta});
+    for (const Engine& e : engines_->all()) result_.trace.warps.push_back({e.name, e.cta});
     // The CLC units shown with their cluster's first CTA, the launcher with CTA 0.
     for (std::uint32_t a = 0; a < clc_->actors(); ++a) {
       const std::uint32_t cta = a / 2 < clusters_.size() ? clusters_[a / 2].first_cta : 0;
@@ -257,7 +259,7 @@ RunResult World::run() {
 // still reading its shared memory, an async operation in flight into it,
 // bytes pending on its barriers, Tensor Memory still allocated.
 void World::cta_exited(Warp& w) {
-  if (store_reading_at_exit(w) || !async_check_exit(w) || !mbar_->check_exit(w)) return;
+  if (tma_store_->reading_at_exit(w) || !engines_->check_exit(w) || !mbar_->check_exit(w)) return;
   tmem_->check_exit(w);
 }
 

@@ -69,12 +69,6 @@ struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops
   // This warp's clock value at each fence.proxy.async, ascending.
   std::vector<std::uint32_t> proxy_fences;
   SecondLane lane;  // lane-divergence mode only
-  // Bulk async-groups (tma_store.cpp). PTX keeps them per thread; they
-  // are kept per warp here: a TMA store is issued by one elected lane, so
-  // the warp's groups are that lane's (the other lanes' are empty).
-  // bulk_groups[g] for g < size() - 1 are committed, in commit order; the
-  // last one is the open group that the next commit closes (made on first use).
-  std::vector<BulkGroup> bulk_groups;
   // The scheduler's waiter list this warp is on while it blocks (an index
   // into World::lists_, -1: none) and its place there; its place in
   // World::try_waiters_ while it blocks in try_wait (-1: not there).
@@ -130,6 +124,10 @@ void keep_cta_buffers(Cta& c);  // leaves c without them
 class DirectedAlgorithm;
 class BarrierRoom;
 class MbarrierRoom;
+class EngineRoom;
+class TensorCoreRoom;
+class TmaLoadRoom;
+class TmaStoreRoom;
 class TmemRoom;
 class ClcRoom;
 
@@ -175,26 +173,20 @@ class World : public RunningWarp {
   // register of a load waited for.
   std::uint32_t frag_lane_report(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc);
 
-  // Tensor Memory (tmem.cpp)
-
-  // Tensor core and TMA (engines.cpp)
-  void mma(MmaKind kind, int cta_group, std::uint32_t d_tmem, std::uint64_t a_desc, std::uint64_t b_desc,
-           std::uint32_t idesc, bool accumulate, const SourceLoc& loc);
-  void mma_commit(int cta_group, SharedMemBarrier& bar, std::uint16_t mask, bool multicast, const SourceLoc& loc);
-  void tma_load(int cta_group, std::uint32_t rank, const TensorMap& map, void* dst, SharedMemBarrier& bar, const TmaCoords& coords,
-                std::uint16_t mask, bool multicast, const SourceLoc& loc);
+  // The race checker's operations (race.cpp): fence.proxy.async, and a
+  // warp's ordinary shared-memory accesses through SmemView.
   void fence_proxy_async(const SourceLoc& loc);
-  // TMA stores and bulk async-groups (tma_store.cpp)
-  void tma_store(std::uint32_t rank, const TensorMap& map, const void* src, const TmaCoords& coords,
-                 const SourceLoc& loc);
-  void bulk_commit_group(const SourceLoc& loc);
-  void bulk_wait_group(std::uint32_t n, bool read, const SourceLoc& loc);
   std::uint32_t smem_offset(const void* p);
   void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc);
 
   // ---- The rooms (room.hpp): each owns its state and rules.
   MbarrierRoom& mbar() { return *mbar_; }
   TmemRoom& tmem() { return *tmem_; }
+  EngineRoom& engines() { return *engines_; }
+  const EngineRoom& engines() const { return *engines_; }
+  TensorCoreRoom& tensor_core() { return *tensor_core_; }
+  TmaLoadRoom& tma_load() { return *tma_load_; }
+  TmaStoreRoom& tma_store() { return *tma_store_; }
   BarrierRoom& barriers() { return *barriers_; }
   ClcRoom& clc() { return *clc_; }
 
@@ -208,6 +200,7 @@ class World : public RunningWarp {
   void trace_object(const std::string& name, std::uint32_t cta) { result_.trace.objects.push_back({name, cta}); }
   std::uint32_t num_ctas() const { return static_cast<std::uint32_t>(ctas_.size()); }
   std::uint32_t num_warps() const { return static_cast<std::uint32_t>(warps_.size()); }
+  std::uint32_t num_engines() const { return 2 * num_ctas(); }  // a TMA engine and a tensor core per CTA
   std::uint32_t num_clusters() const { return static_cast<std::uint32_t>(clusters_.size()); }
   Cta& cta(std::uint32_t i) { return ctas_[i]; }
   const Cta& cta(std::uint32_t i) const { return ctas_[i]; }
@@ -220,7 +213,6 @@ class World : public RunningWarp {
   std::uint32_t pair_cta(std::uint32_t cta, std::uint32_t rank_in_pair) const {
     return cta - (ctas_[cta].rank & 1u) + rank_in_pair;
   }
-  const std::vector<Engine>& engines() const { return engines_; }
   // The warp whose step is in progress (an engine's step runs on it too).
   Warp& running() { return *current_; }
   // Cluster `cluster` never runs (CLC canceled its launch): its warps are
@@ -390,43 +382,21 @@ class World : public RunningWarp {
     for (std::uint32_t k = first; k < last; ++k) f(clusters_[k].first_cta + rank);
   }
 
-  // The kernel's cta_group (tensor_core.cpp): a tcgen05 operation's must
-  // be the kernel's (false: reported), and a .cta_group::2 one needs a pair.
-  bool check_cta_group(Warp& w, int cta_group, const char* op, const SourceLoc& loc);
 
-  // Async engines (engines.cpp).
-  void stamp_issue(Warp& w, Issued& op, const SourceLoc& loc);
-  AsyncOp issue_op(Warp& w, AsyncOp::Kind kind, int cta_group, SharedMemBarrier& bar, std::uint16_t mask,
-                   const SourceLoc& loc);
-  bool engine_step(std::uint32_t e);
-  void engine_tma(AsyncOp& op, std::uint32_t e);
-  void engine_mma(AsyncOp& op, std::uint32_t e);
-  void engine_commit(AsyncOp& op, std::uint32_t e);
-  void enqueue(std::uint32_t cta, bool tensor, AsyncOp op);
-  bool cta_has_async_in_flight(std::uint32_t cta, std::string* what) const;
-  // TMA stores and bulk async-groups (tma_store.cpp). engine_tma_store:
-  // one of a store's two steps; true when the store must run again (its
-  // write step). bulk_done: whether the warp's groups [0, upto) have read
-  // (read_only) or completed. store_reading_at_exit: the CTA exits while a
-  // store still reads its shared memory (a violation; false after it).
-  bool engine_tma_store(AsyncOp& op, std::uint32_t e);
-  bool bulk_done(const Warp& w, std::uint64_t upto, bool read_only) const;
-  bool store_reading_at_exit(Warp& w);
-  std::string bulk_describe_blocked(const Warp& w) const;
-
-  // A CTA's exit (world.cpp, cta_exited), checked by each room for what it
-  // leaves behind; false (or nothing, for the last) when it reported.
-  bool async_check_exit(Warp& w);
-  void report_target_exited(std::uint32_t cta, const Issued& op, std::string message);
+  // A CTA's exit (world.cpp): each room checks what it leaves behind.
   void cta_exited(Warp& w);
 
   // Race-checker components of the clusters' CLC units: one per cluster,
   // after the engines'.
   std::uint32_t comp_clc(std::uint32_t cluster) const {
-    return 3 * num_warps() + static_cast<std::uint32_t>(engines_.size()) + cluster;
+    return 3 * num_warps() + num_engines() + cluster;
   }
   std::unique_ptr<MbarrierRoom> mbar_;
   std::unique_ptr<TmemRoom> tmem_;
+  std::unique_ptr<EngineRoom> engines_;
+  std::unique_ptr<TensorCoreRoom> tensor_core_;
+  std::unique_ptr<TmaLoadRoom> tma_load_;
+  std::unique_ptr<TmaStoreRoom> tma_store_;
   std::unique_ptr<BarrierRoom> barriers_;
   std::unique_ptr<ClcRoom> clc_;
 
@@ -453,13 +423,10 @@ class World : public RunningWarp {
   std::vector<Cta> ctas_;
   std::vector<Cluster> clusters_;
   std::vector<Warp> warps_;
-  std::vector<Engine> engines_;          // 2 per CTA: TMA engine, tensor core
   std::vector<Clock> clocks_;            // per component, over its cluster's components
   std::vector<std::uint32_t> slot_;      // per component: its index in its cluster's clocks
   std::vector<std::uint32_t> cluster_comps_;  // per cluster: its components (a clock's size)
   std::vector<AccessInfo> access_infos_;
-  int cta_group_ = 0;                    // of the kernel's tcgen05 instructions, once one ran
-  SourceLoc cta_group_loc_{};
   // The actors that can move, ascending (warps, then engines), and per
   // entry whether it can only time out (spurious try_wait); kept up to date
   // by refresh() from moves_, each actor's Move as last evaluated.
