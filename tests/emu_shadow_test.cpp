@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/emu/runtime/clock.hpp"
+#include "backends/emu/runtime/tmem.hpp"
 #include "backends/emu/runtime/world.hpp"
 
 namespace {

@@ -206,4 +206,9 @@ class ShadowTable {
   std::vector<std::size_t> free_;   // blocks of cells_ no longer used
 };
 
+// Shared memory's shadow blocks: 8 words. TMA writes whole tiles, and an MMA
+// reads 32 bytes of K per operand row, which a swizzled layout keeps
+// together. (TMEM's: kTmemShadowBlock, tmem.hpp.)
+constexpr std::uint32_t kSmemShadowBlock = 8;
+
 }  // namespace wspipe::emu::detail

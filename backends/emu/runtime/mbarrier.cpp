@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backends/emu/runtime/barriers.hpp"
+#include "backends/emu/runtime/engines.hpp"
 #include "backends/emu/runtime/tmem.hpp"
 #include "backends/emu/runtime/util.hpp"
 #include "backends/emu/runtime/world.hpp"

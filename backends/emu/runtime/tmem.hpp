@@ -39,17 +39,15 @@ struct PairOp {
   SourceLoc loc{};
 };
 
-// Race-checker shadow blocks (ShadowTable): tiles of 16 TMEM lanes x 16
-// columns, 8 words of shared memory. Both are the largest units the usual
-// accesses cover whole: an MMA writes D as a rectangle of 16-lane groups
-// (M = 64 uses 16 lanes per quarter) and of columns in multiples of 16, a
-// tcgen05.ld/st covers 16 or 32 lanes and, in the kernels here, 16 or more
-// columns; TMA writes whole tiles, and an MMA reads 32 bytes of K per
-// operand row, which a swizzled layout keeps together.
+// Race-checker shadow blocks (ShadowTable) of TMEM: tiles of 16 lanes x 16
+// columns, the largest unit the usual accesses cover whole: an MMA writes D
+// as a rectangle of 16-lane groups (M = 64 uses 16 lanes per quarter) and
+// of columns in multiples of 16, and a tcgen05.ld/st covers 16 or 32 lanes
+// and, in the kernels here, 16 or more columns. (Shared memory's:
+// kSmemShadowBlock, clock.hpp.)
 constexpr std::uint32_t kTmemShadowLanes = 16;
 constexpr std::uint32_t kTmemShadowCols = 16;
 constexpr std::uint32_t kTmemShadowBlock = kTmemShadowLanes * kTmemShadowCols;
-constexpr std::uint32_t kSmemShadowBlock = 8;
 
 // The TMEM shadow's index of cell (lane, col): tile by tile (16-lane groups
 // ascending, then 16-column groups ascending), each tile's cells contiguous
@@ -117,8 +115,11 @@ struct TmemWarp {
   SourceLoc ld_loc{};
 };
 
-// Gives a CTA's TMEM cells and shadows back to this thread's spares for the
-// next run (buffers.cpp); leaves them empty.
+// A CTA's TMEM cells (kTmemLanes * kTmemColumns, zeroed) and shadow table
+// (empty) from this thread's spares, and back to them for the next run,
+// leaving them empty (buffers.cpp; world.hpp says why buffers are kept).
+std::unique_ptr<std::uint32_t[]> take_tmem_cells();
+ShadowTable<kTmemShadowBlock> take_tmem_shadow();
 void keep_tmem_buffers(std::unique_ptr<std::uint32_t[]>& cells, ShadowTable<kTmemShadowBlock>& shadow);
 
 class TmemRoom : Room {

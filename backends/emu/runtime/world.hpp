@@ -1,11 +1,12 @@
 // The World (internal): one execution of a kernel. It holds the CTAs, the
-// warps, the clusters and every room's state (mbarrier.hpp, barriers.hpp,
-// tmem.hpp, engines.hpp, lanes.hpp, clock.hpp), and its member functions are
-// defined room by room in this folder's .cpp files: scheduler, fibers,
-// launch, buffers, warp, mbarrier, barriers, tmem, engines (tensor core and
-// TMA loads), tma_store, clc, lanes, race, report, world. EmuBackend reaches
-// it only through the narrow door (emu_ops.hpp, ops.cpp). The map of rooms,
-// and what each may touch: docs/architecture.md.
+// warps and the clusters, the scheduler (scheduler.cpp, fibers.cpp), the
+// race checker's clocks (race.cpp, clock.hpp), lane-divergence mode
+// (lanes.cpp), the violations (violations.cpp), and one object of each room
+// (room.hpp), which owns its primitive's state and rules. Its public
+// functions are the services the rooms use; the rooms' headers are not
+// included here, so that editing one rebuilds only the files that use it.
+// EmuBackend reaches the World only through the narrow door (emu_ops.hpp,
+// ops.cpp). The map of rooms, and what each may touch: docs/architecture.md.
 #pragma once
 
 #include <algorithm>
@@ -23,12 +24,10 @@
 #include "backends/emu/emu_ops.hpp"
 #include "backends/emu/emulator.hpp"
 #include "backends/emu/runtime/clock.hpp"
-#include "backends/emu/runtime/engines.hpp"
 #include "backends/emu/runtime/fibers_stack.hpp"
 #include "backends/emu/runtime/lanes.hpp"
 #include "backends/emu/runtime/models.hpp"
 #include "backends/emu/runtime/room.hpp"
-#include "backends/emu/runtime/tmem.hpp"
 #include "core/barrier.hpp"
 #include "core/clc.hpp"
 #include "core/config.hpp"
@@ -106,7 +105,7 @@ struct AccessInfo {
 
 // A CTA's large buffers outlive its run: a World's destruction keeps them
 // for the next run on its thread (keep_cta_buffers), whose CTAs take them
-// (take_smem, take_tmem_cells, take_tmem_shadow, take_smem_shadow). An
+// (take_smem, take_smem_shadow; tmem.hpp: take_tmem_cells, take_tmem_shadow). An
 // exploration runs a World per schedule, and buffers this large handed back
 // to the system (glibc maps and unmaps them, or trims its heap) had their
 // pages faulted in and cleared again at every run. Contents are reset on
@@ -116,8 +115,6 @@ struct AccessInfo {
 // hardware).
 std::size_t smem_alloc_bytes(std::size_t smem_bytes);
 std::byte* take_smem(std::size_t bytes);  // 1024-aligned
-std::unique_ptr<std::uint32_t[]> take_tmem_cells();  // kTmemLanes * kTmemColumns
-ShadowTable<kTmemShadowBlock> take_tmem_shadow();
 ShadowTable<kSmemShadowBlock> take_smem_shadow();
 void keep_cta_buffers(Cta& c);  // leaves c without them
 
@@ -179,7 +176,8 @@ class World : public RunningWarp {
   std::uint32_t smem_offset(const void* p);
   void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc);
 
-  // ---- The rooms (room.hpp): each owns its state and rules.
+  // ---- The rooms (room.hpp): each owns its state and rules; a room reaches
+  // another only through these and the other room's public functions.
   MbarrierRoom& mbar() { return *mbar_; }
   TmemRoom& tmem() { return *tmem_; }
   EngineRoom& engines() { return *engines_; }
@@ -219,47 +217,11 @@ class World : public RunningWarp {
   // finished before they start, its CTAs and cluster barrier empty.
   void never_run(std::uint32_t cluster);
 
- private:
-  friend class DirectedAlgorithm;
-
-  // The services of the scheduler, the race checker and the violations,
-  // and the functions of the rooms not yet classes of their own.
- public:
-  // Scheduling. point(): the current warp reaches an operation and waits
-  // until the scheduler lets it go; false when the run is being torn down
-  // (the operation then does nothing).
+  // ---- The scheduler, as the rooms see it. point(): the current warp
+  // reaches an operation and waits until the scheduler lets it go; false
+  // when the run is being torn down (the operation then does nothing).
   bool point(Warp& w, Block b, std::int32_t obj, std::uint32_t parity, std::uint64_t target, const SourceLoc& loc);
   bool point(Warp& w, const SourceLoc& loc) { return point(w, Block::none, -1, 0, 0, loc); }
-  // Picks the next actor and hands it control. Returns true when `self`
-  // was picked and goes on.
-  bool dispatch(Warp* self);
-  void transfer(Warp& to, Warp* from);
-  // Switches to the fiber `to` (Boost picks algo_->next, which the caller
-  // set), announcing the switch to AddressSanitizer; returns when this fiber
-  // runs again. arrived() is the other half, where a fiber starts.
-  void switch_to(const FiberStack& to);
-  // The same to the fiber whose context is `ctx`.
-  void switch_to(boost::fibers::context* ctx, const FiberStack& stack);
-  static void arrived(void* fake_stack);
-  // A finished warp's fiber is about to end: Boost switches to algo_->next
-  // when its function returns.
-  void leaving(const boost::fibers::context* self);
-  void end(Status s, Warp* from);
-  void warp_main(Warp& w);
-  // Lane-divergence mode (lanes.cpp). lanes_meet: the warp's fiber, at
-  // an operation `op` lane 0 takes part in, runs the second lane to its next
-  // such operation and compares; true when the warp's fiber goes on to
-  // perform `op`. The second lane parks there until the warp reaches its
-  // next one, and gets false (the results are in w.lane).
-  bool lanes_meet(Warp& w, LaneOp op);
-  // Whether the fiber running performs the operation `op`: always with the
-  // mode off; else as lanes_meet.
-  bool lanes_agree(Warp& w, const LaneOp& op) { return !options_.lane_divergence || lanes_meet(w, op); }
-  void start_second_lane(Warp& w);  // fibers.cpp: fibers are made there
-  void lane_main(Warp& w);
-  std::string describe(const LaneOp& op) const;
-  void finish(Warp& w);
-  Move movable(const Warp& w) const;
   // The enabled set is kept up to date instead of recomputed at every step
   // (issue 11, item 4): an actor's movability changes only at events (it
   // blocks or goes on, finishes, an object it waits on changes, an engine's
@@ -297,13 +259,9 @@ class World : public RunningWarp {
   void tmem_changed(std::uint32_t cta) {
     for_each_on_sm(cta, [this](std::uint32_t peer) { mark_list(tmem_list(peer)); });
   }
-  void blocked(Warp& w);    // w waits at a point (w.block set): onto its object's list
-  void unblocked(Warp& w);  // w goes on: off it
-  void refresh();
-  void check_enabled() const;
-  // movable() for any actor: a warp's, or an engine's (it can move while
-  // its queue holds an operation).
-  Move move_of(std::uint32_t actor) const;
+  // Whether the fiber running performs the operation `op`: always with the
+  // mode off; else as lanes_meet.
+  bool lanes_agree(Warp& w, const LaneOp& op) { return !options_.lane_divergence || lanes_meet(w, op); }
   std::string actor_name(std::int32_t actor) const;
   // A kernel source file relative to the source root, and "file:line".
   std::string rel(const char* file) const;
@@ -320,16 +278,16 @@ class World : public RunningWarp {
   void touch_global() {
     if (track_fp_) fp_.push_back(kGlobalResource);
   }
-  // Hands the finished step's footprint to the strategy.
-  void close_step();
-  std::uint32_t fingerprint() const { return fingerprint_ == 0 ? 1 : fingerprint_; }
 
-  // Happens-before (clock.hpp). Components: warp w -> w, its ld agent -> W+w,
+  // ---- The race checker, as the rooms see it (race.cpp, clock.hpp).
+  // Components: warp w -> w, its ld agent -> W+w,
   // its st agent -> 2W+w, engine e -> 3W+e; engines are actors W+e, e =
   // 2*cta + (tensor core ? 1 : 0).
   std::uint32_t comp_ld(const Warp& w) const { return num_warps() + w.id; }
   std::uint32_t comp_st(const Warp& w) const { return 2 * num_warps() + w.id; }
   std::uint32_t comp_engine(std::uint32_t e) const { return 3 * num_warps() + e; }
+  // ..., the clusters' CLC units: one per cluster, after the engines'.
+  std::uint32_t comp_clc(std::uint32_t cluster) const { return 3 * num_warps() + num_engines() + cluster; }
   Clock& clock(std::uint32_t comp) { return clocks_[comp]; }
   // A release by component `comp` into `into`: join, then tick, so that what
   // the component does next is not covered by this release.
@@ -357,13 +315,9 @@ class World : public RunningWarp {
   bool smem_ranges_access(const std::uint32_t* ctas, std::span<const model::MmaFootprint::Range> ranges, bool write,
                           bool generic, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
                           const Warp* culprit);
-  // smem_ranges_access's rare cases at word `word` of CTA `cta`, out of its
-  // per-word loop: the race with `other` (reported), or a read by the async
-  // proxy of an ordinary store's word, whose fence.proxy.async it checks.
-  // False when it reported.
-  [[gnu::noinline]] bool smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t cta,
-                                        bool write, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
-                                        const Warp* culprit);
+  std::size_t clock_size(std::uint32_t cta) const { return cluster_comps_[ctas_[cta].cluster]; }
+  void tick(std::uint32_t comp) { ++clocks_[comp][slot_[comp]]; }
+  std::uint32_t now(std::uint32_t comp) const { return clocks_[comp][slot_[comp]]; }
 
   // Co-resident CTAs (LaunchConfig::ctas_per_sm). The SM of CTA `cta`:
   // clusters in groups of ctas_per_sm, the rank-r CTAs of a group on one SM
@@ -382,15 +336,67 @@ class World : public RunningWarp {
     for (std::uint32_t k = first; k < last; ++k) f(clusters_[k].first_cta + rank);
   }
 
+  // ---- Violations (violations.cpp): the first one stops the run.
+  void fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
+            const Warp* culprit = nullptr, std::string other = {});
+  // Appends an event to the trace. Call sites test options_.trace first,
+  // so that an untraced run does not even build the event.
+  void record(const Event& e) {
+    if (options_.trace) result_.trace.events.push_back(e);
+  }
 
+ private:
+  friend class DirectedAlgorithm;
+
+  // The scheduler (scheduler.cpp). dispatch: picks the next actor and hands
+  // it control; true when `self` was picked and goes on.
+  bool dispatch(Warp* self);
+  void transfer(Warp& to, Warp* from);
+  // Switches to the fiber `to` (Boost picks algo_->next, which the caller
+  // set), announcing the switch to AddressSanitizer; returns when this fiber
+  // runs again. arrived() is the other half, where a fiber starts.
+  void switch_to(const FiberStack& to);
+  // The same to the fiber whose context is `ctx`.
+  void switch_to(boost::fibers::context* ctx, const FiberStack& stack);
+  static void arrived(void* fake_stack);
+  // A finished warp's fiber is about to end: Boost switches to algo_->next
+  // when its function returns.
+  void leaving(const boost::fibers::context* self);
+  void end(Status s, Warp* from);
+  void warp_main(Warp& w);
+  // Lane-divergence mode (lanes.cpp). lanes_meet: the warp's fiber, at
+  // an operation `op` lane 0 takes part in, runs the second lane to its next
+  // such operation and compares; true when the warp's fiber goes on to
+  // perform `op`. The second lane parks there until the warp reaches its
+  // next one, and gets false (the results are in w.lane).
+  bool lanes_meet(Warp& w, LaneOp op);
+  void start_second_lane(Warp& w);  // fibers.cpp: fibers are made there
+  void lane_main(Warp& w);
+  std::string describe(const LaneOp& op) const;
+  void finish(Warp& w);
+  Move movable(const Warp& w) const;
+  void blocked(Warp& w);    // w waits at a point (w.block set): onto its object's list
+  void unblocked(Warp& w);  // w goes on: off it
+  void refresh();
+  void check_enabled() const;
+  // movable() for any actor: a warp's, or an engine's (it can move while
+  // its queue holds an operation).
+  Move move_of(std::uint32_t actor) const;
+  // Hands the finished step's footprint to the strategy.
+  void close_step();
+  std::uint32_t fingerprint() const { return fingerprint_ == 0 ? 1 : fingerprint_; }
+  // smem_ranges_access's rare cases at word `word` of CTA `cta`, out of its
+  // per-word loop: the race with `other` (reported), or a read by the async
+  // proxy of an ordinary store's word, whose fence.proxy.async it checks.
+  // False when it reported.
+  [[gnu::noinline]] bool smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t cta,
+                                        bool write, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
+                                        const Warp* culprit);
   // A CTA's exit (world.cpp): each room checks what it leaves behind.
   void cta_exited(Warp& w);
 
-  // Race-checker components of the clusters' CLC units: one per cluster,
-  // after the engines'.
-  std::uint32_t comp_clc(std::uint32_t cluster) const {
-    return 3 * num_warps() + num_engines() + cluster;
-  }
+  BlockedWarp describe_blocked(const Warp& w) const;
+
   std::unique_ptr<MbarrierRoom> mbar_;
   std::unique_ptr<TmemRoom> tmem_;
   std::unique_ptr<EngineRoom> engines_;
@@ -400,21 +406,6 @@ class World : public RunningWarp {
   std::unique_ptr<BarrierRoom> barriers_;
   std::unique_ptr<ClcRoom> clc_;
 
-  // Reporting.
-  void fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
-            const Warp* culprit = nullptr, std::string other = {});
-  // Appends an event to the trace. Call sites test options_.trace first,
-  // so that an untraced run does not even build the event.
-  void record(const Event& e) {
-    if (options_.trace) result_.trace.events.push_back(e);
-  }
-  BlockedWarp describe_blocked(const Warp& w) const;
-
-  std::size_t clock_size(std::uint32_t cta) const { return cluster_comps_[ctas_[cta].cluster]; }
-  void tick(std::uint32_t comp) { ++clocks_[comp][slot_[comp]]; }
-  std::uint32_t now(std::uint32_t comp) const { return clocks_[comp][slot_[comp]]; }
-
- private:
   LaunchConfig launch_;
   std::function<void()> body_;
   RunOptions options_;
