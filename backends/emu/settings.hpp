@@ -88,8 +88,14 @@ void validate_settings(const ExploreOptions& options, SettingsFront front,
 std::string spell_setting(const Setting& setting, std::string_view value, SettingsFront front);
 
 // For a shell command line: `s` as is when it has no special characters,
-// else in single quotes.
+// else in single quotes; with a control byte, DEL or a byte above 0x7f in
+// it, as $'...' with those bytes escaped (\n, \t, \xNN), so that what is
+// echoed to a terminal never carries raw control sequences.
 std::string shell_quote(std::string_view s);
+
+// `s` with every byte but printable ASCII escaped (\n, \t, \\, \xNN): a
+// token echoed in a message, safe for a terminal and unambiguous.
+std::string printable(std::string_view s);
 
 // A whole number in [min, max], or std::invalid_argument saying what was
 // wanted ("must be a whole number in [1, 1024]"), without a name.
