@@ -84,7 +84,10 @@ const Setting kSettings[] = {
      "explore: a comma-separated portfolio of those, or\n"
      "exhaustive                            (default random,pct:3)",
      false, [](SettingsState& s, std::string_view t) { s.strategy = std::string(t); }},
-    {"seed", "WSPIPE_SEED", "first_seed = {}", "N", "first seed                            (default 1)", false,
+    {"seed", "WSPIPE_SEED", "first_seed = {}", "N",
+     "the first run's seed; the others' are mixed from\n"
+     "it and their run numbers              (default 1)",
+     false,
      [](SettingsState& s, std::string_view t) { s.options.first_seed = parse_whole_number(t, 0, kNoMax); }},
     {"pct-depth", "WSPIPE_PCT_DEPTH", "pct depth {}", "D", "the depth of a plain `pct`            (default 3)",
      false, [](SettingsState& s, std::string_view t) { s.pct_depth = parse_u32(t, 1, 16); }},
@@ -92,7 +95,8 @@ const Setting kSettings[] = {
      [](SettingsState& s, std::string_view t) { s.options.runs = parse_whole_number(t, 1, kNoMax); }},
     {"seconds", "WSPIPE_SECONDS", "seconds = {}", "T",
      "explore: stop after T seconds         (default 10 without --runs;\n"
-     "0 with exhaustive: until the bounded space is covered)",
+     "0 with exhaustive: until the bounded space is covered),\n"
+     "counted once the first run has run",
      true, [](SettingsState& s, std::string_view t) { s.options.seconds = parse_seconds(t); }},
     {"jobs", "WSPIPE_JOBS", "jobs = {}", "N", "explore: threads                      (default: the machine's cores)",
      true, [](SettingsState& s, std::string_view t) { s.options.jobs = parse_u32(t, 1, 1024); }},

@@ -69,7 +69,9 @@ struct GivenSetting {
 // - a strategy other than exhaustive drops a preemption bound not given
 //   with it; exhaustive runs on one thread unless jobs is given (and then
 //   refused above 1);
-// - then validate_settings().
+// - a pct depth that no plain `pct` of the strategy takes is refused;
+// - then validate_settings(), which also refuses a shard with no run
+//   number below runs, and shrink-seconds given with shrinking off.
 // Returns every message (empty: all applied); a value that does not parse
 // leaves its field as it was.
 std::vector<std::string> apply_settings(ExploreOptions& options, std::span<const GivenSetting> given,
