@@ -138,7 +138,7 @@ expect_usage "cluster shape 3x1 does not fit cta_group 2" run gemm --cta-group 2
 expect_usage "cluster-y" run gemm --cluster-y 3
 expect_usage "must be a positive multiple of 512" run gemm --cluster 4
 expect_usage "max_active_clusters must be 0 (all) or in \[1, num_clusters = 1\]" run gemm --max-active-clusters 2
-expect_usage "max-active-clusters must be in" run gemm --max-active-clusters 0
+expect_usage "max-active-clusters x: must be a whole number in \[0, 1024\]" run gemm --max-active-clusters x
 expect_usage "ctas_per_sm must be in \[1, 32\]" run ring --ctas-per-sm 33
 expect_usage "sm_100 holds at most 64 resident warps" run gemm --ctas-per-sm 16
 
@@ -157,4 +157,120 @@ set +e; eval "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[
 set +e; "$W" explore gemm/exit-before-drain --runs 100 --json >"$tmp/j" 2>/dev/null; set -e
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["options"]["cluster"] == 2, d["options"]; assert "--cluster 2" in d["replay"], d["replay"]' "$tmp/j" ||
   fail "gemm/exit-before-drain does not report its pinned --cluster 2"
+# 7. issue 25: no false green, nothing lost.
+# 7a. an exploration never reports on nothing: the time budget starts once
+#     the first schedule has run; a shard with no run is refused; PCT's
+#     measuring run does not eat the budget of a kernel that fails everywhere
+set +e; "$W" explore ring/no-release --seconds 0.0001 --jobs 1 >"$tmp/out" 2>/dev/null; rc=$?; set -e
+[[ $rc == 1 ]] || fail "explore ring/no-release --seconds 0.0001: exit $rc, expected 1 (found)"
+"$W" explore ring --seconds 0.0001 --jobs 1 >"$tmp/out" 2>/dev/null || fail "explore ring --seconds 0.0001: exit $?"
+grep -q "explored [1-9][0-9]* runs" "$tmp/out" || fail "a tiny budget explored nothing: $(cat "$tmp/out")"
+expect_usage "shard 1/2: this shard holds no run" explore ring --runs 1 --shard 1/2
+set +e; "$W" explore gemm/missing-k-block --m 1024 --n 1024 --k 1024 --clusters 8 --seconds 1 --jobs 1 --json \
+  >"$tmp/j" 2>/dev/null; rc=$?; set -e
+[[ $rc == 1 ]] || fail "gemm/missing-k-block 1024^3 on 8 clusters in 1 s: exit $rc, expected 1"
+[[ "$(json_field outcome <"$tmp/j")" == result.mismatch ]] || fail "gemm/missing-k-block: wrong outcome"
+
+# 7b. SIGINT / SIGTERM end an exploration with its report, exit 130 / 143;
+#     a failure being shrunk is reported as far as it got, with a replay
+#     line that reproduces it and a whole trace. (A non-interactive shell
+#     starts background jobs with SIGINT ignored, which wspipe respects:
+#     the signals are reset to their defaults first.)
+reset_signals='import os, signal, sys
+for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])'
+wait_for() {  # wait_for FILE PATTERN: up to 20 s
+  for _ in $(seq 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  fail "never saw '$2' in $1"
+}
+rm -f "$tmp/out" "$tmp/err"  # wait_for must not see an earlier command's words
+python3 -c "$reset_signals" "$W" explore ring --seconds 60 --jobs 2 >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+wait_for "$tmp/err" "runs,"
+kill -INT $pid
+set +e; wait $pid; rc=$?; set -e
+[[ $rc == 130 ]] || fail "SIGINT: exit $rc, expected 130"
+grep -q "interrupted by SIGINT" "$tmp/out" || fail "SIGINT: no word of it: $(cat "$tmp/out")"
+grep -q "explored [1-9][0-9]* runs.*interrupted: nothing found" "$tmp/out" || fail "SIGINT: no summary"
+mkdir "$tmp/sig"
+rm -f "$tmp/out" "$tmp/err"
+python3 -c "$reset_signals" "$W" explore gemm/exit-before-drain --runs 100 --jobs 1 --trace "$tmp/sig/t.json" \
+  >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+wait_for "$tmp/err" "shrinking its schedule"
+kill -TERM $pid
+set +e; wait $pid; rc=$?; set -e
+[[ $rc == 143 ]] || fail "SIGTERM while shrinking: exit $rc, expected 143"
+grep -q "interrupted by SIGTERM" "$tmp/out" || fail "SIGTERM: no word of it"
+grep -q "^shrunk:.*(shrinking interrupted)" "$tmp/out" || fail "SIGTERM: no shrink line: $(cat "$tmp/out")"
+[[ "$(ls "$tmp/sig")" == t.json ]] || fail "SIGTERM: the trace directory holds $(ls "$tmp/sig")"
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["traceEvents"]' "$tmp/sig/t.json" ||
+  fail "SIGTERM: the trace is not whole"
+replay=$(sed -n 's/^replay:   //p' "$tmp/out")
+set +e; eval "$replay --json" >"$tmp/r" 2>/dev/null; rc=$?; set -e
+[[ $rc == 1 && "$(json_field outcome <"$tmp/r")" == async.target-exited ]] ||
+  fail "SIGTERM: the printed replay line does not reproduce the failure (exit $rc)"
+
+# 7c. output files: checked before anything runs, written whole, every write
+#     error an error (exit 3) with the report printed all the same
+start=$SECONDS
+expect_usage "the directory /nonexistent does not exist" explore ring --seconds 60 --trace /nonexistent/t.json
+(( SECONDS - start < 10 )) || fail "a bad --trace directory was refused only after exploring"
+expect_usage "is a directory" run ring --trace "$tmp"
+set +e; (cd "$tmp" && "$W" run ring --trace - >/dev/null 2>"$tmp/e"); rc=$?; set -e
+[[ $rc == 2 && ! -e "$tmp/-" ]] || fail "--trace -: exit $rc, or it wrote a file named '-'"
+set +e; "$W" explore ring/no-release --runs 20 --json --trace /dev/full >"$tmp/j" 2>"$tmp/e"; rc=$?; set -e
+[[ $rc == 3 ]] || fail "--trace /dev/full: exit $rc, expected 3"
+grep -q "error writing trace file /dev/full" "$tmp/e" || fail "--trace /dev/full: $(cat "$tmp/e")"
+[[ "$(json_field outcome <"$tmp/j")" == deadlock ]] || fail "--trace /dev/full: the JSON report was lost"
+[[ -c /dev/full ]] || fail "/dev/full is no longer a device"
+set +e; "$W" explore ring/no-release --runs 20 --json >/dev/full 2>"$tmp/e"; rc=$?; set -e
+[[ $rc == 3 ]] || fail "--json to a full standard output: exit $rc, expected 3"
+grep -q "could not be written to standard output" "$tmp/e" || fail "--json to /dev/full: $(cat "$tmp/e")"
+set +e; "$W" explore ring --runs 5 >/dev/full 2>/dev/null; rc=$?; set -e
+[[ $rc == 3 ]] || fail "a report to a full standard output: exit $rc, expected 3"
+echo "an older trace" >"$tmp/old.json"
+"$W" explore ring --runs 5 --trace "$tmp/old.json" >"$tmp/out" 2>/dev/null || fail "clean explore with an old trace: exit $?"
+[[ ! -e "$tmp/old.json" ]] || fail "a clean exploration left an older trace in place"
+grep -q "removed the older $tmp/old.json" "$tmp/out" || fail "the older trace was removed without a word"
+ls "$tmp" | grep -q "tmp-" && fail "temporary trace files left behind: $(ls "$tmp")"
+
+# 7d. options misread or ignored are refused (or honoured), one case each
+"$W" run gemm --max-active-clusters 0 >/dev/null || fail "--max-active-clusters 0 (all at once, the default): exit $?"
+set +e; (cd "$tmp" && "$W" run ring --trace --json >/dev/null 2>"$tmp/e"); rc=$?; set -e
+[[ $rc == 2 && ! -e "$tmp/--json" ]] || fail "--trace --json: exit $rc, or it wrote a file named --json"
+grep -q -- "--trace needs a value" "$tmp/e" || fail "--trace --json: $(cat "$tmp/e")"
+expect_usage "unknown option --bogus" run ring --bogus
+"$W" explore --help ring >"$tmp/out" || fail "explore --help ring: exit $?"
+grep -q "^usage:" "$tmp/out" || fail "explore --help ring printed no help"
+expect_usage "--pct-depth 5: no plain pct in --strategy pct:3" explore ring --strategy pct:3 --pct-depth 5
+expect_usage "--strategy belongs to" replay ring --strategy random --schedule 2:
+expect_usage "--seed belongs to" replay ring --seed 2 --schedule 2:
+expect_usage "--shrink-seconds 3: shrinking is off" explore ring --no-shrink --shrink-seconds 3
+expect_usage "--cluster 1 cannot be honoured" run gemm --cta-group 2 --cluster 1
+expect_usage "--seconds 0x10: must be a number of seconds" explore ring --seconds 0x10
+set +e; "$W" run $'ri\033]0;x\ang' >/dev/null 2>"$tmp/e"; rc=$?; set -e
+[[ $rc == 2 ]] || fail "a scenario name with control bytes: exit $rc"
+python3 - "$tmp/e" <<'PY' || fail "control bytes from a token reached the terminal: $(cat -v "$tmp/e")"
+import sys
+err = open(sys.argv[1], "rb").read()
+assert not any(b < 0x20 and b != 0x0a for b in err), err
+assert b"\\x1b" in err, err
+PY
+
+# 7e. run i's seed is mixed from (seed, i): consecutive seeds explore
+#     different schedules (with seed + i, the first failure moved down by
+#     one per seed: runs 3, 2, 1 for seeds 1, 2, 3); tokens recorded before
+#     the change still replay
+first=()
+for s in 1 2 3; do
+  set +e; "$W" explore tmem-coresident/two-step-alloc --strategy random --seed $s --runs 400 --no-shrink --jobs 1 \
+    --json >"$tmp/j" 2>/dev/null; set -e
+  first+=("$(json_field run <"$tmp/j")")
+done
+(( first[1] == first[0] - 1 && first[2] == first[1] - 1 )) &&
+  fail "seeds 1, 2, 3 repeat each other shifted by one run (first failures ${first[*]})"
+set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 2:033817b3: >/dev/null 2>&1; rc=$?; set -e
+[[ $rc == 1 ]] || fail "the README's recorded token no longer replays (exit $rc)"
+
 echo "cli end-to-end: ok"

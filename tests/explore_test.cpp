@@ -1,8 +1,13 @@
 // The exploration API: budgets, portfolios, jobs and shards, shrinking, the
 // bounded exhaustive search and its reduction, and bad options.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -61,7 +66,7 @@ TEST(explore_Budget, TimeAloneEndsAnExploration) {
   EXPECT_LT(r.seconds, 5.0);
 }
 
-TEST(explore_Portfolio, RunIUsesStrategyIModSizeAndSeedFirstPlusI) {
+TEST(explore_Portfolio, RunIUsesStrategyIModSizeAndItsMixedSeed) {
   auto o = test::fixed_runs(6);
   o.portfolio = {{emu::StrategyKind::random}, {emu::StrategyKind::pct, 2}};
   o.first_seed = 40;
@@ -73,7 +78,7 @@ TEST(explore_Portfolio, RunIUsesStrategyIModSizeAndSeedFirstPlusI) {
     ro.trace = false;
     ro.strategy.kind = i % 2 == 0 ? emu::StrategyKind::random : emu::StrategyKind::pct;
     ro.strategy.pct_depth = 2;
-    ro.strategy.seed = 40 + i;
+    ro.strategy.seed = emu::run_seed(40, i);
     if (i % 2 == 1) {
       emu::RunOptions rr = ro;
       rr.strategy.kind = emu::StrategyKind::round_robin;
@@ -81,6 +86,109 @@ TEST(explore_Portfolio, RunIUsesStrategyIModSizeAndSeedFirstPlusI) {
     }
     EXPECT_EQ(emu::run(ring_kernel(4, 16, RingBug::none), ro).schedule.encode(), seen[i]) << "run " << i;
   }
+}
+
+// Issue 25: an exploration never reports on nothing.
+TEST(explore_Budget, TheTimeBudgetStartsOnceTheFirstRunHasRun) {
+  for (unsigned jobs : {1u, 2u}) {
+    emu::ExploreOptions o;
+    o.seconds = 1e-9;
+    o.jobs = jobs;
+    const auto clean = emu::explore(ring(4, 16, RingBug::none), o);
+    EXPECT_GE(clean.runs, 1u) << clean.report();
+    // A bug on every schedule is found however small the budget.
+    const auto r = emu::explore(ring(2, 4, RingBug::no_release), o);
+    ASSERT_FALSE(r.ok()) << r.report();
+    EXPECT_EQ(r.failure->outcome, "deadlock");
+  }
+  emu::ExploreOptions o;
+  o.portfolio = {{emu::StrategyKind::exhaustive}};
+  o.seconds = 1e-9;
+  EXPECT_GE(emu::explore(ring(2, 4, RingBug::none), o).runs, 1u);
+}
+
+TEST(explore_Budget, AShardThatHoldsNoRunIsRefused) {
+  auto o = test::fixed_runs(1);
+  o.shard_index = 1;
+  o.shard_count = 2;
+  try {
+    emu::explore(ring(2, 4, RingBug::none), o);
+    ADD_FAILURE() << "a shard with no run number below runs was explored";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_TRUE(contains(e.what(), "shard 1/2: this shard holds no run")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "runs = 1")) << e.what();
+  }
+  o.runs = 2;
+  EXPECT_EQ(emu::explore(ring(2, 4, RingBug::none), o).runs, 1u);
+}
+
+// PCT measures a run's length with one round-robin run first; a failure
+// there is reported (when none of the first runs of the portfolio fails).
+TEST(explore_Budget, AFailureInPCTsMeasuringRunIsReported) {
+  auto made = std::make_shared<int>(0);
+  const emu::KernelFactory make = [made] {
+    emu::Kernel k = ring_kernel(2, 4, RingBug::none);
+    if ((*made)++ == 0) k.verify = [] { return std::string("wrong only in the first instance"); };
+    return k;
+  };
+  auto o = test::fixed_runs(10);
+  o.shrink = false;
+  const auto r = emu::explore(make, o);
+  ASSERT_FALSE(r.ok()) << "the measuring run's failure was thrown away";
+  EXPECT_TRUE(r.failure->measuring_run);
+  EXPECT_EQ(r.failure->outcome, "result.mismatch");
+  EXPECT_EQ(r.failure->strategy.kind, emu::StrategyKind::round_robin);
+  EXPECT_TRUE(contains(r.report(), "failure in the run that measures PCT's run length (rr)")) << r.report();
+  EXPECT_EQ(r.runs, 3u) << "one run of each strategy, then the measuring run";
+  // A kernel that fails on every schedule is reported as a numbered run.
+  const auto every = emu::explore(ring(2, 4, RingBug::no_release), test::fixed_runs(10));
+  ASSERT_FALSE(every.ok());
+  EXPECT_FALSE(every.failure->measuring_run);
+  EXPECT_EQ(every.failure->run, 0u);
+}
+
+emu::Kernel racy();
+
+// Issue 25: run i's seed is mixed from (seed, i), so explorations with
+// consecutive seeds do not repeat each other's runs shifted by one (with
+// first_seed + i, seed 2's run i was seed 1's run i + 1).
+TEST(explore_Seeds, ConsecutiveSeedsExploreDifferentSchedules) {
+  auto schedules = [](std::uint64_t seed) {
+    auto o = test::fixed_runs(40);
+    o.portfolio = {{emu::StrategyKind::random}};
+    o.first_seed = seed;
+    std::vector<std::string> seen(40);
+    o.on_run = [&](std::uint64_t i, const emu::RunResult& r) { seen[i] = r.schedule.encode(); };
+    emu::explore(ring(4, 16, RingBug::none), o);
+    return seen;
+  };
+  const auto one = schedules(1), two = schedules(2);
+  int shifted = 0, same = 0;
+  for (std::size_t i = 0; i + 1 < one.size(); ++i) {
+    shifted += two[i] == one[i + 1];
+    same += two[i] == one[i];
+  }
+  EXPECT_LE(shifted, 2) << "seed 2 repeats seed 1 shifted by one run";
+  EXPECT_LE(same, 2);
+  EXPECT_EQ(emu::run_seed(5, 0), 5u) << "run 0 keeps the seed: `wspipe run --seed 5` is explore's run 0";
+  // The first failing run of a bug that needs a particular interleaving,
+  // by seed: with first_seed + i it moved down by exactly one per seed.
+  auto first_failure = [](std::uint64_t seed) {
+    auto o = test::fixed_runs(200);
+    o.portfolio = {{emu::StrategyKind::random}};
+    o.first_seed = seed;
+    o.shrink = false;
+    const auto r = emu::explore([] { return racy(); }, o);
+    EXPECT_FALSE(r.ok()) << "seed " << seed;
+    return r.ok() ? std::uint64_t{0} : r.failure->run;
+  };
+  std::vector<std::uint64_t> first;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) first.push_back(first_failure(seed));
+  bool shift_of_one = true;
+  for (std::size_t s = 0; s + 1 < first.size(); ++s)
+    if (first[s] >= 1 && first[s + 1] != first[s] - 1) shift_of_one = false;
+  EXPECT_FALSE(shift_of_one) << "first failing runs for seeds 1-4: " << first[0] << " " << first[1] << " "
+                             << first[2] << " " << first[3];
 }
 
 // ---- jobs and shards
@@ -515,6 +623,77 @@ TEST(explore_Replay, AScheduleOfAnotherConfigurationIsRefused) {
   }
   // Without the check, the same deviations replay wherever they fit.
   EXPECT_NO_THROW(emu::replay(ring_kernel(2, 8, RingBug::no_release), s.unchecked(), {}));
+}
+
+// Issue 25: an interrupt (a signal handler's flag) ends the exploration
+// with what it found, its failure shrunk as far as it got.
+TEST(explore_Interrupt, TheFlagEndsItWithWhatWasExplored) {
+  std::atomic<int> flag{0};
+  auto o = test::fixed_runs(1000000);
+  o.interrupt = &flag;
+  o.on_run = [&](std::uint64_t i, const emu::RunResult&) {
+    if (i == 20) flag.store(2);
+  };
+  const auto clean = emu::explore(ring(2, 4, RingBug::none), o);
+  EXPECT_TRUE(clean.interrupted);
+  EXPECT_TRUE(clean.ok());
+  EXPECT_EQ(clean.runs, 21u);
+  EXPECT_TRUE(contains(clean.report(), "interrupted: nothing found")) << clean.report();
+  // Interrupted while shrinking: the failure is reported, shrunk no further,
+  // and its schedule replays to the same outcome.
+  flag.store(0);
+  o = test::fixed_runs(10);
+  o.interrupt = &flag;
+  o.on_progress = [&](const emu::ExploreProgress& p) {
+    if (p.shrinking) flag.store(15);
+  };
+  const auto r = emu::explore([] { return racy(); }, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_TRUE(r.failure->shrink.interrupted);
+  EXPECT_FALSE(r.failure->shrink.finished);
+  EXPECT_EQ(r.failure->shrink.replays, 0u);
+  EXPECT_TRUE(contains(r.report(), "(shrinking interrupted)")) << r.report();
+  EXPECT_EQ(emu::outcome(emu::replay(racy(), r.failure->result.schedule, o.run_options())), r.failure->outcome);
+}
+
+// Issue 25: a trace is written whole or not at all, and where it cannot be
+// written is known before anything runs.
+TEST(explore_Trace, WrittenWholeOrNotAtAllAndCheckedBeforehand) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("wspipe-trace-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto r = emu::run(ring_kernel(2, 4, RingBug::none), [] {
+    emu::RunOptions o;
+    o.trace = true;
+    return o;
+  }());
+  const std::string file = (dir / "t.txt").string();
+  { std::ofstream(file) << "an older trace"; }
+  EXPECT_NO_THROW(emu::check_trace_file(file));
+  emu::write_trace(file, r.trace);
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(text, "arrive full")) << "replaced whole";
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1) << "no temporary file left";
+  for (const std::string& bad : {std::string("-"), std::string(""), dir.string(), (dir / "no" / "t.json").string()})
+    EXPECT_THROW(emu::check_trace_file(bad), std::invalid_argument) << bad;
+  EXPECT_THROW(emu::write_trace((dir / "no" / "t.json").string(), r.trace), std::runtime_error);
+  // A device is written in place, never replaced by a rename.
+  EXPECT_NO_THROW(emu::check_trace_file("/dev/null"));
+  EXPECT_NO_THROW(emu::write_trace("/dev/null", r.trace));
+  if (fs::exists("/dev/full")) {
+    EXPECT_THROW(emu::write_trace("/dev/full", r.trace), std::runtime_error) << "a write error is an error";
+    EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  }
+  // An exploration's trace_dir is checked before any run.
+  auto o = test::fixed_runs(5);
+  o.trace_dir = (dir / "t.txt" / "sub").string();  // under a file
+  int runs = 0;
+  o.on_run = [&](std::uint64_t, const emu::RunResult&) { ++runs; };
+  EXPECT_THROW(emu::explore(ring(2, 4, RingBug::no_release), o), std::invalid_argument);
+  EXPECT_EQ(runs, 0);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -379,6 +379,29 @@ TEST(TestingHelpers, BadEnvironmentFailsNamingTheVariableAndValue) {
   EXPECT_NONFATAL_FAILURE(WSPIPE_EXPECT_CLEAN(ring_factory(2, 4)), "WSPIPE_JOBS=x");
 }
 
+// Issue 25: an exploration that ran no schedule is never a pass. A shard
+// with no run number within the budget is refused, naming the variable; a
+// time budget however small explores at least one schedule.
+TEST(TestingHelpers, AnExplorationThatRunsNothingFailsSayingWhy) {
+  CleanEnv env;
+  {
+    ScopedEnv shard("WSPIPE_SHARD", "50/100");
+    emu::ExploreOptions o = runs(20);
+    std::string error;
+    EXPECT_FALSE(testing::apply_environment(o, &error));
+    EXPECT_TRUE(contains(error, "WSPIPE_SHARD=50/100: this shard holds no run")) << error;
+    const auto r = testing::explores_clean(ring_factory(2, 4), o);
+    EXPECT_FALSE(r);
+    EXPECT_TRUE(contains(r.message(), "shard 50/100: this shard holds no run")) << r.message();
+  }
+  ScopedEnv seconds("WSPIPE_SECONDS", "0.0001");
+  const auto clean = testing::explores_clean(ring_factory(2, 4), testing::options());
+  EXPECT_TRUE(clean);
+  EXPECT_FALSE(contains(clean.message(), "explored 0 runs")) << clean.message();
+  EXPECT_TRUE(testing::finds("deadlock", ring_factory(2, 4, RingBug::no_release), testing::options()))
+      << "a bug on every schedule is found whatever the budget";
+}
+
 // One settings parser serves both fronts: the same bad value is refused by
 // `wspipe explore` and by WSPIPE_* with the same reason, each naming the
 // setting as it was given.
@@ -403,6 +426,13 @@ TEST(TestingHelpers, FlagsAndEnvironmentRefuseTheSameValuesInTheSameWords) {
       {{{"no-reduction", "1"}}},
       {{{"strategy", "exhaustive"}, {"jobs", "2"}}},
       {{{"strategy", "exhaustive"}, {"shard", "1/2"}}},
+      // Issue 25: refused, not ignored or misread.
+      {{{"runs", "1"}, {"shard", "1/2"}}},
+      {{{"seconds", "0x10"}}},
+      {{{"seconds", "+1"}}},
+      {{{"seed", "0x1"}}},
+      {{{"strategy", "pct:3"}, {"pct-depth", "5"}}},
+      {{{"no-shrink", "1"}, {"shrink-seconds", "3"}}},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"wspipe", "explore", "ring", "--runs", "1"};

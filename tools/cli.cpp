@@ -1,7 +1,10 @@
 #include "cli.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -17,6 +20,10 @@ namespace {
 constexpr int kOk = 0;
 constexpr int kFound = 1;
 constexpr int kUsage = 2;
+constexpr int kOutputError = 3;
+// An exploration ended by a signal exits 128 + its number, as a shell
+// reports a command the signal killed: 130 for SIGINT, 143 for SIGTERM.
+constexpr int kSignalBase = 128;
 
 const char* kHelp = R"(wspipe: run warp-specialized kernels on the wspipe emulator
 
@@ -30,9 +37,11 @@ usage:
   list      the scenarios and their variants, one per line, with the outcome
             each must produce (expect=ok, expect=deadlock, expect=<rule>)
   run       one run; prints the report, the schedule and the replay command
-  explore   many runs (run i: strategy i mod |LIST|, seed N0+i) until the
-            budget is spent or a failure is found; the lowest-numbered
-            failing run is shrunk to a short schedule and reported
+  explore   many runs (run i: strategy i mod |LIST|, its seed mixed from
+            N0 and i) until the budget is spent or a failure is found; the
+            lowest-numbered failing run is shrunk to a short schedule and
+            reported. Ctrl-C (SIGINT) or SIGTERM ends it early with the
+            report of what was explored (a second one ends it at once)
   replay    re-runs a recorded schedule step for step
 
 options:
@@ -45,11 +54,16 @@ const char* kHelpTail = R"(  --max-active-clusters N
   --ctas-per-sm N      launch: CTAs sharing each SM and its Tensor Memory (default 1)
                        (both: where the scenario has no option of that name)
   --trace FILE         write the (shrunk, failing) run's trace: Chrome/Perfetto
-                       JSON, or text if FILE ends in .txt
+                       JSON, or text if FILE ends in .txt; whole or not at all.
+                       Checked before anything runs; an explore that finds
+                       nothing removes an older FILE (and says so)
   --json               print one JSON object instead of the report
   scenario options     see `wspipe list`; e.g. --stages 4 --items 64
+  A value that begins with -- is given as --flag=VALUE.
 
-exit status: 0 nothing found, 1 a violation, deadlock or livelock found, 2 bad usage or input.
+exit status: 0 nothing found, 1 a violation, deadlock or livelock found, 2 bad usage or
+input (before anything runs), 3 an output (the report, the JSON, the trace) could not be
+written, 130 / 143 explore ended by SIGINT / SIGTERM (the report says what was explored).
 )";
 
 struct UsageError : std::runtime_error {
@@ -62,6 +76,9 @@ struct Args {
   std::string variant;
   std::map<std::string, std::string> opts;  // without "--"; a switch as "1"
   bool json = false;
+  // A value option given last, or followed by another flag (whose word is
+  // then `next`): plan() says it needs a value, once it knows the option.
+  std::string missing_value, next;
 };
 
 // Options every scenario takes, and the command each belongs to ("" = all):
@@ -115,15 +132,20 @@ Args parse(const std::vector<std::string>& argv) {
   Args a;
   if (argv.size() < 2) throw UsageError("missing command (list, run, explore, replay, help)");
   a.command = argv[1];
+  // `wspipe explore --help ring` asks for help, wherever it asks.
+  if (std::any_of(argv.begin() + 1, argv.end(), [](const std::string& t) { return t == "--help" || t == "-h"; })) {
+    a.command = "help";
+    return a;
+  }
   for (std::size_t i = 2; i < argv.size(); ++i) {
     const std::string& tok = argv[i];
     if (tok.rfind("--", 0) != 0) {
       if (!a.scenario.empty() || !a.variant.empty())
-        throw UsageError("unexpected argument '" + tok + "' (one SCENARIO[/VARIANT] only)");
+        throw UsageError("unexpected argument " + shell_quote(tok) + " (one SCENARIO[/VARIANT] only)");
       const auto slash = tok.find('/');
       a.scenario = tok.substr(0, slash);
       if (slash != std::string::npos) a.variant = tok.substr(slash + 1);
-      if (a.scenario.empty()) throw UsageError("empty scenario name in '" + tok + "'");
+      if (a.scenario.empty()) throw UsageError("empty scenario name in " + shell_quote(tok));
       continue;
     }
     std::string name = tok.substr(2);
@@ -133,18 +155,27 @@ Args parse(const std::vector<std::string>& argv) {
       name = name.substr(0, eq);
     }
     if (is_switch(name)) {
-      if (value) throw UsageError("--" + name + " takes no value");
+      if (value) throw UsageError("--" + shell_quote(name) + " takes no value");
       if (name == "json")
         a.json = true;
       else
         a.opts[name] = "1";
       continue;
     }
+    if (a.opts.count(name)) throw UsageError("--" + shell_quote(name) + " given twice");
     if (!value) {
-      if (i + 1 >= argv.size()) throw UsageError("--" + name + " needs a value");
+      // The next word is this option's value unless it is a flag itself:
+      // `--trace --json` must not write a file named "--json".
+      if (i + 1 >= argv.size() || argv[i + 1].rfind("--", 0) == 0) {
+        if (a.missing_value.empty()) {
+          a.missing_value = name;
+          a.next = i + 1 < argv.size() ? argv[i + 1] : "";
+        }
+        a.opts[name] = "";
+        continue;
+      }
       value = argv[++i];
     }
-    if (a.opts.count(name)) throw UsageError("--" + name + " given twice");
     a.opts[name] = *value;
   }
   return a;
@@ -159,13 +190,14 @@ struct Plan {
   // and replay use its `run`, strategy and first seed).
   emu::ExploreOptions settings;
   std::optional<std::string> trace_file;
-  // Launch settings from the global launch options (0: the scenario's own).
-  std::uint32_t max_active_clusters = 0, ctas_per_sm = 0;
+  // Launch settings from the global launch options (none: the scenario's
+  // own; max_active_clusters 0: every cluster at once).
+  std::optional<std::uint32_t> max_active_clusters, ctas_per_sm;
 
   emu::Kernel make() const {
     emu::Kernel k = scenario->prepare(variant->name, values);
-    if (max_active_clusters != 0) k.launch.max_active_clusters = max_active_clusters;
-    if (ctas_per_sm != 0) k.launch.ctas_per_sm = ctas_per_sm;
+    if (max_active_clusters) k.launch.max_active_clusters = *max_active_clusters;
+    if (ctas_per_sm) k.launch.ctas_per_sm = *ctas_per_sm;
     return k;
   }
   emu::KernelFactory factory() const {
@@ -183,10 +215,12 @@ Plan plan(const Args& a, const Catalogue& cat) {
   Plan p;
   if (a.scenario.empty()) throw UsageError("missing SCENARIO[/VARIANT]; `wspipe list` shows them");
   p.scenario = find_scenario(cat, a.scenario);
-  if (p.scenario == nullptr) throw UsageError("unknown scenario '" + a.scenario + "'; `wspipe list` shows them");
+  if (p.scenario == nullptr)
+    throw UsageError("unknown scenario " + shell_quote(a.scenario) + "; `wspipe list` shows them");
   for (const auto& v : p.scenario->variants)
     if (v.name == a.variant) p.variant = &v;
-  if (p.variant == nullptr) throw UsageError("scenario '" + a.scenario + "' has no variant '" + a.variant + "'");
+  if (p.variant == nullptr)
+    throw UsageError("scenario '" + a.scenario + "' has no variant " + shell_quote(a.variant));
   p.display = a.scenario + (a.variant.empty() ? "" : "/" + a.variant);
 
   for (const auto& opt : a.opts) {
@@ -199,8 +233,20 @@ Plan plan(const Args& a, const Catalogue& cat) {
     }
     const bool known = std::any_of(p.scenario->options.begin(), p.scenario->options.end(),
                                    [&](const OptionSpec& o) { return o.name == name; });
-    if (!known) throw UsageError("unknown option --" + name + " for scenario '" + a.scenario + "'");
+    if (!known) throw UsageError("unknown option --" + shell_quote(name) + " for scenario '" + a.scenario + "'");
   }
+  if (!a.missing_value.empty())
+    throw UsageError("--" + a.missing_value + " needs a value" +
+                     (a.next.empty() ? std::string()
+                                     : " (the next word, " + shell_quote(a.next) + ", is a flag; if it is the value, "
+                                       "write --" + a.missing_value + "=" + shell_quote(a.next) + ")"));
+  // A replay follows its schedule: what chooses schedules has no say.
+  if (a.command == "replay")
+    for (const char* name : {"strategy", "seed", "pct-depth"})
+      if (a.opts.count(name))
+        throw UsageError(std::string("--") + name + " belongs to `wspipe run` and `wspipe explore`: a replay "
+                         "follows its --schedule");
+  std::map<std::string, std::uint64_t> given_values;  // the scenario options given, as parsed
   for (const auto& spec : p.scenario->options) {
     std::uint64_t v = spec.def;
     const auto it = a.opts.find(spec.name);
@@ -210,13 +256,15 @@ Plan plan(const Args& a, const Catalogue& cat) {
       } else {
         const auto c = std::find(spec.choices.begin(), spec.choices.end(), it->second);
         if (c == spec.choices.end())
-          throw UsageError("--" + spec.name + " must be one of " + choice_list(spec) + ", got '" + it->second + "'");
+          throw UsageError("--" + spec.name + " must be one of " + choice_list(spec) + ", got " +
+                         shell_quote(it->second));
         v = static_cast<std::uint64_t>(c - spec.choices.begin());
       }
     }
     if (v < spec.min || v > spec.max)
       throw UsageError("--" + spec.name + " must be in [" + std::to_string(spec.min) + ", " +
                        std::to_string(spec.max) + "], got " + std::to_string(v));
+    if (it != a.opts.end()) given_values[spec.name] = v;
     if (const auto pin = p.variant->pinned.find(spec.name); pin != p.variant->pinned.end()) {
       if (it != a.opts.end() && v != pin->second)
         throw UsageError("--" + spec.name + " " + it->second + " conflicts with variant '" + a.variant +
@@ -226,6 +274,11 @@ Plan plan(const Args& a, const Catalogue& cat) {
     p.values[spec.name] = v;
   }
   if (p.scenario->resolve) p.scenario->resolve(p.values);
+  // What the scenario derives must not overrule what was asked for.
+  for (const auto& spec : p.scenario->options)
+    if (const auto g = given_values.find(spec.name); g != given_values.end() && p.values.at(spec.name) != g->second)
+      throw UsageError("--" + spec.name + " " + spec.spell(g->second) + " cannot be honoured: with the other options "
+                       "given, " + a.scenario + " needs --" + spec.name + " " + spec.spell(p.values.at(spec.name)));
 
   // The settings, as the environment's would be (emu::apply_settings); the
   // strategy defaults by command.
@@ -244,15 +297,20 @@ Plan plan(const Args& a, const Catalogue& cat) {
   for (const char* name : {"max-active-clusters", "ctas-per-sm"}) {
     const auto it = a.opts.find(name);
     if (it == a.opts.end() || scenario_has(*p.scenario, name)) continue;
-    std::uint64_t v = 0;
-    try {
-      v = emu::parse_whole_number(it->second, 1, 1024);
-    } catch (const std::invalid_argument&) {
-      throw UsageError("--" + std::string(name) + " must be in [1, 1024], got " + it->second);
-    }
-    (name[0] == 'm' ? p.max_active_clusters : p.ctas_per_sm) = static_cast<std::uint32_t>(v);
+    const bool clusters = name[0] == 'm';  // 0 is every cluster at once; no CTAs per SM is no launch
+    (clusters ? p.max_active_clusters : p.ctas_per_sm) =
+        static_cast<std::uint32_t>(parse_number(name, it->second, clusters ? 0 : 1, 1024));
   }
-  if (auto it = a.opts.find("trace"); it != a.opts.end()) p.trace_file = it->second;
+  if (auto it = a.opts.find("trace"); it != a.opts.end()) {
+    // Before anything runs: an exploration's result must not be lost to a
+    // trace file that cannot be written.
+    try {
+      emu::check_trace_file(it->second);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--trace: " + std::string(e.what()));
+    }
+    p.trace_file = it->second;
+  }
   // Catch a combination the kernel cannot take, or a launch the hardware
   // could not make (emu::BadLaunch: cluster shape, max-active-clusters
   // beyond the grid, CTAs per SM beyond its limits), before anything runs.
@@ -280,17 +338,9 @@ std::string replay_command(const std::string& prog, const Plan& p, const emu::Sc
     args.push_back(spec.spell(p.values.at(spec.name)));
   }
   std::vector<std::string> launch;
-  if (p.max_active_clusters != 0) launch.insert(launch.end(), {"--max-active-clusters", std::to_string(p.max_active_clusters)});
-  if (p.ctas_per_sm != 0) launch.insert(launch.end(), {"--ctas-per-sm", std::to_string(p.ctas_per_sm)});
+  if (p.max_active_clusters) launch.insert(launch.end(), {"--max-active-clusters", std::to_string(*p.max_active_clusters)});
+  if (p.ctas_per_sm) launch.insert(launch.end(), {"--ctas-per-sm", std::to_string(*p.ctas_per_sm)});
   return emu::replay_command(emu::SettingsFront::flags, p.settings.run_options(), s, prog, args, launch);
-}
-
-void save_trace(const std::string& file, const emu::Trace& t) {
-  try {
-    emu::write_trace(file, t);
-  } catch (const std::runtime_error& e) {
-    throw UsageError(e.what());
-  }
 }
 
 // What a command reports: the run shown (if any) and, for explore, how it
@@ -300,7 +350,37 @@ struct Outcome {
   const emu::RunResult* run = nullptr;  // the run reported; null: explore found nothing
   const emu::ExploreResult* explored = nullptr;
   std::uint64_t seed = 0;
+  int signal = 0;  // the signal that ended the exploration, if one did
 };
+
+// What became of --trace FILE.
+struct TraceFile {
+  bool written = false;
+  bool removed_stale = false;  // nothing failed, and an older FILE was removed
+  std::string error;           // it could not be written
+};
+
+// Writes the reported run's trace; when there is none (an exploration that
+// found nothing), removes an older file at that path, which would otherwise
+// pass for this command's trace (a CI step that uploads it, a person who
+// opens it).
+TraceFile save_trace(const Plan& p, const emu::RunResult* r) {
+  TraceFile t;
+  if (!p.trace_file) return t;
+  if (r == nullptr) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(*p.trace_file, ec)) t.removed_stale = std::filesystem::remove(*p.trace_file, ec);
+    if (ec) t.error = "cannot remove the older trace file " + shell_quote(*p.trace_file) + ": " + ec.message();
+    return t;
+  }
+  try {
+    emu::write_trace(*p.trace_file, r->trace);
+    t.written = true;
+  } catch (const std::runtime_error& e) {
+    t.error = e.what();
+  }
+  return t;
+}
 
 std::string json_result(const Plan& p, const Outcome& o, const std::string& prog) {
   using emu::json_quote;
@@ -325,33 +405,59 @@ std::string json_result(const Plan& p, const Outcome& o, const std::string& prog
   return emu::to_json(j);
 }
 
-int finish(std::ostream& out, const Args& a, const Plan& p, const Outcome& o, const std::string& prog) {
+void print_report(std::ostream& out, const Plan& p, const Outcome& o, const TraceFile& trace,
+                  const std::string& prog) {
   const emu::RunResult* r = o.run;
-  if (p.trace_file && r) save_trace(*p.trace_file, r->trace);
-  if (a.json) {
-    out << json_result(p, o, prog) << "\n";
-    return r && r->status != emu::Status::ok ? kFound : kOk;
-  }
   out << "wspipe " << o.command << " " << p.display << " " << option_values(p);
   if (o.command != "replay") out << " strategy=" << emu::to_string(p.settings.portfolio) << " seed=" << o.seed;
   if (p.settings.lane_divergence) out << " lane-divergence";
-  if (p.max_active_clusters != 0) out << " max-active-clusters=" << p.max_active_clusters;
-  if (p.ctas_per_sm != 0) out << " ctas-per-sm=" << p.ctas_per_sm;
+  if (p.max_active_clusters) out << " max-active-clusters=" << *p.max_active_clusters;
+  if (p.ctas_per_sm) out << " ctas-per-sm=" << *p.ctas_per_sm;
   out << "\n";
+  if (o.signal != 0)
+    out << "interrupted by " << (o.signal == SIGINT ? "SIGINT" : o.signal == SIGTERM ? "SIGTERM" : "a signal")
+        << ": what was explored until then\n";
   if (o.explored && !r) {
     out << emu::explored_line(*o.explored);
-    return kOk;
+    if (trace.removed_stale) out << "trace:    none (nothing failed); removed the older " << *p.trace_file << "\n";
+    return;
   }
-  if (o.explored)
-    out << "found in run " << o.explored->failure->run + 1 << " of " << o.explored->runs << " "
-        << emu::strategy_and_seed(*o.explored->failure) << "\n";
+  if (o.explored) {
+    const emu::Failure& f = *o.explored->failure;
+    if (f.measuring_run)
+      out << "found in " << emu::run_name(f) << " " << emu::strategy_and_seed(f) << ", before run 1 ("
+          << o.explored->runs - 1 << " runs after it found nothing)\n";
+    else
+      out << "found in " << emu::run_name(f) << " of " << o.explored->runs << " " << emu::strategy_and_seed(f) << "\n";
+  }
   out << r->report();
   out << "expected outcome of " << p.display << ": " << p.variant->expect << "\n";
   out << "schedule: " << r->schedule.encode() << "\n";
   if (o.explored) out << emu::shrunk_line(o.explored->failure->shrink);
   out << "replay:   " << replay_command(prog, p, r->schedule) << "\n";
-  if (p.trace_file) out << "trace:    " << *p.trace_file << "\n";
-  return r->status == emu::Status::ok ? kOk : kFound;
+  if (trace.written) out << "trace:    " << *p.trace_file << "\n";
+}
+
+// Prints the report (or the JSON) whatever became of the trace, then says
+// what could not be written; the exit status says the worst.
+int finish(std::ostream& out, std::ostream& err, const Args& a, const Plan& p, const Outcome& o,
+           const std::string& prog) {
+  const TraceFile trace = save_trace(p, o.run);
+  if (a.json)
+    out << json_result(p, o, prog) << "\n";
+  else
+    print_report(out, p, o, trace, prog);
+  int rc = o.run && o.run->status != emu::Status::ok ? kFound : kOk;
+  if (!trace.error.empty()) {
+    err << "wspipe: " << emu::printable(trace.error) << "\n";
+    rc = kOutputError;
+  }
+  // Buffered output fails only when flushed (a full disk, /dev/full).
+  if (!out.flush()) {
+    err << "wspipe: the " << (a.json ? "JSON" : "report") << " could not be written to standard output\n";
+    rc = kOutputError;
+  }
+  return o.signal != 0 ? kSignalBase + o.signal : rc;
 }
 
 int cmd_list(std::ostream& out, const Catalogue& cat) {
@@ -378,12 +484,12 @@ int cmd_list(std::ostream& out, const Catalogue& cat) {
   return kOk;
 }
 
-int cmd_run(const Args& a, const Catalogue& cat, std::ostream& out, const std::string& prog) {
+int cmd_run(const Args& a, const Catalogue& cat, std::ostream& out, std::ostream& err, const std::string& prog) {
   const Plan p = plan(a, cat);
   emu::RunOptions o = p.settings.run_options();
   const emu::StrategySpec& s = p.settings.portfolio.front();
   o.strategy.kind = s.kind;
-  o.strategy.seed = p.settings.first_seed;
+  o.strategy.seed = emu::run_seed(p.settings.first_seed, 0);  // run 0 of `explore --seed N`
   o.strategy.pct_depth = s.pct_depth;
   if (s.kind == emu::StrategyKind::pct) {
     // PCT spreads its change points over the expected length of a run:
@@ -394,24 +500,63 @@ int cmd_run(const Args& a, const Catalogue& cat, std::ostream& out, const std::s
   }
   o.trace = true;
   const emu::RunResult r = emu::run(p.make(), o);
-  return finish(out, a, p, {.command = "run", .run = &r, .seed = p.settings.first_seed}, prog);
+  return finish(out, err, a, p, {.command = "run", .run = &r, .seed = p.settings.first_seed}, prog);
 }
 
-int cmd_replay(const Args& a, const Catalogue& cat, std::ostream& out, const std::string& prog) {
+int cmd_replay(const Args& a, const Catalogue& cat, std::ostream& out, std::ostream& err, const std::string& prog) {
   const auto it = a.opts.find("schedule");
   if (it == a.opts.end()) throw UsageError("replay needs --schedule STR (printed with every failure)");
   const Plan p = plan(a, cat);
   std::string why;
   const auto s = emu::Schedule::decode(it->second, &why);
-  if (!s) throw UsageError(why);
+  if (!s) throw UsageError(emu::printable(why));
   emu::RunResult r;
   try {
     r = emu::replay(p.make(), *s, p.settings.run_options());
   } catch (const emu::ScheduleMismatch& e) {
     throw UsageError(std::string(e.what()) + " (were the scenario options the same as when it was recorded?)");
   }
-  return finish(out, a, p, {.command = "replay", .run = &r}, prog);
+  return finish(out, err, a, p, {.command = "replay", .run = &r}, prog);
 }
+
+// SIGINT and SIGTERM during an exploration: the handler only records the
+// signal (a lock-free atomic store is async-signal-safe); the exploration
+// polls it between runs and while shrinking, and ends with its report.
+// SA_RESETHAND restores the default action, so a second signal ends the
+// program at once.
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void wspipe_cli_on_signal(int sig) { g_signal.store(sig); }
+
+class SignalsEndExploration {
+ public:
+  SignalsEndExploration() {
+    g_signal.store(0);
+    for (std::size_t i = 0; i < 2; ++i) {
+      struct sigaction sa {};
+      sa.sa_handler = wspipe_cli_on_signal;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESETHAND | SA_RESTART;
+      // A signal ignored when the program started (nohup, a non-interactive
+      // shell's background job) stays ignored.
+      installed_[i] = ::sigaction(kSignals[i], nullptr, &old_[i]) == 0 && old_[i].sa_handler != SIG_IGN &&
+                      ::sigaction(kSignals[i], &sa, nullptr) == 0;
+    }
+  }
+  ~SignalsEndExploration() {
+    for (std::size_t i = 0; i < 2; ++i)
+      if (installed_[i]) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  SignalsEndExploration(const SignalsEndExploration&) = delete;
+  SignalsEndExploration& operator=(const SignalsEndExploration&) = delete;
+  const std::atomic<int>* flag() const { return &g_signal; }
+
+ private:
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  struct sigaction old_[2] = {};
+  bool installed_[2] = {false, false};
+};
 
 int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ostream& err, const std::string& prog) {
   const Plan p = plan(a, cat);
@@ -427,9 +572,14 @@ int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ost
     err.unsetf(std::ios::fixed);
   };
   if (o.shard_count > 1) err << "explore " << p.display << ": shard " << o.shard_index << "/" << o.shard_count << "\n";
+  const SignalsEndExploration signals;
+  o.interrupt = signals.flag();
   const emu::ExploreResult e = emu::explore(p.factory(), o);
   const emu::RunResult* r = e.failure ? &e.failure->result : nullptr;
-  return finish(out, a, p, {.command = "explore", .run = r, .explored = &e, .seed = p.settings.first_seed}, prog);
+  return finish(out, err, a, p,
+                {.command = "explore", .run = r, .explored = &e, .seed = p.settings.first_seed,
+                 .signal = e.interrupted ? g_signal.load() : 0},
+                prog);
 }
 
 }  // namespace
@@ -438,15 +588,18 @@ int main(const std::vector<std::string>& argv, const Catalogue& catalogue, std::
   const std::string prog = prog_name(argv);
   try {
     const Args a = parse(argv);
-    if (a.command == "help" || a.command == "--help" || a.command == "-h") {
+    if (a.command == "help") {
       out << kHelp << emu::flags_help() << kHelpTail;
-      return kOk;
+      return out.flush() ? kOk : kOutputError;
     }
-    if (a.command == "list") return cmd_list(out, catalogue);
-    if (a.command == "run") return cmd_run(a, catalogue, out, prog);
+    if (a.command == "list") {
+      cmd_list(out, catalogue);
+      return out.flush() ? kOk : kOutputError;
+    }
+    if (a.command == "run") return cmd_run(a, catalogue, out, err, prog);
     if (a.command == "explore") return cmd_explore(a, catalogue, out, err, prog);
-    if (a.command == "replay") return cmd_replay(a, catalogue, out, prog);
-    throw UsageError("unknown command '" + a.command + "'");
+    if (a.command == "replay") return cmd_replay(a, catalogue, out, err, prog);
+    throw UsageError("unknown command " + shell_quote(a.command));
   } catch (const UsageError& e) {
     err << "wspipe: " << e.what() << "\n(see `wspipe help`)\n";
     return kUsage;

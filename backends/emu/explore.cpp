@@ -4,6 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +14,10 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "exhaustive.hpp"
 #include "settings.hpp"
@@ -31,6 +38,32 @@ bool smaller(const RunResult& a, const RunResult& b) {
 }
 
 bool failed(const RunResult& r) { return !r.pruned && r.status != Status::ok; }
+
+bool interrupted(const std::atomic<int>* interrupt) { return interrupt != nullptr && interrupt->load() != 0; }
+
+// splitmix64's output function: a bijection of 64-bit words in which every
+// input bit affects every output bit; 0 maps to 0.
+std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// A new file next to `file`, created empty with the permissions a plain
+// open would give it (0666 less the umask): its name, or "" with errno set.
+std::string create_temporary_beside(const std::string& file) {
+  static std::atomic<std::uint64_t> counter{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::string tmp = file + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      ::close(fd);
+      return tmp;
+    }
+    if (errno != EEXIST) return {};
+  }
+  return {};
+}
 
 void validate(const ExploreOptions& o) {
   try {
@@ -129,6 +162,14 @@ std::string to_string(const std::vector<StrategySpec>& portfolio) {
   return out;
 }
 
+// Run 0 keeps the seed itself (mix64(0) = 0): `wspipe run --seed N`, and
+// every exploration's first run, are what they always were. For run i > 0
+// the seed is xored with a mix of i, so that seeds s and s' meet only where
+// mix64(i) ^ mix64(j) = s ^ s', which for small differences of seeds no two
+// run numbers below 2^32 are expected to reach; the strategies' generator
+// (Rng, splitmix64 itself) mixes the state again.
+std::uint64_t run_seed(std::uint64_t seed, std::uint64_t run) { return seed ^ mix64(run); }
+
 RunOptions ExploreOptions::run_options() const {
   RunOptions o = *this;
   o.strategy = {};
@@ -136,15 +177,77 @@ RunOptions ExploreOptions::run_options() const {
   return o;
 }
 
-void write_trace(const std::string& file, const Trace& trace) {
-  std::ofstream f(file, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot write trace file '" + file + "'");
+namespace {
+
+// An existing file that is not a regular one (/dev/null, a pipe): written in
+// place, since renaming a finished file over it would replace it.
+bool is_special_file(const std::string& file) {
+  struct stat st {};
+  return ::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+void write_trace_to(std::ofstream& f, const std::string& file, const Trace& trace) {
   if (file.size() >= 4 && file.compare(file.size() - 4, 4, ".txt") == 0) {
     trace.write_text(f);
   } else {
     trace.write_chrome_json(f);
   }
-  if (!f) throw std::runtime_error("error writing trace file '" + file + "'");
+  // Buffered bytes fail only when flushed: the stream is checked after closing.
+  f.close();
+}
+
+}  // namespace
+
+void check_trace_file(const std::string& file) {
+  namespace fs = std::filesystem;
+  const std::string named = "trace file " + shell_quote(file);
+  if (file.empty()) throw std::invalid_argument("the trace file name is empty");
+  if (file == "-")
+    throw std::invalid_argument("trace file '-': a trace goes to a file, not to standard output (which carries the "
+                                "report); name a file, e.g. trace.json or trace.txt");
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) throw std::invalid_argument(named + " is a directory; name a file in it");
+  if (is_special_file(file)) {
+    if (::access(file.c_str(), W_OK) != 0)
+      throw std::invalid_argument(named + " cannot be written: " + std::strerror(errno));
+    return;
+  }
+  const fs::path dir = fs::path(file).parent_path().empty() ? fs::path(".") : fs::path(file).parent_path();
+  if (!fs::is_directory(dir, ec))
+    throw std::invalid_argument(named + ": the directory " + shell_quote(dir.string()) + " does not exist");
+  const std::string probe = create_temporary_beside(file);
+  if (probe.empty())
+    throw std::invalid_argument(named + ": cannot create a file in " + shell_quote(dir.string()) + ": " +
+                                std::strerror(errno));
+  ::unlink(probe.c_str());
+}
+
+void write_trace(const std::string& file, const Trace& trace) {
+  const std::string named = "trace file " + shell_quote(file);
+  if (is_special_file(file)) {
+    std::ofstream f(file, std::ios::binary);
+    errno = 0;
+    if (f) write_trace_to(f, file, trace);
+    if (!f)
+      throw std::runtime_error("error writing " + named + (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
+    return;
+  }
+  const std::string tmp = create_temporary_beside(file);
+  if (tmp.empty()) throw std::runtime_error("cannot write " + named + ": " + std::strerror(errno));
+  auto fail = [&](const std::string& what) {
+    const int saved = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(what + " " + named + (saved != 0 ? std::string(": ") + std::strerror(saved) : "") +
+                             " (nothing written)");
+  };
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) fail("cannot write");
+    errno = 0;
+    write_trace_to(f, file, trace);
+    if (!f) fail("error writing");
+  }
+  if (std::rename(tmp.c_str(), file.c_str()) != 0) fail("cannot rename the finished trace to");
 }
 
 RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions options) {
@@ -167,7 +270,7 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
 // left) looks for the same outcome with fewer preemptions, in at most a
 // quarter of the time; if it finds one, that is minimised in turn.
 RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunResult& failing, double seconds,
-                 ShrinkStats* stats) {
+                 ShrinkStats* stats, const std::atomic<int>* interrupt) {
   const auto t0 = SteadyClock::now();
   const std::string target = outcome(failing);
   RunResult best = failing;
@@ -175,7 +278,8 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
   st.choices_before = failing.schedule.size();
   st.preemptions_before = failing.preemptions();
   auto out_of_time = [&] {
-    if (since(t0) <= seconds) return false;
+    if (interrupted(interrupt)) st.interrupted = true;
+    if (since(t0) <= seconds && !st.interrupted) return false;
     st.finished = false;
     return true;
   };
@@ -243,7 +347,7 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
   if (!best.schedule.empty()) attempt({});  // the default policy's run: often all a deadlock needs
   minimise();
   const double deepen_until = since(t0) + std::max(0.0, seconds - since(t0)) / 4;
-  for (std::uint32_t bound = 0; bound < best.preemptions() && since(t0) < deepen_until; ++bound) {
+  for (std::uint32_t bound = 0; bound < best.preemptions() && since(t0) < deepen_until && !out_of_time(); ++bound) {
     detail::ExhaustiveSearch search(bound, true);
     bool found = false;
     do {
@@ -252,7 +356,7 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
       o.strategy.kind = StrategyKind::exhaustive;
       o.strategy.shared = &search;  // one strategy across the runs, keeping its tree
       found = keep_if_smaller(std::move(o));
-    } while (!found && since(t0) < deepen_until && search.advance());
+    } while (!found && since(t0) < deepen_until && !out_of_time() && search.advance());
     if (found) {
       minimise();
       break;
@@ -273,13 +377,36 @@ constexpr std::uint64_t kNoRun = std::numeric_limits<std::uint64_t>::max();
 struct Found {
   std::uint64_t run = kNoRun;
   StrategySpec spec;
-  std::uint64_t seed = 0;
   RunResult result;
+  bool measuring_run = false;
+};
+
+// The time budget's clock: it starts when the first run has finished, so
+// that however small the budget, at least one schedule is explored (a
+// budget spent before any run would report "nothing found" about nothing).
+class BudgetClock {
+ public:
+  explicit BudgetClock(double seconds) : seconds_(seconds) {}
+  void run_finished() {
+    std::int64_t none = kNotStarted;
+    started_.compare_exchange_strong(none, SteadyClock::now().time_since_epoch().count());
+  }
+  bool spent() const {
+    const std::int64_t start = started_.load();
+    if (seconds_ <= 0 || start == kNotStarted) return false;
+    return since(SteadyClock::time_point(SteadyClock::duration(start))) > seconds_;
+  }
+
+ private:
+  static constexpr std::int64_t kNotStarted = std::numeric_limits<std::int64_t>::min();
+  double seconds_;
+  std::atomic<std::int64_t> started_{kNotStarted};
 };
 
 // Random, PCT and round-robin runs: run number i uses portfolio[i % size]
-// with seed first_seed + i, so a run's schedule depends on i alone, and the
-// failure kept is the lowest-numbered one whatever the number of jobs.
+// with seed run_seed(first_seed, i), so a run's schedule depends on i
+// alone, and the failure kept is the lowest-numbered one whatever the
+// number of jobs.
 void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const RunOptions& base,
                      std::uint64_t pct_steps, ExploreResult& res, Found& found, SteadyClock::time_point t0) {
   const unsigned jobs = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
@@ -292,12 +419,13 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
   std::condition_variable cv;
   unsigned running = jobs;  // guarded by mu
   std::exception_ptr error;
+  BudgetClock clock(o.seconds);
 
   // This shard's next run number, or nullopt once the budget is spent.
   // Numbers are handed out in increasing order, so every number below a
   // failure found was taken before it and is finished before the end.
   auto take = [&]() -> std::optional<std::uint64_t> {
-    if (stop.load() || (o.seconds > 0 && since(t0) > o.seconds)) return std::nullopt;
+    if (stop.load() || clock.spent() || interrupted(o.interrupt)) return std::nullopt;
     const std::uint64_t i = o.shard_index + next.fetch_add(1) * o.shard_count;
     if ((o.runs != 0 && i >= o.runs) || i > best.load() || (deterministic && i >= o.shard_count)) return std::nullopt;
     return i;
@@ -306,17 +434,18 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
     const StrategySpec& spec = o.portfolio[i % o.portfolio.size()];
     RunOptions ro = base;
     ro.strategy.kind = spec.kind;
-    ro.strategy.seed = o.first_seed + i;
+    ro.strategy.seed = run_seed(o.first_seed, i);
     ro.strategy.pct_depth = spec.pct_depth;
     ro.strategy.pct_steps = pct_steps;
     RunResult r = run(make(), ro);
+    clock.run_finished();
     runs.fetch_add(1);
     steps.fetch_add(r.steps);
     if (o.on_run) o.on_run(i, r);
     if (!failed(r)) return;
     std::lock_guard<std::mutex> lock(mu);
     if (i < found.run) {
-      found = {i, spec, ro.strategy.seed, std::move(r)};
+      found = {i, spec, std::move(r)};
       best.store(i);
     }
   };
@@ -369,6 +498,14 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
 
 ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
   validate(o);
+  if (!o.trace_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.trace_dir, ec);
+    if (ec)
+      throw std::invalid_argument("explore: trace_dir " + shell_quote(o.trace_dir) + " cannot be created: " +
+                                  ec.message());
+    check_trace_file((std::filesystem::path(o.trace_dir) / "trace.json").string());
+  }
   const auto t0 = SteadyClock::now();
   ExploreResult res;
   const RunOptions base = o.run_options();
@@ -376,13 +513,15 @@ ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
 
   if (o.portfolio.front().kind == StrategyKind::exhaustive) {
     detail::ExhaustiveSearch search(o.preemptions.value_or(2), o.reduce);
+    BudgetClock clock(o.seconds);
     auto last = SteadyClock::now();
     for (std::uint64_t i = 0;; ++i) {
-      if ((o.runs != 0 && res.runs + res.pruned >= o.runs) || (o.seconds > 0 && since(t0) > o.seconds)) break;
+      if ((o.runs != 0 && res.runs + res.pruned >= o.runs) || clock.spent() || interrupted(o.interrupt)) break;
       RunOptions ro = base;
       ro.strategy.kind = StrategyKind::exhaustive;
       ro.strategy.shared = &search;  // one strategy across the runs, keeping its tree
       RunResult r = run(make(), ro);
+      clock.run_finished();
       if (r.pruned) {
         ++res.pruned;
       } else {
@@ -391,7 +530,7 @@ ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
         if (o.on_run) o.on_run(i, r);
       }
       if (failed(r)) {
-        found = {i, o.portfolio.front(), 0, std::move(r)};
+        found = {i, o.portfolio.front(), std::move(r)};
         break;
       }
       if (!search.advance()) {
@@ -407,22 +546,45 @@ ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
       o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0), .failed = found.run != kNoRun});
   } else {
     std::uint64_t pct_steps = StrategyParams{}.pct_steps;
+    std::optional<Found> measuring;  // the measuring run, when it failed
     if (std::any_of(o.portfolio.begin(), o.portfolio.end(),
                     [](const StrategySpec& s) { return s.kind == StrategyKind::pct; })) {
       // PCT spreads its change points over the expected length of a run:
       // measure it once with the round-robin strategy.
       RunOptions rr = base;
       rr.strategy.kind = StrategyKind::round_robin;
-      pct_steps = std::max<std::uint64_t>(run(make(), rr).steps, 1);
+      RunResult measured = run(make(), rr);
+      pct_steps = std::max<std::uint64_t>(measured.steps, 1);
+      if (failed(measured)) measuring = Found{0, {StrategyKind::round_robin}, std::move(measured), true};
     }
-    explore_sampled(make, o, base, pct_steps, res, found, t0);
+    if (measuring) {
+      // Its result counts. A kernel that fails here usually fails on every
+      // schedule: one run of each strategy reports it as a numbered run, as
+      // without PCT; if none of them fails, the measuring run is reported.
+      ExploreOptions first = o;
+      first.runs = std::min<std::uint64_t>(o.runs != 0 ? o.runs : kNoRun, o.portfolio.size());
+      first.seconds = 0;
+      explore_sampled(make, first, base, pct_steps, res, found, t0);
+      if (found.run == kNoRun) {
+        ++res.runs;
+        res.steps += measuring->result.steps;
+        found = std::move(*measuring);
+      }
+    } else {
+      explore_sampled(make, o, base, pct_steps, res, found, t0);
+    }
   }
+  res.interrupted = interrupted(o.interrupt);
+  if (res.runs == 0 && found.run == kNoRun && !res.interrupted)
+    throw std::runtime_error("explore: no schedule was explored (" + std::to_string(res.pruned) +
+                             " pruned); nothing can be said about the kernel");
 
   if (found.run != kNoRun) {
     Failure f;
     f.run = found.run;
     f.strategy = found.spec;
-    f.seed = found.seed;
+    f.seed = o.first_seed;
+    f.measuring_run = found.measuring_run;
     f.outcome = outcome(found.result);
     f.original = found.result.schedule;
     RunResult small = found.result;
@@ -431,7 +593,7 @@ ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
     if (o.shrink) {
       if (o.on_progress) o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0), .failed = true,
                                         .shrinking = true});
-      small = shrink(make, base, found.result, o.shrink_seconds, &f.shrink);
+      small = shrink(make, base, found.result, o.shrink_seconds, &f.shrink, o.interrupt);
     }
     try {
       f.result = replay(make(), small.schedule, base);
@@ -441,7 +603,6 @@ ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
                                "deterministic (global state, time, addresses, uninitialised data?): " + e.what());
     }
     if (!o.trace_dir.empty()) {
-      std::filesystem::create_directories(o.trace_dir);
       for (const char* name : {"trace.json", "trace.txt"}) {
         const std::string file = (std::filesystem::path(o.trace_dir) / name).string();
         write_trace(file, f.result.trace);
@@ -450,6 +611,7 @@ ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
     }
     res.failure = std::move(f);
   }
+  res.interrupted = res.interrupted || interrupted(o.interrupt);  // perhaps while shrinking
   res.seconds = since(t0);
   return res;
 }

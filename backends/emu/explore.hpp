@@ -5,6 +5,7 @@
 // through explore(); there is one exploration loop.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -38,7 +39,7 @@ RunResult run(const Kernel& kernel, const RunOptions& options);
 std::string outcome(const RunResult& r);
 
 // One strategy of a portfolio. Run number i of an exploration uses
-// portfolio[i % size] with seed first_seed + i.
+// portfolio[i % size] with seed run_seed(first_seed, i).
 struct StrategySpec {
   StrategyKind kind = StrategyKind::random;
   std::uint32_t pct_depth = 3;  // PCT only
@@ -51,6 +52,14 @@ std::optional<StrategySpec> parse_strategy_spec(std::string_view text, std::stri
 std::optional<std::vector<StrategySpec>> parse_portfolio(std::string_view text, std::string* error);
 std::string to_string(const StrategySpec& s);
 std::string to_string(const std::vector<StrategySpec>& portfolio);
+
+// The seed that run number `run` of an exploration with seed `seed` gives
+// its strategy: `seed` xored with a mix of `run` (splitmix64's output
+// function), so that explorations with nearby seeds (1, 2, 3, ... in CI
+// jobs) run unrelated schedules, where seed + run repeated each other's
+// runs shifted by one. Run 0 keeps `seed` itself: `wspipe run --seed N` is
+// run 0 of `wspipe explore --seed N`.
+std::uint64_t run_seed(std::uint64_t seed, std::uint64_t run);
 
 struct ExploreProgress {
   std::uint64_t runs = 0;   // runs finished so far
@@ -95,6 +104,13 @@ struct ExploreOptions : RunOptions {
   // Called after every run with its number and result, from the thread
   // that ran it (several at once with jobs > 1). Empty: nothing.
   std::function<void(std::uint64_t run, const RunResult&)> on_run;
+  // When set, polled between runs and while shrinking: once it holds a
+  // value other than 0 (a signal handler's flag: std::atomic<int> is
+  // lock-free, so a handler may store to it), the exploration ends as if
+  // its budget were spent: the runs under way finish, a failure found is
+  // shrunk no further, and the result says `interrupted`. A run itself is
+  // not cut short.
+  const std::atomic<int>* interrupt = nullptr;
 
   // The RunOptions of one run (strategy aside): this one's, with the
   // default strategy and the trace off.
@@ -105,13 +121,19 @@ struct ShrinkStats {
   std::uint64_t choices_before = 0, choices_after = 0;          // deviations from the default policy
   std::uint64_t preemptions_before = 0, preemptions_after = 0;  // switches away from an actor that could go on
   std::uint64_t replays = 0;                                    // runs the shrinker made
-  bool finished = true;                                         // false: its time ran out first
+  bool finished = true;      // false: its time ran out, or it was interrupted, first
+  bool interrupted = false;  // ExploreOptions::interrupt stopped it
 };
 
 struct Failure {
   std::uint64_t run = 0;  // the run number (0-based): the lowest that failed
   StrategySpec strategy;
+  // The exploration's seed (first_seed): the run's strategy had
+  // run_seed(seed, run).
   std::uint64_t seed = 0;
+  // Found by the round-robin run that measures a run's length for PCT,
+  // before run 0 (`run` is 0 and `strategy` rr then).
+  bool measuring_run = false;
   std::string outcome;       // as outcome(); the shrunk run has the same
   Schedule original;         // the schedule as found
   RunResult result;          // the shrunk run, replayed with the trace on
@@ -130,6 +152,8 @@ struct ExploreResult {
   // Exhaustive: every schedule within the preemption bound was covered
   // (up to the reduction). Other strategies: always false.
   bool complete = false;
+  // ExploreOptions::interrupt ended it before its budget was spent.
+  bool interrupted = false;
   std::optional<Failure> failure;
 
   bool ok() const { return !failure.has_value(); }
@@ -138,11 +162,15 @@ struct ExploreResult {
   std::string report() const;
 };
 
-// Explores `make`'s kernel. Throws std::invalid_argument, naming the value,
-// on options that make no sense (jobs or shards out of range, preemptions
-// without the exhaustive strategy, no budget at all, ...), and
+// Explores `make`'s kernel. At least one schedule runs whatever the time
+// budget (the clock starts once the first has run), unless interrupted.
+// Throws std::invalid_argument, naming the value, on options that make no
+// sense (jobs or shards out of range, preemptions without the exhaustive
+// strategy, no budget at all, a shard with no run number within `runs`, a
+// trace_dir that cannot be written, ...), before any run; and
 // std::runtime_error when the kernel is not deterministic (a failing run
-// does not replay). Exceptions from `make` or the kernel propagate.
+// does not replay) or a trace cannot be written. Exceptions from `make` or
+// the kernel propagate.
 ExploreResult explore(const KernelFactory& make, const ExploreOptions& options);
 
 // The same with one instance for every run. Runs share it, so jobs = 0
@@ -157,12 +185,20 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
 // Shrinks `failing` (a run of `make`'s kernel with options `base`) to a
 // schedule with the fewest preemptions, then the fewest deviations, whose
 // run has the same outcome(). Returns the smallest run found (no trace);
-// `stats` gets the figures.
+// `stats` gets the figures. `interrupt`: as ExploreOptions::interrupt.
 RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunResult& failing, double seconds,
-                 ShrinkStats* stats);
+                 ShrinkStats* stats, const std::atomic<int>* interrupt = nullptr);
 
 // Writes a trace as Chrome/Perfetto JSON, or as text when `file` ends in
-// ".txt". Throws std::runtime_error when the file cannot be written.
+// ".txt": whole or not at all (written to a temporary file in the same
+// directory, then renamed over `file`). Throws std::runtime_error, naming
+// the file and the reason, when it cannot be written.
 void write_trace(const std::string& file, const Trace& trace);
+
+// Checks, before anything runs, that write_trace(file, ...) can write
+// there: a name other than "" and "-", not a directory, in a directory
+// that exists and takes a new file. Throws std::invalid_argument naming
+// the file and what is wrong.
+void check_trace_file(const std::string& file);
 
 }  // namespace wspipe::emu

@@ -49,26 +49,32 @@ std::string explored_line(const ExploreResult& e) {
   out << "explored " << e.runs << " runs (" << e.steps << " steps) in " << std::fixed << std::setprecision(1)
       << e.seconds << " s";
   if (e.complete) out << ": every schedule within the preemption bound (" << e.pruned << " more pruned as equivalent)";
-  out << ": nothing found\n";
+  out << (e.interrupted ? ", interrupted" : "") << ": nothing found\n";
   return out.str();
 }
 
 std::string strategy_and_seed(const Failure& f) {
+  if (f.measuring_run) return "(rr)";
   std::string out = "(" + to_string(f.strategy);
   if (f.strategy.kind != StrategyKind::exhaustive) out += ", seed " + std::to_string(f.seed);
   return out + ")";
 }
 
+std::string run_name(const Failure& f) {
+  return f.measuring_run ? "the run that measures PCT's run length" : "run " + std::to_string(f.run + 1);
+}
+
 std::string shrunk_line(const ShrinkStats& s) {
+  const char* cut = s.interrupted ? " (shrinking interrupted)" : s.finished ? "" : " (shrinking ran out of time)";
   return "shrunk:   " + std::to_string(s.choices_before) + " -> " + std::to_string(s.choices_after) +
          " deviations, " + std::to_string(s.preemptions_before) + " -> " + std::to_string(s.preemptions_after) +
-         " preemptions" + (s.finished ? "" : " (shrinking ran out of time)") + "\n";
+         " preemptions" + cut + "\n";
 }
 
 std::string ExploreResult::report() const {
   if (!failure) return explored_line(*this);
   const Failure& f = *failure;
-  return "failure in run " + std::to_string(f.run + 1) + " " + strategy_and_seed(f) + ": " + f.outcome + "\n" +
+  return "failure in " + run_name(f) + " " + strategy_and_seed(f) + ": " + f.outcome + "\n" +
          f.result.report() + "schedule: " + f.replay_token() + "\n" + shrunk_line(f.shrink);
 }
 
@@ -133,6 +139,7 @@ JsonFields json_fields(const ExploreResult& e) {
   seconds << std::fixed << std::setprecision(3) << e.seconds;
   JsonFields j = {{"runs", std::to_string(e.runs)},
                   {"complete", json_bool(e.complete)},
+                  {"interrupted", json_bool(e.interrupted)},
                   {"pruned", std::to_string(e.pruned)},
                   {"seconds", seconds.str()}};
   if (!e.failure) {
@@ -146,7 +153,7 @@ JsonFields json_fields(const ExploreResult& e) {
     return j;
   }
   const Failure& f = *e.failure;
-  j.emplace_back("run", std::to_string(f.run + 1));
+  j.emplace_back("run", f.measuring_run ? "0" : std::to_string(f.run + 1));
   const JsonFields run = json_fields(f.result);
   j.insert(j.end(), run.begin(), run.end());
   const ShrinkStats& s = f.shrink;
@@ -154,7 +161,8 @@ JsonFields json_fields(const ExploreResult& e) {
                                ",\"choices_after\":" + std::to_string(s.choices_after) +
                                ",\"preemptions_before\":" + std::to_string(s.preemptions_before) +
                                ",\"preemptions_after\":" + std::to_string(s.preemptions_after) +
-                               ",\"finished\":" + json_bool(s.finished) + "}");
+                               ",\"finished\":" + json_bool(s.finished) +
+                               ",\"interrupted\":" + json_bool(s.interrupted) + "}");
   return j;
 }
 

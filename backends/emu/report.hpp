@@ -20,6 +20,10 @@ std::string explored_line(const ExploreResult& result);
 // "(random, seed 7)", "(exhaustive)": how a failure's run was scheduled.
 std::string strategy_and_seed(const Failure& failure);
 
+// "run 3" (counted from 1), or "the run that measures PCT's run length"
+// (Failure::measuring_run).
+std::string run_name(const Failure& failure);
+
 // "shrunk:   11 -> 1 deviations, 10 -> 1 preemptions"; one line.
 std::string shrunk_line(const ShrinkStats& stats);
 
@@ -35,11 +39,12 @@ void insert_after(JsonFields& fields, std::string_view key, std::pair<std::strin
 // location, message, and a race's other side), blocked (warp, op, object,
 // state, location), schedule.
 JsonFields json_fields(const RunResult& run);
-// An exploration: runs, complete, pruned, seconds, run (the failing run's
-// number, from 1), then the failing run's fields (nothing failed: status and
+// An exploration: runs, complete, interrupted, pruned, seconds, run (the
+// failing run's number, from 1; 0: PCT's measuring run), then the failing run's fields (nothing failed: status and
 // outcome "ok", the steps explored, no violations or blocked warps, schedule
 // null), then shrink (choices and preemptions before and after, finished;
-// null when nothing failed).
+// null when nothing failed; finished is false when its time ran out or it
+// was interrupted, interrupted true for the latter).
 JsonFields json_fields(const ExploreResult& result);
 std::string to_json(const RunResult& run);
 std::string to_json(const ExploreResult& result);

@@ -22,10 +22,35 @@ namespace {
 
 constexpr std::uint64_t kNoMax = std::numeric_limits<std::uint64_t>::max();
 
+// A decimal number as a person writes one: digits, an optional fraction,
+// an optional exponent; no sign, no hex, no inf or nan, no spaces (what
+// std::from_chars alone would take differs between standard libraries:
+// libstdc++ 12 read "0x10" as 16).
+bool is_plain_decimal(std::string_view t) {
+  std::size_t i = 0, digits = 0;
+  auto run = [&] {
+    const std::size_t from = i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+    return i - from;
+  };
+  digits += run();
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    digits += run();
+  }
+  if (digits == 0) return false;
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    if (run() == 0) return false;
+  }
+  return i == t.size();
+}
+
 double parse_seconds(std::string_view text) {
   double v = -1;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !(v >= 0) || v > 1e7)
+  if (!is_plain_decimal(text) || ec != std::errc() || end != text.data() + text.size() || !(v >= 0) || v > 1e7)
     throw std::invalid_argument("must be a number of seconds >= 0");
   return v;
 }
@@ -59,7 +84,10 @@ const Setting kSettings[] = {
      "explore: a comma-separated portfolio of those, or\n"
      "exhaustive                            (default random,pct:3)",
      false, [](SettingsState& s, std::string_view t) { s.strategy = std::string(t); }},
-    {"seed", "WSPIPE_SEED", "first_seed = {}", "N", "first seed                            (default 1)", false,
+    {"seed", "WSPIPE_SEED", "first_seed = {}", "N",
+     "the first run's seed; the others' are mixed from\n"
+     "it and their run numbers              (default 1)",
+     false,
      [](SettingsState& s, std::string_view t) { s.options.first_seed = parse_whole_number(t, 0, kNoMax); }},
     {"pct-depth", "WSPIPE_PCT_DEPTH", "pct depth {}", "D", "the depth of a plain `pct`            (default 3)",
      false, [](SettingsState& s, std::string_view t) { s.pct_depth = parse_u32(t, 1, 16); }},
@@ -67,7 +95,8 @@ const Setting kSettings[] = {
      [](SettingsState& s, std::string_view t) { s.options.runs = parse_whole_number(t, 1, kNoMax); }},
     {"seconds", "WSPIPE_SECONDS", "seconds = {}", "T",
      "explore: stop after T seconds         (default 10 without --runs;\n"
-     "0 with exhaustive: until the bounded space is covered)",
+     "0 with exhaustive: until the bounded space is covered),\n"
+     "counted once the first run has run",
      true, [](SettingsState& s, std::string_view t) { s.options.seconds = parse_seconds(t); }},
     {"jobs", "WSPIPE_JOBS", "jobs = {}", "N", "explore: threads                      (default: the machine's cores)",
      true, [](SettingsState& s, std::string_view t) { s.options.jobs = parse_u32(t, 1, 1024); }},
@@ -162,7 +191,37 @@ const Setting* find_setting_env(std::string_view env) {
   return nullptr;
 }
 
+std::string printable(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c >= 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 std::string shell_quote(std::string_view s) {
+  if (std::any_of(s.begin(), s.end(), [](char ch) {
+        const auto c = static_cast<unsigned char>(ch);
+        return c < 0x20 || c >= 0x7f;
+      })) {
+    std::string q = "$'";
+    for (const char c : s) q += c == '\'' ? std::string("\\'") : printable(std::string_view(&c, 1));
+    return q + "'";
+  }
   const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                                        "0123456789_./:=@%+,-") == std::string_view::npos;
   if (plain) return std::string(s);
@@ -246,12 +305,22 @@ void validate_settings(const ExploreOptions& o, SettingsFront front, std::span<c
   if (exhaustive && o.shard_count > 1)
     bad(spell(shard, shards) + ": the exhaustive strategy runs unsharded (one process, one thread)",
         {&shard, &strategy});
+  // An exploration that runs nothing would report "nothing found" about nothing.
+  if (o.runs != 0 && o.shard_index >= o.runs)
+    bad(spell(shard, shards) + ": this shard holds no run: its first run number is " +
+            std::to_string(o.shard_index) + ", and " + spell(runs, std::to_string(o.runs)) +
+            " ends before it (run numbers 0.." + std::to_string(o.runs - 1) + ")",
+        {&shard, &runs});
   // What explore() ignores, but a person who asked for it should hear about.
   if (exhaustive && o.jobs > 1 && given_in(given, jobs))
     bad(spell(jobs, std::to_string(o.jobs)) + ": the exhaustive strategy runs on one thread", {&jobs, &strategy});
   const Setting& no_reduction = setting("no-reduction");
   if (!exhaustive && !o.reduce && given_in(given, no_reduction))
     bad(spell(no_reduction, "1") + ": needs " + suggest(strategy, "exhaustive"), {&no_reduction, &strategy});
+  const Setting &no_shrink = setting("no-shrink"), &shrink_seconds = setting("shrink-seconds");
+  if (!o.shrink && given_in(given, shrink_seconds))
+    bad(spell(shrink_seconds, number(o.shrink_seconds)) + ": shrinking is off (" + spell(no_shrink, "1") + ")",
+        {&shrink_seconds, &no_shrink});
 }
 
 std::vector<std::string> apply_settings(ExploreOptions& options, std::span<const GivenSetting> given,
@@ -272,16 +341,29 @@ std::vector<std::string> apply_settings(ExploreOptions& options, std::span<const
   if (runs && !seconds) options.seconds = 0;
   if (seconds && !runs) options.runs = 0;
   const Setting& strategy = setting("strategy");
+  const GivenSetting* pct_depth = given_in(given, setting("pct-depth"));
+  bool depth_taken = false;  // by a pct in the portfolio
   if (state.strategy) {
     std::string why;
-    if (auto p = parse_portfolio(with_pct_depth(*state.strategy, state.pct_depth), &why))
+    const std::string with_depth = with_pct_depth(*state.strategy, state.pct_depth);
+    depth_taken = with_depth != *state.strategy;
+    if (auto p = parse_portfolio(with_depth, &why))
       options.portfolio = std::move(*p);
     else
       errors.push_back(spell_setting(strategy, *state.strategy, front) + ": " + why);
-  } else if (given_in(given, setting("pct-depth"))) {
+  } else if (pct_depth) {
     for (StrategySpec& s : options.portfolio)
-      if (s.kind == StrategyKind::pct) s.pct_depth = state.pct_depth;
+      if (s.kind == StrategyKind::pct) {
+        s.pct_depth = state.pct_depth;
+        depth_taken = true;
+      }
   }
+  // A depth that no strategy takes would be ignored without a word.
+  if (pct_depth && !depth_taken && errors.empty())
+    errors.push_back(spell_setting(*pct_depth->setting, pct_depth->value, front) + ": no plain pct in " +
+                     (state.strategy ? spell_setting(strategy, *state.strategy, front)
+                                     : "the portfolio " + to_string(options.portfolio)) +
+                     " takes it (pct:D gives its own depth)");
   if (state.strategy && !given_in(given, setting("preemptions")) && !is_exhaustive(options))
     options.preemptions.reset();
   if (is_exhaustive(options) && !given_in(given, setting("jobs"))) options.jobs = 1;

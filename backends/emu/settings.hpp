@@ -69,7 +69,9 @@ struct GivenSetting {
 // - a strategy other than exhaustive drops a preemption bound not given
 //   with it; exhaustive runs on one thread unless jobs is given (and then
 //   refused above 1);
-// - then validate_settings().
+// - a pct depth that no plain `pct` of the strategy takes is refused;
+// - then validate_settings(), which also refuses a shard with no run
+//   number below runs, and shrink-seconds given with shrinking off.
 // Returns every message (empty: all applied); a value that does not parse
 // leaves its field as it was.
 std::vector<std::string> apply_settings(ExploreOptions& options, std::span<const GivenSetting> given,
@@ -88,8 +90,14 @@ void validate_settings(const ExploreOptions& options, SettingsFront front,
 std::string spell_setting(const Setting& setting, std::string_view value, SettingsFront front);
 
 // For a shell command line: `s` as is when it has no special characters,
-// else in single quotes.
+// else in single quotes; with a control byte, DEL or a byte above 0x7f in
+// it, as $'...' with those bytes escaped (\n, \t, \xNN), so that what is
+// echoed to a terminal never carries raw control sequences.
 std::string shell_quote(std::string_view s);
+
+// `s` with every byte but printable ASCII escaped (\n, \t, \\, \xNN): a
+// token echoed in a message, safe for a terminal and unambiguous.
+std::string printable(std::string_view s);
 
 // A whole number in [min, max], or std::invalid_argument saying what was
 // wanted ("must be a whole number in [1, 1024]"), without a name.

@@ -92,7 +92,7 @@ std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const em
   std::string why;
   const auto schedule = emu::Schedule::decode(*token, &why);
   if (!schedule) {
-    out.error = named + " is not a schedule: " + why;
+    out.error = named + " is not a schedule: " + emu::printable(why);
     return out;
   }
   try {
