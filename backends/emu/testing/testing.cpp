@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -100,7 +101,9 @@ std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const em
   } catch (const emu::ScheduleMismatch& e) {
     out.error = named + " does not fit this kernel: " + e.what() +
                 "\nA schedule replays only the kernel and configuration it was recorded from (in a test that "
-                "explores several kernels, only the exploration that printed it).";
+                "explores several kernels, only the exploration that printed it). If the kernel or the test has "
+                "changed since (the bug fixed, say), the schedule is stale: unset WSPIPE_REPLAY (and WSPIPE_TRACE) "
+                "to explore again.";
     return out;
   } catch (const std::exception& e) {
     out.error = "replaying " + named + " failed: " + e.what();
@@ -117,6 +120,35 @@ std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const em
   return out;
 }
 
+// "replayed WSPIPE_REPLAY=2:9f4bb88d: (outcome: race.smem)": the token, then what its run ended with.
+std::string replayed(const Replayed& rep) {
+  return "replayed WSPIPE_REPLAY=" + shell_quote(rep.token) + " (outcome: " + emu::outcome(*rep.run) + ")";
+}
+
+// The outcomes finds() accepts: `expected` split at commas, each trimmed
+// ("deadlock, kernel.check").
+std::vector<std::string> outcomes_in(std::string_view expected) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at <= expected.size();) {
+    std::size_t end = expected.find(',', at);
+    if (end == std::string_view::npos) end = expected.size();
+    std::string_view o = expected.substr(at, end - at);
+    while (!o.empty() && o.front() == ' ') o.remove_prefix(1);
+    while (!o.empty() && o.back() == ' ') o.remove_suffix(1);
+    out.emplace_back(o);
+    at = end + 1;
+  }
+  return out;
+}
+
+// "deadlock", "deadlock or kernel.check", "deadlock, livelock or kernel.check".
+std::string either(const std::vector<std::string>& outcomes) {
+  std::string out;
+  for (std::size_t i = 0; i < outcomes.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == outcomes.size() ? " or " : ", ") + outcomes[i];
+  return out;
+}
+
 std::optional<emu::ExploreResult> explore_or(const emu::KernelFactory& make, const emu::ExploreOptions& opts,
                                              std::string* error) {
   try {
@@ -127,15 +159,34 @@ std::optional<emu::ExploreResult> explore_or(const emu::KernelFactory& make, con
   }
 }
 
+// How an exploration chose its schedules: "strategy random,pct:3, first seed 1, shard 1/3".
+std::string schedules_of(const emu::ExploreOptions& opts) {
+  std::string out = "strategy " + emu::to_string(opts.portfolio);
+  if (opts.portfolio.front().kind == emu::StrategyKind::exhaustive)
+    out += ", at most " + std::to_string(opts.preemptions.value_or(2)) + " preemptions";
+  else
+    out += ", first seed " + std::to_string(opts.first_seed);
+  if (opts.shard_count > 1) out += ", shard " + std::to_string(opts.shard_index) + "/" + std::to_string(opts.shard_count);
+  return out;
+}
+
+// The one line a clean exploration prints (on stdout, among GoogleTest's
+// own), so that a log says what a passing test covered.
+void print_covered(const emu::ExploreResult& res, const emu::ExploreOptions& opts) {
+  const std::string test = this_test();
+  std::printf("[wspipe] %s%sexplored %llu runs (%llu steps) in %.1f s, %s: nothing found%s\n", test.c_str(),
+              test.empty() ? "" : ": ", static_cast<unsigned long long>(res.runs),
+              static_cast<unsigned long long>(res.steps), res.seconds, schedules_of(opts).c_str(),
+              res.complete ? " (every schedule within the bound)" : "");
+  std::fflush(stdout);
+}
+
 std::string nothing_found(const emu::ExploreResult& res, const emu::ExploreOptions& opts) {
   std::ostringstream os;
   os.setf(std::ios::fixed);
   os.precision(1);
-  os << "nothing found in " << res.runs << " runs (" << res.steps << " steps, " << res.seconds << " s; strategy "
-     << emu::to_string(opts.portfolio);
-  if (opts.portfolio.front().kind != emu::StrategyKind::exhaustive) os << ", first seed " << opts.first_seed;
-  if (opts.shard_count > 1) os << ", shard " << opts.shard_index << "/" << opts.shard_count;
-  os << ")";
+  os << "nothing found in " << res.runs << " runs (" << res.steps << " steps, " << res.seconds << " s; "
+     << schedules_of(opts) << ")";
   if (res.complete)
     os << ": every schedule within the preemption bound was explored";
   else
@@ -173,15 +224,17 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
   if (auto rep = replay_from_env(make, opts)) {
     if (!rep->run) return ::testing::AssertionFailure() << "\n" << rep->error;
     if (rep->run->status == emu::Status::ok && rep->trace_error.empty())
-      return ::testing::AssertionSuccess() << "replayed WSPIPE_REPLAY: ok\n" << rep->trace_note;
-    return ::testing::AssertionFailure() << "\nreplayed WSPIPE_REPLAY=" << shell_quote(rep->token) << ": "
-                                         << emu::outcome(*rep->run) << "\n"
+      return ::testing::AssertionSuccess() << replayed(*rep) << "\n" << rep->trace_note;
+    return ::testing::AssertionFailure() << "\n" << replayed(*rep) << "\n"
                                          << rep->run->report() << rep->trace_note << rep->trace_error;
   }
   std::string error;
   const auto res = explore_or(make, opts, &error);
   if (!res) return ::testing::AssertionFailure() << "\n" << error;
-  if (res->ok()) return ::testing::AssertionSuccess() << res->report();
+  if (res->ok()) {
+    print_covered(*res, opts);
+    return ::testing::AssertionSuccess() << res->report();
+  }
   return ::testing::AssertionFailure() << "\n" << res->report() << replay_line(*res->failure, opts);
 }
 
@@ -192,27 +245,31 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
 
 ::testing::AssertionResult finds(std::string_view expected, const emu::KernelFactory& make,
                                  emu::ExploreOptions opts) {
-  if (expected == "ok" || expected.empty())
-    return ::testing::AssertionFailure() << "finds() wants the outcome of a failure (\"deadlock\", \"livelock\" or "
-                                            "a violation rule), got \""
+  const std::vector<std::string> outcomes = outcomes_in(expected);
+  const auto one_of = [&](const std::string& got) {
+    return std::find(outcomes.begin(), outcomes.end(), got) != outcomes.end();
+  };
+  if (one_of("ok") || one_of(""))
+    return ::testing::AssertionFailure() << "finds() wants the outcomes of a failure (\"deadlock\", \"livelock\" or "
+                                            "a violation rule, several separated by commas), got \""
                                          << expected << "\": use explores_clean for a clean kernel";
+  const std::string wanted = either(outcomes);
   if (auto rep = replay_from_env(make, opts)) {
     if (!rep->run) return ::testing::AssertionFailure() << "\n" << rep->error;
     const std::string got = emu::outcome(*rep->run);
-    if (got == expected && rep->trace_error.empty())
-      return ::testing::AssertionSuccess() << "replayed WSPIPE_REPLAY: " << got << "\n" << rep->trace_note;
-    if (got == expected) return ::testing::AssertionFailure() << "\n" << rep->trace_error;
-    return ::testing::AssertionFailure() << "\nexpected " << expected << ", but the replay of WSPIPE_REPLAY="
-                                         << shell_quote(rep->token) << " ended " << got << "\n"
+    if (one_of(got) && rep->trace_error.empty())
+      return ::testing::AssertionSuccess() << replayed(*rep) << "\n" << rep->trace_note;
+    if (one_of(got)) return ::testing::AssertionFailure() << "\n" << rep->trace_error;
+    return ::testing::AssertionFailure() << "\nexpected " << wanted << ", but " << replayed(*rep) << "\n"
                                          << rep->run->report() << rep->trace_note << rep->trace_error;
   }
   std::string error;
   const auto res = explore_or(make, opts, &error);
   if (!res) return ::testing::AssertionFailure() << "\n" << error;
   if (res->ok())
-    return ::testing::AssertionFailure() << "expected " << expected << ", but " << nothing_found(*res, opts);
-  if (res->failure->outcome == expected) return ::testing::AssertionSuccess() << res->report();
-  return ::testing::AssertionFailure() << "\nexpected " << expected << ", found " << res->failure->outcome << ":\n"
+    return ::testing::AssertionFailure() << "expected " << wanted << ", but " << nothing_found(*res, opts);
+  if (one_of(res->failure->outcome)) return ::testing::AssertionSuccess() << res->report();
+  return ::testing::AssertionFailure() << "\nexpected " << wanted << ", found " << res->failure->outcome << ":\n"
                                        << res->report() << replay_line(*res->failure, opts);
 }
 
