@@ -3,6 +3,10 @@
 // them; this file only routes.
 #include "backends/emu/emu_ops.hpp"
 
+#include <charconv>
+#include <cstdio>
+#include <string>
+
 #include "backends/emu/runtime/world.hpp"
 
 namespace wspipe::emu::detail {
@@ -35,6 +39,23 @@ void syncwarp(const SourceLoc& loc) { world().syncwarp(loc); }
 void warp_state_step(const char* what, const SourceLoc& loc) { world().warp_state_step(what, loc); }
 void* shared_storage(std::size_t size, std::size_t align) { return world().shared_storage(size, align); }
 void check(bool cond, const char* what, const SourceLoc& loc) { world().check(cond, what, loc); }
+void check_values(bool cond, const char* what, const CheckValues& values, const SourceLoc& loc) {
+  if (cond) return world().check(true, what, loc);
+  std::string text = std::string(what) + " (";
+  for (std::uint32_t k = 0; k < values.count && k < CheckValues::kMax; ++k) {
+    const CheckValue& v = values.at[k];
+    char buf[32] = "";
+    switch (v.kind) {
+      case CheckValue::Kind::signed_int: std::to_chars(buf, buf + sizeof buf - 1, v.i); break;
+      case CheckValue::Kind::unsigned_int: std::to_chars(buf, buf + sizeof buf - 1, v.u); break;
+      case CheckValue::Kind::boolean: std::snprintf(buf, sizeof buf, "%s", v.u ? "true" : "false"); break;
+      case CheckValue::Kind::floating: std::to_chars(buf, buf + sizeof buf - 1, v.f); break;  // shortest exact
+      case CheckValue::Kind::none: break;
+    }
+    text += std::string(k == 0 ? "" : ", ") + v.name + " = " + buf;
+  }
+  world().check(false, (text + ")").c_str(), loc);
+}
 
 void mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index, const SourceLoc& loc) {
   world().mbar_init(bar, count, base, index, loc);
