@@ -129,6 +129,13 @@ struct RunResult {
   std::string report() const;
 };
 
+// Copies how `run` ended (its first violation, or what each unfinished warp
+// of a deadlock or livelock waits on) into run.trace.ending, where the
+// trace's exporters show it. emu::run(const Kernel&, ...) (explore.hpp),
+// and so every front end, does it for each run; a caller of run() below
+// that writes traces calls it itself.
+void note_ending(RunResult& run);
+
 // A replayed schedule that does not fit the kernel and options it is
 // replayed with: bad input, not a finding.
 class ScheduleMismatch : public std::runtime_error {
