@@ -674,5 +674,64 @@ TEST(TestingHelpers, RapidcheckPropertyOverABrokenKernelFails) {
   }));
 }
 
+// What rapidcheck prints for a property: its result message, counterexample
+// included (as RC_GTEST_PROP's failure does).
+template <class Property>
+std::string rapidcheck_message(Property property) {
+  rc::detail::TestMetadata metadata;
+  metadata.id = metadata.description = "wspipe helpers test";
+  std::ostringstream out;
+  rc::detail::printResultMessage(rc::detail::checkTestable(property, metadata), out);
+  return out.str();
+}
+
+// A failure reads as the GoogleTest helpers' do: wspipe's report and a
+// replay line, not rapidcheck's RC_FAIL expression and this library's
+// path; the counterexample names the strategy and seed it drew.
+TEST(TestingHelpers, RapidcheckFailureIsTheReportAndAReplayLine) {
+  CleanEnv env;
+  const std::string msg = rapidcheck_message([] {
+    const auto items = *rc::gen::inRange<std::uint32_t>(1, 9).as("items");
+    testing::rc_explore_clean(handoff_factory(items, true));
+  });
+  EXPECT_TRUE(contains(msg, "Falsifiable")) << msg;
+  EXPECT_TRUE(contains(msg, "\nitems:\n")) << msg;
+  EXPECT_TRUE(contains(msg, "\nwspipe strategy:\n\"")) << msg;
+  EXPECT_TRUE(contains(msg, "\nwspipe seed:\n")) << msg;
+  EXPECT_TRUE(contains(msg, "wspipe found kernel.check\nfailure in run ")) << msg;
+  EXPECT_TRUE(contains(msg, "replay: RC_PARAMS=\"reproduce=")) << msg;
+  EXPECT_TRUE(contains(msg, " WSPIPE_REPLAY=")) << msg;
+  EXPECT_TRUE(contains(msg, "WSPIPE_TRACE=wspipe-trace.json")) << msg;
+  EXPECT_FALSE(contains(msg, "RC_FAIL")) << msg;
+  EXPECT_FALSE(contains(msg, "rapidcheck.cpp")) << msg;
+}
+
+// WSPIPE_REPLAY and WSPIPE_TRACE work in a property as in a GoogleTest
+// helper: the property replays the schedule, writes its trace, and fails
+// unless the replayed run ends ok.
+TEST(TestingHelpers, RapidcheckPropertyReplaysWithATrace) {
+  CleanEnv env;
+  const auto property = [] { testing::rc_explore_clean(handoff_factory(4, true)); };
+  const std::string token = replay_token(rapidcheck_message(property));
+  ASSERT_EQ(token.rfind("2:", 0), 0u);
+  const auto dir = temp_dir("rc-replay");
+  {
+    ScopedEnv replay("WSPIPE_REPLAY", token);
+    ScopedEnv trace("WSPIPE_TRACE", (dir / "t.json").string());
+    const std::string msg = rapidcheck_message(property);
+    EXPECT_TRUE(contains(msg, "replayed WSPIPE_REPLAY=" + token + " (outcome: kernel.check)")) << msg;
+    EXPECT_TRUE(contains(slurp(dir / "t.json"), "\"rule\":\"kernel.check\"")) << "the replayed run's trace";
+  }
+  {
+    ScopedEnv replay("WSPIPE_REPLAY", "2:");  // the default schedule: clean
+    EXPECT_TRUE(rc::check("the hand-off under its default schedule", property));
+  }
+  {
+    ScopedEnv replay("WSPIPE_REPLAY", "2:zz!");
+    EXPECT_TRUE(contains(rapidcheck_message(property), "WSPIPE_REPLAY='2:zz!' is not a schedule"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace wspipe::helpers_test

@@ -15,11 +15,16 @@
 #include <vector>
 
 #include "backends/emu/report.hpp"
+#include "backends/emu/testing/replay_env.hpp"
 #include "backends/emu/settings.hpp"
 
 namespace wspipe::testing {
 namespace {
 
+using detail::replay_from_env;
+using detail::replay_line;
+using detail::replayed;
+using detail::Replayed;
 using emu::shell_quote;
 
 std::optional<std::string> env(const char* name) {
@@ -43,15 +48,24 @@ std::string this_test() {
   return std::string(info->test_suite_name()) + "." + info->name();
 }
 
-// The line that replays a failure in this test, and how to read its trace.
-std::string replay_line(const emu::Failure& f, const emu::ExploreOptions& opts) {
+}  // namespace
+
+// ------------------------------------ shared with rapidcheck.cpp (replay_env.hpp)
+
+namespace detail {
+
+std::string replay_line(const emu::Failure& f, const emu::RunOptions& opts, const std::string& env) {
   std::vector<std::string> args;
   if (const std::string test = this_test(); !test.empty()) args.push_back("--gtest_filter=" + test);
-  return "replay: " +
-         emu::replay_command(emu::SettingsFront::environment, opts.run_options(), f.result.schedule, this_binary(),
-                             args, {}, "wspipe-trace.json") +
+  return "replay: " + (env.empty() ? "" : env + " ") +
+         emu::replay_command(emu::SettingsFront::environment, opts, f.result.schedule, this_binary(), args, {},
+                             "wspipe-trace.json") +
          "\n        (wspipe-trace.json opens in https://ui.perfetto.dev; a name ending in .txt gives a text log)\n";
 }
+
+}  // namespace detail
+
+namespace {
 
 // The progress line on stderr, for explorations that run long enough for a
 // person to wonder.
@@ -75,16 +89,11 @@ std::function<void(const emu::ExploreProgress&)> quiet_then_progress() {
   };
 }
 
-// What WSPIPE_REPLAY asks for, if anything: the run, or why there is none.
-struct Replayed {
-  std::string token;
-  std::optional<emu::RunResult> run;
-  std::string error;        // when run is empty
-  std::string trace_note;   // where WSPIPE_TRACE went
-  std::string trace_error;  // it could not be written: a failure whatever the run did
-};
+}  // namespace
 
-std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const emu::ExploreOptions& opts) {
+namespace detail {
+
+std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const emu::RunOptions& opts) {
   const auto token = env("WSPIPE_REPLAY");
   if (!token) return std::nullopt;
   Replayed out;
@@ -97,7 +106,7 @@ std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const em
     return out;
   }
   try {
-    out.run = emu::replay(make(), *schedule, opts.run_options());
+    out.run = emu::replay(make(), *schedule, opts);
   } catch (const emu::ScheduleMismatch& e) {
     out.error = named + " does not fit this kernel: " + e.what() +
                 "\nA schedule replays only the kernel and configuration it was recorded from (in a test that "
@@ -120,10 +129,13 @@ std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const em
   return out;
 }
 
-// "replayed WSPIPE_REPLAY=2:9f4bb88d: (outcome: race.smem)": the token, then what its run ended with.
 std::string replayed(const Replayed& rep) {
   return "replayed WSPIPE_REPLAY=" + shell_quote(rep.token) + " (outcome: " + emu::outcome(*rep.run) + ")";
 }
+
+}  // namespace detail
+
+namespace {
 
 // The outcomes finds() accepts: `expected` split at commas, each trimmed
 // ("deadlock, kernel.check").
@@ -221,7 +233,7 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
 }
 
 ::testing::AssertionResult explores_clean(const emu::KernelFactory& make, emu::ExploreOptions opts) {
-  if (auto rep = replay_from_env(make, opts)) {
+  if (auto rep = replay_from_env(make, opts.run_options())) {
     if (!rep->run) return ::testing::AssertionFailure() << "\n" << rep->error;
     if (rep->run->status == emu::Status::ok && rep->trace_error.empty())
       return ::testing::AssertionSuccess() << replayed(*rep) << "\n" << rep->trace_note;
@@ -235,7 +247,7 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
     print_covered(*res, opts);
     return ::testing::AssertionSuccess() << res->report();
   }
-  return ::testing::AssertionFailure() << "\n" << res->report() << replay_line(*res->failure, opts);
+  return ::testing::AssertionFailure() << "\n" << res->report() << replay_line(*res->failure, opts.run_options());
 }
 
 ::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts) {
@@ -254,7 +266,7 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
                                             "a violation rule, several separated by commas), got \""
                                          << expected << "\": use explores_clean for a clean kernel";
   const std::string wanted = either(outcomes);
-  if (auto rep = replay_from_env(make, opts)) {
+  if (auto rep = replay_from_env(make, opts.run_options())) {
     if (!rep->run) return ::testing::AssertionFailure() << "\n" << rep->error;
     const std::string got = emu::outcome(*rep->run);
     if (one_of(got) && rep->trace_error.empty())
@@ -270,7 +282,7 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
     return ::testing::AssertionFailure() << "expected " << wanted << ", but " << nothing_found(*res, opts);
   if (one_of(res->failure->outcome)) return ::testing::AssertionSuccess() << res->report();
   return ::testing::AssertionFailure() << "\nexpected " << wanted << ", found " << res->failure->outcome << ":\n"
-                                       << res->report() << replay_line(*res->failure, opts);
+                                       << res->report() << replay_line(*res->failure, opts.run_options());
 }
 
 ::testing::AssertionResult finds(std::string_view expected, const emu::Kernel& kernel, emu::ExploreOptions opts) {
