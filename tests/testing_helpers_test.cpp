@@ -319,6 +319,39 @@ TEST(TestingHelpers, CheckWithValuesReportsThem) {
   EXPECT_EQ(emu::run(k, emu::RunOptions{}).violations.front().message, "kernel check failed: halves (x = 0.1)");
 }
 
+// Reports name files relative to the project's root: the one its CMake
+// build notes (WSPIPE_PROJECT_SOURCE_DIR, this tree's top directory here),
+// or WSPIPE_SOURCE_ROOT from the environment, or RunOptions::source_root.
+TEST(TestingHelpers, ReportsNameFilesRelativeToTheProjectRoot) {
+  CleanEnv env;
+  ScopedEnv unset("WSPIPE_SOURCE_ROOT", std::nullopt);
+  EXPECT_EQ(emu::default_source_root(), WSPIPE_PROJECT_SOURCE_DIR);
+  emu::Kernel k;
+  k.launch.warps_per_cta = 1;
+  k.body = [] { EmuBackend::check(false, "where am I"); };
+  emu::RunOptions elsewhere;
+  elsewhere.source_root = "/no/such/root";
+  // The path as compiled: absolute, or relative to the build directory
+  // where a compiler cache rewrites it.
+  const std::string compiled = emu::run(k, elsewhere).violations.front().file;
+  const std::size_t tests = compiled.rfind("tests/testing_helpers_test.cpp");
+  ASSERT_NE(tests, std::string::npos) << compiled;
+  {
+    ScopedEnv root("WSPIPE_SOURCE_ROOT", compiled.substr(0, tests));
+    const emu::RunResult r = emu::run(k, emu::RunOptions{});
+    EXPECT_EQ(r.violations.front().file, "tests/testing_helpers_test.cpp");
+    const auto v = std::find_if(r.trace.events.begin(), r.trace.events.end(),
+                                [](const emu::Event& e) { return e.kind == emu::EventKind::violation; });
+    ASSERT_NE(v, r.trace.events.end());
+    EXPECT_EQ(r.trace.location(*v).rfind("tests/testing_helpers_test.cpp:", 0), 0u) << r.trace.location(*v);
+    EXPECT_EQ(emu::run(k, elsewhere).violations.front().file, compiled) << "the options' own root wins";
+  }
+  {
+    ScopedEnv root("WSPIPE_SOURCE_ROOT", "");  // set and empty: paths as compiled
+    EXPECT_EQ(emu::run(k, emu::RunOptions{}).violations.front().file, compiled);
+  }
+}
+
 // A user's own program over its own catalogue names itself, not "wspipe".
 TEST(TestingHelpers, AUsersCliNamesItself) {
   std::ostringstream out, err;
@@ -694,16 +727,11 @@ TEST(TestingHelpers, RapidcheckFailureIsTheReportAndAReplayLine) {
     const auto items = *rc::gen::inRange<std::uint32_t>(1, 9).as("items");
     testing::rc_explore_clean(handoff_factory(items, true));
   });
-  EXPECT_TRUE(contains(msg, "Falsifiable")) << msg;
-  EXPECT_TRUE(contains(msg, "\nitems:\n")) << msg;
-  EXPECT_TRUE(contains(msg, "\nwspipe strategy:\n\"")) << msg;
-  EXPECT_TRUE(contains(msg, "\nwspipe seed:\n")) << msg;
-  EXPECT_TRUE(contains(msg, "wspipe found kernel.check\nfailure in run ")) << msg;
-  EXPECT_TRUE(contains(msg, "replay: RC_PARAMS=\"reproduce=")) << msg;
-  EXPECT_TRUE(contains(msg, " WSPIPE_REPLAY=")) << msg;
-  EXPECT_TRUE(contains(msg, "WSPIPE_TRACE=wspipe-trace.json")) << msg;
-  EXPECT_FALSE(contains(msg, "RC_FAIL")) << msg;
-  EXPECT_FALSE(contains(msg, "rapidcheck.cpp")) << msg;
+  for (const char* part : {"Falsifiable", "\nitems:\n", "\nwspipe strategy:\n\"", "\nwspipe seed:\n",
+                           "wspipe found kernel.check\nfailure in run ", "replay: RC_PARAMS=\"reproduce=",
+                           " WSPIPE_REPLAY=", "WSPIPE_TRACE=wspipe-trace.json"})
+    EXPECT_TRUE(contains(msg, part)) << part << " in:\n" << msg;
+  for (const char* noise : {"RC_FAIL", "rapidcheck.cpp"}) EXPECT_FALSE(contains(msg, noise)) << msg;
 }
 
 // WSPIPE_REPLAY and WSPIPE_TRACE work in a property as in a GoogleTest
