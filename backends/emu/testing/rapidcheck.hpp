@@ -3,7 +3,8 @@
 // counterexample is a configuration, a strategy and a seed that rapidcheck
 // shrinks, with a schedule that wspipe shrinks:
 //
-//   #include <rapidcheck/gtest.h>   // RC_GTEST_PROP
+//   #include "backends/emu/testing/gtest.hpp"   // GoogleTest first: rapidcheck's
+//   #include <rapidcheck/gtest.h>               // RC_GTEST_PROP needs it
 //
 //   RC_GTEST_PROP(MyPipeline, CleanForAnyConfiguration, ()) {
 //     const int stages = *rc::gen::inRange(1, 9).as("stages");
