@@ -51,7 +51,8 @@ def check_deadlock(wspipe, variant, trace):
         ends = [x["ts"] + x["dur"] for x in events
                 if x["ph"] == "X" and (x["pid"], x["tid"]) == (e["pid"], e["tid"])]
         if ends and max(ends) > e["ts"]:
-            errors.append(f"{variant}: {b['warp']}'s open slice starts at {e['ts']}, inside a slice ending at {max(ends)}")
+            errors.append(f"{variant}: {b['warp']}'s open slice starts at {e['ts']}, "
+                          f"inside a slice ending at {max(ends)}")
     marks = [e for e in events if e["ph"] == "i" and e["name"] == "deadlock: no warp can move"]
     if len(marks) != 1 or marks[0]["args"].get("unfinished_warps") != len(blocked):
         errors.append(f"{variant}: deadlock markers {marks}")

@@ -168,11 +168,13 @@ TEST(emu_NamedBarrier, DeadlockReportsTheBarriersHistoryAndTheTraceItsOpenWait) 
   ASSERT_EQ(r.trace.ending.open.size(), 2u);
   std::ostringstream text;
   r.trace.write_text(text);
-  EXPECT_TRUE(contains(text.str(), "cta0/w0           never ends: bar.sync on named barrier 1 (cta0) (since step 5)")) << text.str();
+  EXPECT_TRUE(contains(text.str(), "cta0/w0           never ends: bar.sync on named barrier 1 (cta0) (since step 5)"))
+      << text.str();
   EXPECT_TRUE(ends_with(text.str(), "deadlock: no warp can move\n")) << text.str();
   std::ostringstream json;
   r.trace.write_chrome_json(json);
-  EXPECT_TRUE(contains(json.str(), "{\"ph\":\"B\",\"name\":\"bar.sync on named barrier 2 (cta0) (never ends)\"")) << json.str();
+  EXPECT_TRUE(contains(json.str(), "{\"ph\":\"B\",\"name\":\"bar.sync on named barrier 2 (cta0) (never ends)\""))
+      << json.str();
   EXPECT_TRUE(contains(json.str(), "\"name\":\"deadlock: no warp can move\"")) << json.str();
 }
 

@@ -267,7 +267,8 @@ TEST(TestingHelpers, FindsAcceptsSeveralOutcomes) {
   CleanEnv env;
   EXPECT_TRUE(testing::finds("livelock, deadlock", ring_factory(4, 32, RingBug::no_release), runs(20)));
   WSPIPE_EXPECT_FINDS("deadlock,mbarrier.over-arrival", ring_factory(2, 8, RingBug::over_arrive), runs(10));
-  const auto other = testing::finds("livelock,kernel.check,deadlock", ring_factory(2, 8, RingBug::over_arrive), runs(10));
+  const auto other =
+      testing::finds("livelock,kernel.check,deadlock", ring_factory(2, 8, RingBug::over_arrive), runs(10));
   ASSERT_FALSE(other);
   EXPECT_TRUE(contains(other.message(), "expected livelock, kernel.check or deadlock, found mbarrier.over-arrival"))
       << other.message();

@@ -261,7 +261,8 @@ std::vector<std::string> chrome_ending(const Trace& t) {
     std::string args = "\"since\":" + std::to_string(w.since) + ",\"state\":" + json_quote(w.state);
     if (!w.location.empty()) args += ",\"at\":" + json_quote(w.location);
     out.push_back("{\"ph\":\"B\",\"name\":" + json_quote(w.what + " (never ends)") + ",\"cat\":\"open\",\"pid\":" +
-                  std::to_string(warps[w.warp].cta) + ",\"tid\":" + std::to_string(w.warp) + ",\"ts\":" + std::to_string(ts) + ",\"args\":{" + args + "}}");
+                  std::to_string(warps[w.warp].cta) + ",\"tid\":" + std::to_string(w.warp) +
+                  ",\"ts\":" + std::to_string(ts) + ",\"args\":{" + args + "}}");
   }
   std::string args = "\"step\":" + std::to_string(ending.step);
   if (!ending.rule.empty())

@@ -178,7 +178,8 @@ std::string schedules_of(const emu::ExploreOptions& opts) {
     out += ", at most " + std::to_string(opts.preemptions.value_or(2)) + " preemptions";
   else
     out += ", first seed " + std::to_string(opts.first_seed);
-  if (opts.shard_count > 1) out += ", shard " + std::to_string(opts.shard_index) + "/" + std::to_string(opts.shard_count);
+  if (opts.shard_count > 1)
+    out += ", shard " + std::to_string(opts.shard_index) + "/" + std::to_string(opts.shard_count);
   return out;
 }
 
