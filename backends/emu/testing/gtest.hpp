@@ -34,6 +34,11 @@
 // A schedule replays only the kernel and configuration it was recorded
 // from: in a test that explores several kernels, the others report that it
 // does not fit them.
+//
+// Read by every run of a kernel, the helpers' included:
+//   WSPIPE_SOURCE_ROOT=DIR  reports and traces name files relative to DIR
+//                        (empty: absolute), instead of the project's root
+//                        its build gave (emu::default_source_root())
 #pragma once
 
 #include <gtest/gtest.h>
