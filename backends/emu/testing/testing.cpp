@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "backends/emu/report.hpp"
-#include "backends/emu/testing/replay_env.hpp"
 #include "backends/emu/settings.hpp"
+#include "backends/emu/testing/replay_env.hpp"
 
 namespace wspipe::testing {
 namespace {
