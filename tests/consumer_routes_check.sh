@@ -31,7 +31,8 @@ write_project() {  # DIR LINES...: a project with one test linking wspipe::testi
 
 configure() {  # DIR ARGS...
   local dir=$1; shift
-  env -u CMAKE_BUILD_TYPE -u CMAKE_GENERATOR -u CMAKE_CONFIGURATION_TYPES cmake -S "$dir" -B "$dir/build" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DWSPIPE_CUDA=OFF "$@" \
+  env -u CMAKE_BUILD_TYPE -u CMAKE_GENERATOR -u CMAKE_CONFIGURATION_TYPES \
+    cmake -S "$dir" -B "$dir/build" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DWSPIPE_CUDA=OFF "$@" \
     >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; fail "$dir: configure"; }
 }
 
