@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "barrier.hpp"
+#include "check.hpp"
 #include "clc.hpp"
 #include "cluster.hpp"
 #include "config.hpp"
@@ -111,6 +112,7 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64
   { typename B::template Frag<4>{} };  // kernels also keep their own registers in fragments
   { frag.reg(u32, loc) } -> std::same_as<std::uint32_t>;
   { frag.set(u32, u32, loc) } -> std::same_as<void>;
+  { frag.f32(u32, loc) } -> std::same_as<float>;  // reg(i) as the f32 it holds (an accumulator's element)
   { B::tmem_wait_load(loc) } -> std::same_as<void>;
   { B::tmem_wait_store(loc) } -> std::same_as<void>;
   { B::tmem_fence_before(loc) } -> std::same_as<void>;  // tcgen05.fence::before_thread_sync
@@ -165,8 +167,10 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64
   { B::template shared_storage<detail::ProbeStorage>() } -> std::same_as<detail::ProbeStorage&>;
 
   // a kernel's own assertion (a data check); the emulator reports it as a
-  // violation, the CUDA backend traps
+  // violation, the CUDA backend traps. With values (core/check.hpp), the
+  // report shows what was compared.
   { B::check(cond, "what", loc) } -> std::same_as<void>;
+  { B::check(cond, "what", CheckValues{{"got", u32}, {"want", u64}}, loc) } -> std::same_as<void>;
 
   // capability: Tensor Memory, tcgen05 and .cta_group::2 (sm_100a)
   { B::kTensorMemory } -> std::convertible_to<bool>;

@@ -31,7 +31,7 @@ class InputProducerStage {
   WSPIPE_HD std::uint32_t index() const { return index_; }
   WSPIPE_HD std::uint32_t tile(std::uint32_t j) const { return index_ * KGroupSize + j; }
   WSPIPE_HD const Payload& payload() const { return pipe_->payload(); }
-  WSPIPE_HD SharedMemBarrier& full_mbar() const { return pipe_->pipeline().producer_mbar(index_); }
+  WSPIPE_HD SharedMemBarrier& full_mbar() const { return pipe_->pipeline().full_mbar(index_); }
   // The stage's one arrival, with the bytes its loads will deliver (call it
   // inside elect_one, on the CTA whose barrier the loads signal).
   WSPIPE_HD void expect_bytes(std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) const {
@@ -55,7 +55,7 @@ class InputConsumerStage {
   WSPIPE_HD std::uint32_t index() const { return index_; }
   WSPIPE_HD std::uint32_t tile(std::uint32_t j) const { return index_ * KGroupSize + j; }
   WSPIPE_HD const Payload& payload() const { return pipe_->payload(); }
-  WSPIPE_HD SharedMemBarrier& empty_mbar() const { return pipe_->pipeline().consumer_mbar(index_); }
+  WSPIPE_HD SharedMemBarrier& empty_mbar() const { return pipe_->pipeline().empty_mbar(index_); }
   // Free the slot once the MMAs issued so far have read it: an elected
   // tcgen05.commit on empty, multicast to the CTAs of `mask` when it is not 0.
   // A multicast commit is right only when the CTAs' slots are filled in

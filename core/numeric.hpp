@@ -125,6 +125,11 @@ using E5M2 = MiniFloat<5, 2, true>;
 
 }  // namespace detail
 
+// An f32's bit pattern (a fragment register, an accumulator element) as the
+// float it holds, and back. Fragments also read it directly: frag.f32(i).
+WSPIPE_HD inline float f32_from_bits(std::uint32_t bits) { return detail::float_from_bits(bits); }
+WSPIPE_HD inline std::uint32_t f32_to_bits(float f) { return detail::float_bits(f); }
+
 WSPIPE_HD inline float f16_to_float(std::uint16_t v) { return detail::F16::decode(v); }
 WSPIPE_HD inline std::uint16_t float_to_f16(float f) { return static_cast<std::uint16_t>(detail::F16::encode(f)); }
 

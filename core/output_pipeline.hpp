@@ -125,9 +125,9 @@ class OutputTilePipeline {
   WSPIPE_HD void release_from_mma(const Stage& stage, SourceLoc loc = SourceLoc::current()) {
     B::elect_one([&] {
       if constexpr (Opc.cta_group == 1) {
-        B::template mma_commit<1>(pipeline_.producer_mbar(stage.index), loc);
+        B::template mma_commit<1>(pipeline_.full_mbar(stage.index), loc);
       } else {
-        B::template mma_commit_multicast<2>(pipeline_.producer_mbar(stage.index), mma_complete_mask_, loc);
+        B::template mma_commit_multicast<2>(pipeline_.full_mbar(stage.index), mma_complete_mask_, loc);
       }
     });
     pipeline_.producer_step(loc);
@@ -147,9 +147,9 @@ class OutputTilePipeline {
   // leader CTA's barrier, which counts both CTAs' epilogues.
   WSPIPE_HD void arrive_empty(const Stage& stage, SourceLoc loc = SourceLoc::current()) const {
     if constexpr (Opc.cta_group == 1) {
-      B::arrive(pipeline_.consumer_mbar(stage.index), loc);
+      B::arrive(pipeline_.empty_mbar(stage.index), loc);
     } else {
-      B::arrive_remote(pipeline_.consumer_mbar(stage.index), B::cta_rank() & ~1u, loc);
+      B::arrive_remote(pipeline_.empty_mbar(stage.index), B::cta_rank() & ~1u, loc);
     }
   }
   // Steps only: the arrive is arrive_empty, made earlier.

@@ -39,7 +39,7 @@ template <Backend B, int Stages>
 class ProducerStage {
  public:
   WSPIPE_HD std::uint32_t index() const { return index_; }
-  WSPIPE_HD SharedMemBarrier& full_mbar() const { return pipe_->producer_mbar(index_); }
+  WSPIPE_HD SharedMemBarrier& full_mbar() const { return pipe_->full_mbar(index_); }
   // Arrive on this slot's full barrier: one arrival per active lane.
   WSPIPE_HD void arrive(SourceLoc loc = SourceLoc::current()) const { B::arrive(full_mbar(), loc); }
   // The same with one arrival, by an elected lane (a count-1 barrier).
@@ -61,7 +61,7 @@ template <Backend B, int Stages>
 class ConsumerStage {
  public:
   WSPIPE_HD std::uint32_t index() const { return index_; }
-  WSPIPE_HD SharedMemBarrier& empty_mbar() const { return pipe_->consumer_mbar(index_); }
+  WSPIPE_HD SharedMemBarrier& empty_mbar() const { return pipe_->empty_mbar(index_); }
   // Arrive on the slot's empty barrier without stepping: one arrival per
   // active lane, or one by an elected lane.
   WSPIPE_HD void arrive(SourceLoc loc = SourceLoc::current()) const { B::arrive(empty_mbar(), loc); }
@@ -193,7 +193,14 @@ class ProducerConsumerPipeline {
     B::warp_state_step("producer cursor", loc);
     producer_.advance();
   }
-  WSPIPE_HD SharedMemBarrier& producer_mbar(std::uint32_t stage) const { return full_[stage]; }
+  // The barriers of a stage: full (the producer signals it, the consumer
+  // waits on it) and empty (the other way round).
+  WSPIPE_HD SharedMemBarrier& full_mbar(std::uint32_t stage) const { return full_[stage]; }
+  WSPIPE_HD SharedMemBarrier& empty_mbar(std::uint32_t stage) const { return empty_[stage]; }
+  [[deprecated("producer_mbar(stage) is the full barrier: use full_mbar(stage)")]] WSPIPE_HD SharedMemBarrier&
+  producer_mbar(std::uint32_t stage) const {
+    return full_[stage];
+  }
   WSPIPE_HD State producer_state() const { return producer_; }
   WSPIPE_HD std::uint32_t producer_stage() const { return producer_.index(); }
 
@@ -216,7 +223,10 @@ class ProducerConsumerPipeline {
     B::warp_state_step("consumer cursor", loc);
     consumer_.advance();
   }
-  WSPIPE_HD SharedMemBarrier& consumer_mbar(std::uint32_t stage) const { return empty_[stage]; }
+  [[deprecated("consumer_mbar(stage) is the empty barrier: use empty_mbar(stage)")]] WSPIPE_HD SharedMemBarrier&
+  consumer_mbar(std::uint32_t stage) const {
+    return empty_[stage];
+  }
   WSPIPE_HD State consumer_state() const { return consumer_; }
   WSPIPE_HD std::uint32_t consumer_stage() const { return consumer_.index(); }
 

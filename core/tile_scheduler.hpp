@@ -156,7 +156,7 @@ class TileScheduler {
   // the warp's cursor steps.
   WSPIPE_HD void release_response(SourceLoc loc = SourceLoc::current()) {
     static_assert(kUsesClc, "TileScheduler::release_response: CLC mode only");
-    B::arrive_remote(clc_.consumer_mbar(clc_.consumer_stage()), 0, loc);
+    B::arrive_remote(clc_.empty_mbar(clc_.consumer_stage()), 0, loc);
     clc_.consumer_step(loc);
   }
 
@@ -221,7 +221,7 @@ class TileScheduler {
   WSPIPE_HD void request_next(SourceLoc loc) {
     const std::uint32_t slot = clc_.producer_stage();
     clc_.wait_consumer(loc);
-    SharedMemBarrier& full = clc_.producer_mbar(slot);
+    SharedMemBarrier& full = clc_.full_mbar(slot);
     B::elect_one([&] {
       for (std::uint32_t cta = 0; cta < B::cluster_size(); ++cta)
         B::arrive_expect_tx_remote(full, sizeof(ClcResponse), cta, loc);

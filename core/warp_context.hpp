@@ -146,7 +146,7 @@ class EpilogueKContext {
   // lanes below the cluster size each arrive once on the slot's empty
   // barrier (the count convention of MAX's blockwise FP8 kernel).
   WSPIPE_HD void arrive_input(SourceLoc loc = SourceLoc::current()) const {
-    SharedMemBarrier& empty = input_->pipeline().consumer_mbar(input_index_);
+    SharedMemBarrier& empty = input_->pipeline().empty_mbar(input_index_);
     const std::uint32_t n = B::cluster_size();
     B::for_each_lane([&](std::uint32_t lane) {
       if (lane < n) B::arrive(empty, loc);

@@ -291,7 +291,7 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
           }
         }
         if (bug == GemmBug::unelected_commit) {
-          B::template mma_commit<G>(ctx.output_pipeline().get_pipeline().producer_mbar(out.index));
+          B::template mma_commit<G>(ctx.output_pipeline().get_pipeline().full_mbar(out.index));
           ctx.output_pipeline().get_pipeline().producer_step();
         } else {
           ctx.output_pipeline().release_from_mma(out);

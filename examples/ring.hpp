@@ -91,9 +91,9 @@ WSPIPE_HD void ring_kernel(std::uint32_t items, RingBug bug, RingRelease release
         const std::uint32_t index = pipe.consumer_stage();
         B::check(smem.slot[index][0] == ring_word(i, 0), "ring: item out of sequence");
         if (elected) {
-          B::elect_one([&] { B::arrive(pipe.consumer_mbar(index)); });
+          B::elect_one([&] { B::arrive(pipe.empty_mbar(index)); });
         } else {
-          B::arrive(pipe.consumer_mbar(index));
+          B::arrive(pipe.empty_mbar(index));
         }
         pipe.consumer_step();
       } else if (elected) {

@@ -92,6 +92,20 @@ TEST(ProducerConsumerPipeline, InitNamesAndCountsEveryBarrier) {
                                              "init empty[2] count=64"}));
 }
 
+// full_mbar/empty_mbar name the barriers by what they are; the old names,
+// deprecated, still return the same ones.
+TEST(ProducerConsumerPipeline, FullAndEmptyBarriersByName) {
+  SharedMemBarrier bars[4];
+  const ProducerConsumerPipeline<B, 2> pipe(bars);
+  EXPECT_EQ(&pipe.full_mbar(1), &bars[1]);
+  EXPECT_EQ(&pipe.empty_mbar(1), &bars[3]);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  EXPECT_EQ(&pipe.producer_mbar(1), &pipe.full_mbar(1));
+  EXPECT_EQ(&pipe.consumer_mbar(0), &pipe.empty_mbar(0));
+#pragma GCC diagnostic pop
+}
+
 // The producer's first lap passes without any release; the second needs them.
 TEST(ProducerConsumerPipeline, ProducerFirstLapIsFree) {
   auto r = run_kernel(1, [] {
@@ -161,7 +175,7 @@ TEST(ProducerConsumerPipeline, TryWaitFormsMatchBarrierState) {
     ProducerConsumerPipeline<B, 2> pipe(s.bars);
     pipe.init_mbars(1, 1);
     B::check(pipe.try_wait_consumer(), "producer's first wait passes at once");
-    B::elect_one([&] { B::arrive(pipe.producer_mbar(0)); });
+    B::elect_one([&] { B::arrive(pipe.full_mbar(0)); });
     B::check(pipe.try_wait_producer(), "full[0] completed by one arrival");
   });
   EXPECT_EQ(r.status, Status::ok) << r.report();

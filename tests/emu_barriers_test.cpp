@@ -145,6 +145,39 @@ TEST(emu_NamedBarrier, MissingParticipantDeadlocks) {
   EXPECT_EQ(b.line, line);
 }
 
+// A deadlock on a named barrier reports its last events, as one on an
+// mbarrier does; the trace of the run ends with the wait that never ends.
+TEST(emu_NamedBarrier, DeadlockReportsTheBarriersHistoryAndTheTraceItsOpenWait) {
+  emu::Kernel k;
+  k.launch.warps_per_cta = 4;  // warp 3 exits at once
+  k.body = [] {
+    if (B::warp_idx() == 1) B::named_arrive(1, 128);
+    if (B::warp_idx() == 0) B::named_sync(1, 128);
+    if (B::warp_idx() == 2) B::named_sync(2, 64);  // another barrier: not in barrier 1's history
+  };
+  emu::RunResult r = emu::run(k, emu::RunOptions{});
+  ASSERT_EQ(r.status, emu::Status::deadlock) << r.report();
+  const std::string report = r.report();
+  EXPECT_TRUE(contains(report, "last events on named barrier 1 (cta0):\n      step ")) << report;
+  EXPECT_TRUE(contains(report, "cta0/w0  bar.arrive id=1 threads=128 arrived=32")) << report;
+  EXPECT_TRUE(contains(report, "cta0/w1  bar.arrive id=1 threads=128 arrived=64")) << report;
+  EXPECT_TRUE(contains(report, "last events on named barrier 2 (cta0):\n      step ")) << report;
+  EXPECT_FALSE(contains(report.substr(report.find("named barrier 2 (cta0):")), "id=1")) << report;
+
+  ASSERT_EQ(r.trace.ending.status, "deadlock");
+  ASSERT_EQ(r.trace.ending.open.size(), 2u);
+  std::ostringstream text;
+  r.trace.write_text(text);
+  EXPECT_TRUE(contains(text.str(), "cta0/w0           never ends: bar.sync on named barrier 1 (cta0) (since step 5)"))
+      << text.str();
+  EXPECT_TRUE(ends_with(text.str(), "deadlock: no warp can move\n")) << text.str();
+  std::ostringstream json;
+  r.trace.write_chrome_json(json);
+  EXPECT_TRUE(contains(json.str(), "{\"ph\":\"B\",\"name\":\"bar.sync on named barrier 2 (cta0) (never ends)\""))
+      << json.str();
+  EXPECT_TRUE(contains(json.str(), "\"name\":\"deadlock: no warp can move\"")) << json.str();
+}
+
 TEST(emu_NamedBarrier, ArriveDoesNotBlockAndPublishesToTheSyncingWarp) {
   // Producer publishes and bar.arrives; consumer bar.syncs and reads.
   for (std::uint64_t seed = 1; seed <= 16; ++seed) {

@@ -153,6 +153,7 @@ struct CleanEnv {
 };
 
 using test::contains;
+using test::ends_with;
 
 // A fixed number of runs, no time limit, on 2 threads unless told.
 emu::ExploreOptions runs(std::uint64_t n, unsigned jobs = 2) { return test::fixed_runs(n, jobs); }
@@ -230,6 +231,142 @@ TEST(TestingHelpers, FindsSaysWhatItFoundInstead) {
   EXPECT_FALSE(testing::finds("ok", ring_factory(2, 8), runs(1)));
 }
 
+// A clean exploration prints one line of what it covered: runs, time,
+// strategy, seed and shard.
+TEST(TestingHelpers, CleanExplorationPrintsWhatItCovered) {
+  CleanEnv env;
+  emu::ExploreOptions o = runs(20);
+  o.shard_index = 1;
+  o.shard_count = 2;
+  o.first_seed = 7;
+  ::testing::internal::CaptureStdout();
+  const auto r = testing::explores_clean(ring_factory(2, 4), o);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_TRUE(contains(out, "[wspipe] TestingHelpers.CleanExplorationPrintsWhatItCovered: explored 10 runs (")) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(steps\) in [0-9]+\.[0-9] s, strategy random,pct:3, first seed 7, )"
+                                                R"(shard 1/2: nothing found\n$)")))
+      << out;
+  // The exhaustive search says its bound, and that it covered it.
+  emu::ExploreOptions ex;
+  ex.portfolio = {{emu::StrategyKind::exhaustive}};
+  ex.preemptions = 1;
+  ex.seconds = 60;
+  ::testing::internal::CaptureStdout();
+  EXPECT_TRUE(testing::explores_clean(ring_factory(1, 2), ex));
+  const std::string exhaustive = ::testing::internal::GetCapturedStdout();
+  EXPECT_TRUE(contains(exhaustive, "strategy exhaustive, at most 1 preemptions: nothing found (every schedule within "
+                                   "the bound)"))
+      << exhaustive;
+}
+
+// One bug may show as a deadlock under one schedule and as a rule under
+// another: finds() accepts several outcomes, separated by commas.
+TEST(TestingHelpers, FindsAcceptsSeveralOutcomes) {
+  CleanEnv env;
+  EXPECT_TRUE(testing::finds("livelock, deadlock", ring_factory(4, 32, RingBug::no_release), runs(20)));
+  WSPIPE_EXPECT_FINDS("deadlock,mbarrier.over-arrival", ring_factory(2, 8, RingBug::over_arrive), runs(10));
+  const auto other =
+      testing::finds("livelock,kernel.check,deadlock", ring_factory(2, 8, RingBug::over_arrive), runs(10));
+  ASSERT_FALSE(other);
+  EXPECT_TRUE(contains(other.message(), "expected livelock, kernel.check or deadlock, found mbarrier.over-arrival"))
+      << other.message();
+  const auto nothing = testing::finds("deadlock,livelock", ring_factory(2, 8), runs(10));
+  ASSERT_FALSE(nothing);
+  EXPECT_TRUE(contains(nothing.message(), "expected deadlock or livelock, but nothing found in 10 runs"))
+      << nothing.message();
+  EXPECT_FALSE(testing::finds("deadlock,ok", ring_factory(2, 8, RingBug::no_release), runs(1)));
+  EXPECT_FALSE(testing::finds("deadlock,", ring_factory(2, 8, RingBug::no_release), runs(1)));
+}
+
+// A result.mismatch (the kernel's verify, after the run) has no warp and no
+// source line: its report prints neither.
+TEST(TestingHelpers, ResultMismatchReportHasNoEmptyFields) {
+  CleanEnv env;
+  emu::Kernel k = ring(2, 4);
+  k.verify = [] { return std::string("output[0] = 1, expected 2"); };
+  const emu::RunResult r = emu::run(k, emu::RunOptions{});
+  ASSERT_EQ(emu::outcome(r), "result.mismatch");
+  const std::string report = r.report();
+  EXPECT_TRUE(contains(report, "violation result.mismatch at step")) << report;
+  EXPECT_TRUE(contains(report, "output[0] = 1, expected 2")) << report;
+  EXPECT_FALSE(contains(report, "warp:")) << report;
+  EXPECT_FALSE(contains(report, "where:")) << report;
+}
+
+// A data check with values says what it compared; fragments read f32 by name.
+TEST(TestingHelpers, CheckWithValuesReportsThem) {
+  CleanEnv env;
+  emu::Kernel k;
+  k.launch.warps_per_cta = 1;
+  k.body = [] {
+    EmuBackend::Frag<2> f;
+    EmuBackend::elect_one([&] { f.set(1, f32_to_bits(-2.5f)); });
+    float x = 0;
+    EmuBackend::elect_one([&] { x = f.f32(1); });
+    EmuBackend::check(x == -2.5f, "f32 round trip", {"x", x});
+    const std::uint32_t got = 17, want = 12;
+    EmuBackend::check(true, "a check that holds", {{"got", got}, {"want", want}});
+    EmuBackend::check(got == want, "output out of sequence",
+                      {{"item", std::int64_t{-3}}, {"got", got}, {"want", want}, {"last", x < 0}});
+  };
+  const emu::RunResult r = emu::run(k, emu::RunOptions{});
+  ASSERT_EQ(emu::outcome(r), "kernel.check") << r.report();
+  EXPECT_EQ(r.violations.front().message,
+            "kernel check failed: output out of sequence (item = -3, got = 17, want = 12, last = true)");
+  EXPECT_TRUE(ends_with(r.violations.front().file, "testing_helpers_test.cpp")) << r.violations.front().file;
+  k.body = [] { EmuBackend::check(false, "halves", {"x", 0.1}); };
+  EXPECT_EQ(emu::run(k, emu::RunOptions{}).violations.front().message, "kernel check failed: halves (x = 0.1)");
+}
+
+// Reports name files relative to the project's root: the one its CMake
+// build notes (WSPIPE_PROJECT_SOURCE_DIR, this tree's top directory here),
+// or WSPIPE_SOURCE_ROOT from the environment, or RunOptions::source_root.
+TEST(TestingHelpers, ReportsNameFilesRelativeToTheProjectRoot) {
+  CleanEnv env;
+  ScopedEnv unset("WSPIPE_SOURCE_ROOT", std::nullopt);
+  EXPECT_EQ(emu::default_source_root(), WSPIPE_PROJECT_SOURCE_DIR);
+  emu::Kernel k;
+  k.launch.warps_per_cta = 1;
+  k.body = [] { EmuBackend::check(false, "where am I"); };
+  emu::RunOptions elsewhere;
+  elsewhere.source_root = "/no/such/root";
+  // The path as compiled: absolute, or relative to the build directory
+  // where a compiler cache rewrites it.
+  const std::string compiled = emu::run(k, elsewhere).violations.front().file;
+  const std::size_t tests = compiled.rfind("tests/testing_helpers_test.cpp");
+  ASSERT_NE(tests, std::string::npos) << compiled;
+  {
+    ScopedEnv root("WSPIPE_SOURCE_ROOT", compiled.substr(0, tests));
+    const emu::RunResult r = emu::run(k, emu::RunOptions{});
+    EXPECT_EQ(r.violations.front().file, "tests/testing_helpers_test.cpp");
+    const auto v = std::find_if(r.trace.events.begin(), r.trace.events.end(),
+                                [](const emu::Event& e) { return e.kind == emu::EventKind::violation; });
+    ASSERT_NE(v, r.trace.events.end());
+    EXPECT_EQ(r.trace.location(*v).rfind("tests/testing_helpers_test.cpp:", 0), 0u) << r.trace.location(*v);
+    EXPECT_EQ(emu::run(k, elsewhere).violations.front().file, compiled) << "the options' own root wins";
+  }
+  {
+    ScopedEnv root("WSPIPE_SOURCE_ROOT", "");  // set and empty: paths as compiled
+    EXPECT_EQ(emu::run(k, emu::RunOptions{}).violations.front().file, compiled);
+  }
+}
+
+// A user's own program over its own catalogue names itself, not "wspipe".
+TEST(TestingHelpers, AUsersCliNamesItself) {
+  std::ostringstream out, err;
+  EXPECT_EQ(cli::main({"/home/me/build/mytool", "help"}, examples::catalogue(), out, err), 0);
+  EXPECT_EQ(out.str().rfind("mytool: run warp-specialized kernels", 0), 0u) << out.str();
+  EXPECT_TRUE(contains(out.str(), "\n  mytool explore SCENARIO")) << out.str();
+  EXPECT_FALSE(contains(out.str(), "wspipe list")) << out.str();
+  EXPECT_EQ(cli::main({"mytool", "explore"}, examples::catalogue(), out, err), 2);
+  EXPECT_TRUE(contains(err.str(), "mytool: missing SCENARIO[/VARIANT]; `mytool list` shows them")) << err.str();
+  std::ostringstream run_out;
+  EXPECT_EQ(cli::main({"./mytool", "run", "ring", "--items", "2"}, examples::catalogue(), run_out, err), 0);
+  EXPECT_EQ(run_out.str().rfind("mytool run ring ", 0), 0u) << run_out.str();
+}
+
 TEST(TestingHelpers, ExploresCleanOnBrokenRingReportsAReplayThatReproduces) {
   CleanEnv env;
   const auto found = testing::explores_clean(ring_factory(4, 32, RingBug::no_release), runs(20));
@@ -250,7 +387,7 @@ TEST(TestingHelpers, ExploresCleanOnBrokenRingReportsAReplayThatReproduces) {
   ScopedEnv trace("WSPIPE_TRACE", (dir / "t.txt").string());
   const auto again = testing::explores_clean(ring_factory(4, 32, RingBug::no_release), runs(20));
   ASSERT_FALSE(again);
-  EXPECT_TRUE(contains(again.message(), "replayed WSPIPE_REPLAY=" + token + ": deadlock")) << again.message();
+  EXPECT_TRUE(contains(again.message(), "replayed WSPIPE_REPLAY=" + token + " (outcome: deadlock)")) << again.message();
   EXPECT_TRUE(contains(slurp(dir / "t.txt"), "wait")) << "the text trace of the replayed run";
   // finds() replays too, and accepts the same outcome.
   EXPECT_TRUE(testing::finds("deadlock", ring_factory(4, 32, RingBug::no_release)));
@@ -309,7 +446,7 @@ TEST(TestingHelpers, BadReplayValuesFailNamingTheValue) {
     const auto r = testing::explores_clean(ring_factory(2, 4));
     ASSERT_FALSE(r);
     EXPECT_TRUE(contains(r.message(), "WSPIPE_TRACE=/nonexistent-dir/t.json: cannot write")) << r.message();
-    EXPECT_TRUE(contains(r.message(), "replayed WSPIPE_REPLAY=2:: ok")) << r.message();
+    EXPECT_TRUE(contains(r.message(), "replayed WSPIPE_REPLAY=2: (outcome: ok)")) << r.message();
   }
   // A schedule recorded for another kernel does not fit. (Another
   // configuration of the same kernel may: a run that meets the same choice
@@ -324,6 +461,7 @@ TEST(TestingHelpers, BadReplayValuesFailNamingTheValue) {
     ASSERT_FALSE(r);
     EXPECT_TRUE(contains(r.message(), "WSPIPE_REPLAY=" + token + " does not fit this kernel")) << r.message();
     EXPECT_TRUE(contains(r.message(), "recorded from")) << r.message();
+    EXPECT_TRUE(contains(r.message(), "the schedule is stale: unset WSPIPE_REPLAY")) << r.message();
   }
 }
 
@@ -598,6 +736,60 @@ TEST(TestingHelpers, RapidcheckPropertyOverABrokenKernelFails) {
     const auto items = *rc::gen::inRange<std::uint32_t>(1, 9);
     testing::rc_explore_clean(handoff_factory(items, true));
   }));
+}
+
+// What rapidcheck prints for a property: its result message, counterexample
+// included (as RC_GTEST_PROP's failure does).
+template <class Property>
+std::string rapidcheck_message(Property property) {
+  rc::detail::TestMetadata metadata;
+  metadata.id = metadata.description = "wspipe helpers test";
+  std::ostringstream out;
+  rc::detail::printResultMessage(rc::detail::checkTestable(property, metadata), out);
+  return out.str();
+}
+
+// A failure reads as the GoogleTest helpers' do: wspipe's report and a
+// replay line, not rapidcheck's RC_FAIL expression and this library's
+// path; the counterexample names the strategy and seed it drew.
+TEST(TestingHelpers, RapidcheckFailureIsTheReportAndAReplayLine) {
+  CleanEnv env;
+  const std::string msg = rapidcheck_message([] {
+    const auto items = *rc::gen::inRange<std::uint32_t>(1, 9).as("items");
+    testing::rc_explore_clean(handoff_factory(items, true));
+  });
+  for (const char* part : {"Falsifiable", "\nitems:\n", "\nwspipe strategy:\n\"", "\nwspipe seed:\n",
+                           "wspipe found kernel.check\nfailure in ", "replay: RC_PARAMS=\"reproduce=",
+                           " WSPIPE_REPLAY=", "WSPIPE_TRACE=wspipe-trace.json"})
+    EXPECT_TRUE(contains(msg, part)) << part << " in:\n" << msg;
+  for (const char* noise : {"RC_FAIL", "rapidcheck.cpp"}) EXPECT_FALSE(contains(msg, noise)) << msg;
+}
+
+// WSPIPE_REPLAY and WSPIPE_TRACE work in a property as in a GoogleTest
+// helper: the property replays the schedule, writes its trace, and fails
+// unless the replayed run ends ok.
+TEST(TestingHelpers, RapidcheckPropertyReplaysWithATrace) {
+  CleanEnv env;
+  const auto property = [] { testing::rc_explore_clean(handoff_factory(4, true)); };
+  const std::string token = replay_token(rapidcheck_message(property));
+  ASSERT_EQ(token.rfind("2:", 0), 0u);
+  const auto dir = temp_dir("rc-replay");
+  {
+    ScopedEnv replay("WSPIPE_REPLAY", token);
+    ScopedEnv trace("WSPIPE_TRACE", (dir / "t.json").string());
+    const std::string msg = rapidcheck_message(property);
+    EXPECT_TRUE(contains(msg, "replayed WSPIPE_REPLAY=" + token + " (outcome: kernel.check)")) << msg;
+    EXPECT_TRUE(contains(slurp(dir / "t.json"), "\"rule\":\"kernel.check\"")) << "the replayed run's trace";
+  }
+  {
+    ScopedEnv replay("WSPIPE_REPLAY", "2:");  // the default schedule: clean
+    EXPECT_TRUE(rc::check("the hand-off under its default schedule", property));
+  }
+  {
+    ScopedEnv replay("WSPIPE_REPLAY", "2:zz!");
+    EXPECT_TRUE(contains(rapidcheck_message(property), "WSPIPE_REPLAY='2:zz!' is not a schedule"));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -25,14 +25,15 @@ constexpr int kOutputError = 3;
 // reports a command the signal killed: 130 for SIGINT, 143 for SIGTERM.
 constexpr int kSignalBase = 128;
 
-const char* kHelp = R"(wspipe: run warp-specialized kernels on the wspipe emulator
+// The help, with PROG for the program's name (program_name()).
+const char* kHelp = R"(PROG: run warp-specialized kernels on the wspipe emulator
 
 usage:
-  wspipe list
-  wspipe run     SCENARIO[/VARIANT] [options] [--strategy S] [--seed N] [--trace FILE] [--json]
-  wspipe explore SCENARIO[/VARIANT] [options] [--runs N] [--seconds T] [--strategy LIST] [--jobs N] [--json]
-  wspipe replay  SCENARIO[/VARIANT] --schedule STR [options] [--trace FILE] [--json]
-  wspipe help
+  PROG list
+  PROG run     SCENARIO[/VARIANT] [options] [--strategy S] [--seed N] [--trace FILE] [--json]
+  PROG explore SCENARIO[/VARIANT] [options] [--runs N] [--seconds T] [--strategy LIST] [--jobs N] [--json]
+  PROG replay  SCENARIO[/VARIANT] --schedule STR [options] [--trace FILE] [--json]
+  PROG help
 
   list      the scenarios and their variants, one per line, with the outcome
             each must produce (expect=ok, expect=deadlock, expect=<rule>)
@@ -58,7 +59,7 @@ const char* kHelpTail = R"(  --max-active-clusters N
                        Checked before anything runs; an explore that finds
                        nothing removes an older FILE (and says so)
   --json               print one JSON object instead of the report
-  scenario options     see `wspipe list`; e.g. --stages 4 --items 64
+  scenario options     see `PROG list`; e.g. --stages 4 --items 64
   A value that begins with -- is given as --flag=VALUE.
 
 exit status: 0 nothing found, 1 a violation, deadlock or livelock found, 2 bad usage or
@@ -79,6 +80,7 @@ struct Args {
   // A value option given last, or followed by another flag (whose word is
   // then `next`): plan() says it needs a value, once it knows the option.
   std::string missing_value, next;
+  std::string name;  // the program's, as it names itself (program_name())
 };
 
 // Options every scenario takes, and the command each belongs to ("" = all):
@@ -213,10 +215,10 @@ const Scenario* find_scenario(const Catalogue& cat, const std::string& name) {
 
 Plan plan(const Args& a, const Catalogue& cat) {
   Plan p;
-  if (a.scenario.empty()) throw UsageError("missing SCENARIO[/VARIANT]; `wspipe list` shows them");
+  if (a.scenario.empty()) throw UsageError("missing SCENARIO[/VARIANT]; `" + a.name + " list` shows them");
   p.scenario = find_scenario(cat, a.scenario);
   if (p.scenario == nullptr)
-    throw UsageError("unknown scenario " + shell_quote(a.scenario) + "; `wspipe list` shows them");
+    throw UsageError("unknown scenario " + shell_quote(a.scenario) + "; `" + a.name + " list` shows them");
   for (const auto& v : p.scenario->variants)
     if (v.name == a.variant) p.variant = &v;
   if (p.variant == nullptr)
@@ -228,7 +230,7 @@ Plan plan(const Args& a, const Catalogue& cat) {
     const auto g = global_options().find(name);
     if (g != global_options().end() && !(is_launch_option(name) && scenario_has(*p.scenario, name))) {
       if (!g->second.empty() && g->second != a.command)
-        throw UsageError("--" + name + " belongs to `wspipe " + g->second + "`");
+        throw UsageError("--" + name + " belongs to `" + a.name + " " + g->second + "`");
       continue;
     }
     const bool known = std::any_of(p.scenario->options.begin(), p.scenario->options.end(),
@@ -291,7 +293,7 @@ Plan plan(const Args& a, const Catalogue& cat) {
     throw UsageError(errors.front());
   const auto& pf = p.settings.portfolio;
   if (a.command != "explore" && (pf.size() != 1 || pf.front().kind == emu::StrategyKind::exhaustive))
-    throw UsageError("--strategy for `wspipe " + a.command + "` must be one of rr, random, pct, pct:D; got '" +
+    throw UsageError("--strategy for `" + a.name + " " + a.command + "` must be one of rr, random, pct, pct:D; got '" +
                      a.opts.at("strategy") + "' (portfolios and exhaustive belong to explore)");
   if (p.variant->lane_divergence) p.settings.lane_divergence = true;
   for (const char* name : {"max-active-clusters", "ctas-per-sm"}) {
@@ -316,6 +318,22 @@ Plan plan(const Args& a, const Catalogue& cat) {
   // beyond the grid, CTAs per SM beyond its limits), before anything runs.
   (void)emu::checked_launch(p.make().launch);
   return p;
+}
+
+// The name the program calls itself in its help, messages and reports: its
+// file name, so that a user's own program over its own catalogue says
+// "pipeline3 explore ...", not "wspipe".
+std::string program_name(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0].empty()) return "wspipe";
+  const std::string& path = argv[0];
+  const std::size_t slash = path.find_last_of('/');
+  return slash == std::string::npos || slash + 1 == path.size() ? path : path.substr(slash + 1);
+}
+
+std::string with_name(std::string text, const std::string& name) {
+  for (std::size_t at = text.find("PROG"); at != std::string::npos; at = text.find("PROG", at + name.size()))
+    text.replace(at, 4, name);
+  return text;
 }
 
 std::string prog_name(const std::vector<std::string>& argv) {
@@ -406,9 +424,9 @@ std::string json_result(const Plan& p, const Outcome& o, const std::string& prog
 }
 
 void print_report(std::ostream& out, const Plan& p, const Outcome& o, const TraceFile& trace,
-                  const std::string& prog) {
+                  const std::string& prog, const std::string& name) {
   const emu::RunResult* r = o.run;
-  out << "wspipe " << o.command << " " << p.display << " " << option_values(p);
+  out << name << " " << o.command << " " << p.display << " " << option_values(p);
   if (o.command != "replay") out << " strategy=" << emu::to_string(p.settings.portfolio) << " seed=" << o.seed;
   if (p.settings.lane_divergence) out << " lane-divergence";
   if (p.max_active_clusters) out << " max-active-clusters=" << *p.max_active_clusters;
@@ -446,15 +464,15 @@ int finish(std::ostream& out, std::ostream& err, const Args& a, const Plan& p, c
   if (a.json)
     out << json_result(p, o, prog) << "\n";
   else
-    print_report(out, p, o, trace, prog);
+    print_report(out, p, o, trace, prog, a.name);
   int rc = o.run && o.run->status != emu::Status::ok ? kFound : kOk;
   if (!trace.error.empty()) {
-    err << "wspipe: " << emu::printable(trace.error) << "\n";
+    err << a.name << ": " << emu::printable(trace.error) << "\n";
     rc = kOutputError;
   }
   // Buffered output fails only when flushed (a full disk, /dev/full).
   if (!out.flush()) {
-    err << "wspipe: the " << (a.json ? "JSON" : "report") << " could not be written to standard output\n";
+    err << a.name << ": the " << (a.json ? "JSON" : "report") << " could not be written to standard output\n";
     rc = kOutputError;
   }
   return o.signal != 0 ? kSignalBase + o.signal : rc;
@@ -586,10 +604,12 @@ int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ost
 
 int main(const std::vector<std::string>& argv, const Catalogue& catalogue, std::ostream& out, std::ostream& err) {
   const std::string prog = prog_name(argv);
+  const std::string name = program_name(argv);
   try {
-    const Args a = parse(argv);
+    Args a = parse(argv);
+    a.name = name;
     if (a.command == "help") {
-      out << kHelp << emu::flags_help() << kHelpTail;
+      out << with_name(kHelp, name) << emu::flags_help() << with_name(kHelpTail, name);
       return out.flush() ? kOk : kOutputError;
     }
     if (a.command == "list") {
@@ -601,13 +621,13 @@ int main(const std::vector<std::string>& argv, const Catalogue& catalogue, std::
     if (a.command == "replay") return cmd_replay(a, catalogue, out, err, prog);
     throw UsageError("unknown command " + shell_quote(a.command));
   } catch (const UsageError& e) {
-    err << "wspipe: " << e.what() << "\n(see `wspipe help`)\n";
+    err << name << ": " << e.what() << "\n(see `" << name << " help`)\n";
     return kUsage;
   } catch (const emu::BadLaunch& e) {
-    err << "wspipe: bad launch: " << e.what() << "\n";
+    err << name << ": bad launch: " << e.what() << "\n";
     return kUsage;
   } catch (const std::invalid_argument& e) {
-    err << "wspipe: " << e.what() << "\n";
+    err << name << ": " << e.what() << "\n";
     return kUsage;
   }
 }

@@ -466,6 +466,11 @@ struct CudaBackendFor {
       (void)loc;
       r[i] = v;
     }
+    // reg(i) as the f32 it holds (an accumulator's element).
+    __device__ __forceinline__ float f32(std::uint32_t i, SourceLoc loc = SourceLoc::current()) const {
+      (void)loc;
+      return __uint_as_float(r[i]);
+    }
   };
 
   // tcgen05.ld.sync.aligned.<S>.x<Num>.b32 (PTX 9.7.16.8.3): asynchronous;
@@ -712,6 +717,29 @@ struct CudaBackendFor {
     return *reinterpret_cast<T*>(wspipe_smem);
   }
 
+  // A failed check with values: as check()'s failure, then the values, one a
+  // line. Out of line: the printf calls stay out of the kernel's hot path.
+  static __device__ __noinline__ void check_failed(const char* what, const CheckValues* values) {
+    const std::uint32_t failing = __activemask();
+    if (::cuda::ptx::get_sreg_laneid() == static_cast<std::uint32_t>(__ffs(static_cast<int>(failing)) - 1)) {
+      printf("wspipe check failed: %s (block %u,%u,%u, cluster rank %u, warp %u)\n", what, blockIdx.x, blockIdx.y,
+             blockIdx.z, cta_rank(), threadIdx.x / 32u);
+      for (std::uint32_t k = 0; values != nullptr && k < values->count && k < CheckValues::kMax; ++k) {
+        const CheckValue& v = values->at[k];
+        switch (v.kind) {
+          case CheckValue::Kind::signed_int: printf("  %s = %lld\n", v.name, static_cast<long long>(v.i)); break;
+          case CheckValue::Kind::unsigned_int:
+            printf("  %s = %llu\n", v.name, static_cast<unsigned long long>(v.u));
+            break;
+          case CheckValue::Kind::boolean: printf("  %s = %s\n", v.name, v.u ? "true" : "false"); break;
+          case CheckValue::Kind::floating: printf("  %s = %.9g\n", v.name, v.f); break;
+          case CheckValue::Kind::none: break;
+        }
+      }
+    }
+    __trap();
+  }
+
   // A kernel's data check: the lowest failing lane of the warp prints, then
   // every failing thread traps (the launch fails with cudaErrorLaunchFailure).
   // `loc` is not printed: std::source_location's accessors are constexpr
@@ -727,6 +755,12 @@ struct CudaBackendFor {
       }
       __trap();
     }
+  }
+  // The same, printing the values compared (core/check.hpp), one a line.
+  WSPIPE_CUDA_OP void check(bool cond, const char* what, const CheckValues& values,
+                            SourceLoc loc = SourceLoc::current()) {
+    (void)loc;
+    if (!cond) check_failed(what, &values);
   }
 
   // ---- cluster launch control (PTX "clusterlaunchcontrol.try_cancel",

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/backend.hpp"
+#include "core/numeric.hpp"
 #include "emu_ops.hpp"
 
 namespace wspipe::emu {
@@ -28,6 +29,8 @@ class EmuFrag {
   void set(std::uint32_t i, std::uint32_t v, SourceLoc loc = SourceLoc::current()) {
     regs_[detail::RunningWarp::current().frag_lane(0, i, N, loc) * N + (i < N ? i : 0)] = v;
   }
+  // reg(i) as the f32 it holds (an accumulator's element).
+  float f32(std::uint32_t i, SourceLoc loc = SourceLoc::current()) const { return f32_from_bits(reg(i, loc)); }
 
  private:
   friend struct EmuBackend;
@@ -257,6 +260,11 @@ struct EmuBackend {
 
   static void check(bool cond, const char* what, SourceLoc loc = SourceLoc::current()) {
     detail::ops::check(cond, what, loc);
+  }
+  // The same, naming the values compared in the report (core/check.hpp):
+  //   B::check(v == want, "output", {{"item", i}, {"got", v}, {"want", want}});
+  static void check(bool cond, const char* what, const CheckValues& values, SourceLoc loc = SourceLoc::current()) {
+    detail::ops::check_values(cond, what, values, loc);
   }
 
   // ---- cluster launch control (runtime/clc.cpp; the launch model is

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "core/barrier.hpp"
+#include "core/check.hpp"
 #include "core/clc.hpp"
 #include "core/cluster.hpp"
 #include "core/config.hpp"
@@ -112,6 +113,7 @@ void syncwarp(const SourceLoc& loc);
 void warp_state_step(const char* what, const SourceLoc& loc);
 void* shared_storage(std::size_t size, std::size_t align);
 void check(bool cond, const char* what, const SourceLoc& loc);
+void check_values(bool cond, const char* what, const CheckValues& values, const SourceLoc& loc);
 
 // mbarrier
 void mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index, const SourceLoc& loc);

@@ -77,10 +77,37 @@ struct RunOptions {
   // runs. The runs of an exploration repeat their MMAs, so this is most of
   // the speed of exploring a tensor-heavy kernel; 0 computes every MMA.
   std::size_t mma_memo_bytes = std::size_t{512} << 20;
-  // Reports name source files relative to this directory: the kernel's
-  // project root. Empty: wspipe's own source tree.
+  // Reports and traces name source files relative to this directory: the
+  // kernel's project root. Empty: default_source_root(), for runs of an
+  // emu::Kernel (explore.hpp: emu::run, explore, replay, and so the testing
+  // helpers and the CLI); absolute paths for a run() of its own.
   std::string source_root;
 };
+
+// The source root a run of an emu::Kernel uses when its options name none:
+// the environment's WSPIPE_SOURCE_ROOT when set (empty: absolute paths),
+// else the project's, noted by the program's own code (below), else none.
+std::string default_source_root();
+
+namespace detail {
+// Notes `root` as the project's source root (the first noted wins); true.
+bool note_project_source_root(const char* root);
+}  // namespace detail
+
+// The project's source root, noted where the build defines it:
+// WSPIPE_PROJECT_SOURCE_DIR, which wspipe's CMake targets give the code that
+// links them (wspipe::emu's users, not wspipe's own libraries): the
+// including project's top source directory (CMAKE_SOURCE_DIR), or
+// WSPIPE_SOURCE_ROOT where the project sets that CMake variable. One
+// variable per translation unit that includes this header, with internal
+// linkage, so that no library bakes its own build's path into another.
+#if defined(WSPIPE_PROJECT_SOURCE_DIR)
+namespace detail {
+namespace {
+[[maybe_unused]] const bool project_source_root_noted = note_project_source_root(WSPIPE_PROJECT_SOURCE_DIR);
+}  // namespace
+}  // namespace detail
+#endif
 
 enum class Status { ok, violation, deadlock, livelock };
 const char* to_string(Status s);
@@ -128,6 +155,13 @@ struct RunResult {
   // blocked warp waits on and the last events on that object.
   std::string report() const;
 };
+
+// Copies how `run` ended (its first violation, or what each unfinished warp
+// of a deadlock or livelock waits on) into run.trace.ending, where the
+// trace's exporters show it. emu::run(const Kernel&, ...) (explore.hpp),
+// and so every front end, does it for each run; a caller of run() below
+// that writes traces calls it itself.
+void note_ending(RunResult& run);
 
 // A replayed schedule that does not fit the kernel and options it is
 // replayed with: bad input, not a finding.

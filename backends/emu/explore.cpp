@@ -79,16 +79,25 @@ void validate(const ExploreOptions& o) {
 
 RunResult run(const Kernel& kernel, const RunOptions& options) {
   if (!kernel.body) throw std::invalid_argument("emu::run: the kernel has no body");
-  RunResult r = run(kernel.launch, kernel.body, options);
-  if (r.status != Status::ok || r.pruned || !kernel.verify) return r;
-  if (std::string wrong = kernel.verify(); !wrong.empty()) {
-    Violation v;
-    v.rule = "result.mismatch";
-    v.message = "the kernel's result differs from the reference: " + wrong;
-    v.step = r.steps;
-    r.violations.push_back(std::move(v));
-    r.status = Status::violation;
+  std::optional<RunOptions> rooted;  // with the default source root, where the options name none
+  if (options.source_root.empty()) {
+    if (std::string root = default_source_root(); !root.empty()) {
+      rooted = options;
+      rooted->source_root = std::move(root);
+    }
   }
+  RunResult r = run(kernel.launch, kernel.body, rooted ? *rooted : options);
+  if (r.status == Status::ok && !r.pruned && kernel.verify) {
+    if (std::string wrong = kernel.verify(); !wrong.empty()) {
+      Violation v;
+      v.rule = "result.mismatch";
+      v.message = "the kernel's result differs from the reference: " + wrong;
+      v.step = r.steps;
+      r.violations.push_back(std::move(v));
+      r.status = Status::violation;
+    }
+  }
+  note_ending(r);
   return r;
 }
 

@@ -31,7 +31,9 @@ struct Kernel {
 // inputs between instances, give each its own outputs.
 using KernelFactory = std::function<Kernel()>;
 
-// One run of one instance: emu::run, then, if it ended ok, `verify`.
+// One run of one instance: emu::run, then, if it ended ok, `verify`. Paths
+// are relative to default_source_root() where `options` names no root, and
+// the trace (if any) notes how the run ended (note_ending).
 RunResult run(const Kernel& kernel, const RunOptions& options);
 
 // The word a run's outcome is classified by: "ok", "deadlock", "livelock",

@@ -16,9 +16,10 @@ std::string RunResult::report() const {
   std::string r = std::string("status: ") + to_string(status) + " after " + std::to_string(steps) + " steps\n";
   for (const Violation& v : violations) {
     r += "violation " + v.rule + " at step " + std::to_string(v.step) + "\n";
-    r += "  warp:   " + v.warp + "\n";
+    // A result.mismatch comes from the kernel's verify() after the run: no warp, no line.
+    if (!v.warp.empty()) r += "  warp:   " + v.warp + "\n";
     if (!v.object.empty()) r += "  object: " + v.object + "\n";
-    r += "  where:  " + v.file + ":" + std::to_string(v.line) + "\n";
+    if (v.line != 0) r += "  where:  " + v.file + ":" + std::to_string(v.line) + "\n";
     r += "  what:   " + v.message + "\n";
     if (!v.other.empty()) r += "  other:  " + v.other + "\n";
   }

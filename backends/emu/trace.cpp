@@ -5,6 +5,7 @@
 #include <map>
 #include <ostream>
 
+#include "emulator.hpp"
 
 namespace wspipe::emu {
 
@@ -172,24 +173,62 @@ std::string Trace::describe(const Event& e) const {
     case EventKind::bulk_commit: return "cp.async.bulk.commit_group: group " + n(e.a) + " (" + n(e.b) + " stores)";
     case EventKind::bulk_wait:
       return std::string(e.b ? "cp.async.bulk.wait_group.read " : "cp.async.bulk.wait_group ").append(n(e.a));
-    case EventKind::violation: return "VIOLATION";
+    case EventKind::violation:
+      // One violation event per run: the one that stopped it.
+      return ending.rule.empty() ? "VIOLATION" : "VIOLATION " + ending.rule + ": " + ending.message;
   }
   return "?";
 }
 
+namespace {
+
+// "deadlock: no warp can move", the name of a noted ending's marker.
+std::string ending_line(const TraceEnding& end) {
+  if (end.status == "deadlock") return "deadlock: no warp can move";
+  if (end.status == "livelock") return "livelock: the step budget ran out";
+  return end.status + " " + end.rule + ": " + end.message;
+}
+
+// Whether the noted ending needs showing after the events: a violation
+// shows on its own event, when there is one.
+bool ends_off_the_events(const Trace& t) {
+  if (t.ending.status.empty()) return false;
+  return t.ending.status != "violation" || std::none_of(t.events.begin(), t.events.end(), [](const Event& e) {
+           return e.kind == EventKind::violation;
+         });
+}
+
+}  // namespace
+
 void Trace::write_text(std::ostream& out) const {
   std::size_t width = 8;
   for (const auto& w : warps) width = std::max(width, w.name.size());
-  for (const Event& e : events) {
+  auto line = [&](std::uint64_t at, std::int32_t warp, const std::string& what, const std::string& loc) {
     char step[24];
-    std::snprintf(step, sizeof step, "%8llu  ", static_cast<unsigned long long>(e.step));
-    std::string who = e.warp >= 0 ? warps[e.warp].name : "";
+    std::snprintf(step, sizeof step, "%8llu  ", static_cast<unsigned long long>(at));
+    std::string who = warp >= 0 ? warps[warp].name : "";
     who.resize(width, ' ');
-    out << step << who << "  " << describe(e);
-    const std::string loc = location(e);
+    out << step << who << "  " << what;
     if (!loc.empty()) out << "    @ " << loc;
     out << '\n';
-  }
+  };
+  for (const Event& e : events) line(e.step, e.warp, describe(e), location(e));
+  // A violation is on its event (describe); what has none, a deadlock's
+  // open waits and a result.mismatch, closes the log.
+  if (!ends_off_the_events(*this)) return;
+  for (const TraceEnding::OpenWait& w : ending.open)
+    line(ending.step, w.warp, "never ends: " + w.what + " (since step " + std::to_string(w.since) + "): " + w.state,
+         w.location);
+  line(ending.step, -1, ending_line(ending), "");
+}
+
+std::vector<const Event*> Trace::last_on_named(std::uint32_t cta, std::int64_t id, std::size_t n) const {
+  std::vector<const Event*> found;
+  for (auto it = events.rbegin(); it != events.rend() && found.size() < n; ++it)
+    if ((it->kind == EventKind::named_arrive || it->kind == EventKind::named_pass) && it->a == id && it->warp >= 0 &&
+        warps[it->warp].cta == cta)
+      found.push_back(&*it);
+  return {found.rbegin(), found.rend()};
 }
 
 std::vector<const Event*> Trace::last_on(std::int32_t object, std::size_t n) const {
@@ -198,6 +237,44 @@ std::vector<const Event*> Trace::last_on(std::int32_t object, std::size_t n) con
     if (it->object == object) found.push_back(&*it);
   return {found.rbegin(), found.rend()};
 }
+
+namespace {
+
+// The Chrome-trace events that show a noted ending which no event carries:
+// a deadlock's or livelock's open waits and its marker, or the marker of a
+// violation found after the run (result.mismatch).
+std::vector<std::string> chrome_ending(const Trace& t) {
+  const TraceEnding& ending = t.ending;
+  const std::vector<TraceWarp>& warps = t.warps;
+  std::vector<std::string> out;
+  if (!ends_off_the_events(t)) return out;
+  // Each wait that never returned: a slice begun and never ended. It starts
+  // after the warp's last slice, so that the two do not overlap.
+  std::vector<std::uint64_t> free_from(warps.size(), 0);
+  for (const Event& e : t.events)
+    if (e.warp >= 0) free_from[e.warp] = std::max(free_from[e.warp], e.step + 1);
+  std::uint64_t last = ending.step;  // the marker comes after every slice's start
+  for (const TraceEnding::OpenWait& w : ending.open) {
+    if (w.warp < 0) continue;
+    const std::uint64_t ts = std::max(w.since, free_from[w.warp]);
+    last = std::max(last, ts);
+    std::string args = "\"since\":" + std::to_string(w.since) + ",\"state\":" + json_quote(w.state);
+    if (!w.location.empty()) args += ",\"at\":" + json_quote(w.location);
+    out.push_back("{\"ph\":\"B\",\"name\":" + json_quote(w.what + " (never ends)") + ",\"cat\":\"open\",\"pid\":" +
+                  std::to_string(warps[w.warp].cta) + ",\"tid\":" + std::to_string(w.warp) +
+                  ",\"ts\":" + std::to_string(ts) + ",\"args\":{" + args + "}}");
+  }
+  std::string args = "\"step\":" + std::to_string(ending.step);
+  if (!ending.rule.empty())
+    args += ",\"rule\":" + json_quote(ending.rule) + ",\"message\":" + json_quote(ending.message);
+  if (!ending.open.empty()) args += ",\"unfinished_warps\":" + std::to_string(ending.open.size());
+  out.push_back("{\"ph\":\"i\",\"s\":\"g\",\"name\":" + json_quote(ending_line(ending)) + ",\"cat\":" +
+                json_quote(ending.status) + ",\"pid\":0,\"tid\":0,\"ts\":" + std::to_string(last) +
+                ",\"args\":{" + args + "}}");
+  return out;
+}
+
+}  // namespace
 
 void Trace::write_chrome_json(std::ostream& out) const {
   // Timestamps are steps: one step is one microsecond on the viewer's axis.
@@ -217,6 +294,8 @@ void Trace::write_chrome_json(std::ostream& out) const {
   std::vector<bool> used(warps.size(), false);
   for (const Event& e : events)
     if (e.warp >= 0) used[e.warp] = true;
+  for (const TraceEnding::OpenWait& w : ending.open)
+    if (w.warp >= 0) used[w.warp] = true;
   for (std::size_t i = 0; i < warps.size(); ++i) {
     if (!used[i]) continue;
     emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(warps[i].cta) +
@@ -241,6 +320,8 @@ void Trace::write_chrome_json(std::ostream& out) const {
     std::string args = "\"step\":" + std::to_string(e.step);
     const std::string loc = location(e);
     if (!loc.empty()) args += ",\"at\":" + json_quote(loc);
+    if (e.kind == EventKind::violation && !ending.rule.empty())
+      args += ",\"rule\":" + json_quote(ending.rule) + ",\"message\":" + json_quote(ending.message);
     if (e.kind == EventKind::phase) {
       const std::uint32_t cta = objects[e.object].cta;
       emit("{\"ph\":\"C\",\"name\":" + json_quote(objects[e.object].name + " phase") +
@@ -256,7 +337,10 @@ void Trace::write_chrome_json(std::ostream& out) const {
     }
     if (e.kind == EventKind::arrive || e.kind == EventKind::complete_tx || e.kind == EventKind::expect_tx)
       last_arrive = &e;
-    emit("{\"ph\":\"X\",\"name\":" + json_quote(describe(e)) + ",\"cat\":" + json_quote(to_string(e.kind)) +
+    // A violation's slice is named by its rule; its message is in the args.
+    const std::string name = e.kind == EventKind::violation && !ending.rule.empty() ? "VIOLATION " + ending.rule
+                                                                                     : describe(e);
+    emit("{\"ph\":\"X\",\"name\":" + json_quote(name) + ",\"cat\":" + json_quote(to_string(e.kind)) +
          ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + std::to_string(begin) +
          ",\"dur\":" + std::to_string(e.step - begin + 1) + ",\"args\":{" + args + "}}");
     if (e.kind == EventKind::wait && e.step > e.begin) {
@@ -268,7 +352,32 @@ void Trace::write_chrome_json(std::ostream& out) const {
       }
     }
   }
+  for (const std::string& e : chrome_ending(*this)) emit(e);
   out << "\n]}\n";
+}
+
+void note_ending(RunResult& run) {
+  Trace& t = run.trace;
+  if (t.warps.empty()) return;  // the run had no trace
+  TraceEnding& end = t.ending;
+  end = {};
+  if (run.status == Status::ok) return;
+  end.status = to_string(run.status);
+  end.step = run.steps;
+  if (!run.violations.empty()) {
+    end.rule = run.violations.front().rule;
+    end.message = run.violations.front().message;
+  }
+  for (const BlockedWarp& b : run.blocked) {
+    TraceEnding::OpenWait w;
+    for (std::size_t i = 0; i < t.warps.size(); ++i)
+      if (t.warps[i].name == b.warp) w.warp = static_cast<std::int32_t>(i);
+    w.what = b.op + (b.object.empty() ? "" : " on " + b.object);
+    w.state = b.state;
+    if (b.line != 0) w.location = b.file + ":" + std::to_string(b.line);
+    w.since = b.since;
+    end.open.push_back(std::move(w));
+  }
 }
 
 }  // namespace wspipe::emu

@@ -69,6 +69,24 @@ struct TraceObject {
   std::uint32_t cta = 0;
 };
 
+// How a run ended, as its trace shows it: the violation's rule and message
+// (on the violation's event), or, at a deadlock or livelock, each unfinished
+// warp's wait that never ends. Copied from the run's result by
+// emu::note_ending (emulator.hpp).
+struct TraceEnding {
+  struct OpenWait {
+    std::int32_t warp = -1;  // index into Trace::warps
+    std::string what;        // "wait on empty[0] (cta0)"
+    std::string state;       // what it waits for, and the object's state
+    std::string location;    // "examples/ring.hpp:69"
+    std::uint64_t since = 0;
+  };
+  std::string status;  // "violation", "deadlock", "livelock"; empty: ok, or not noted
+  std::string rule, message;  // the first violation's
+  std::uint64_t step = 0;     // the run's last step
+  std::vector<OpenWait> open;
+};
+
 struct Trace {
   Trace() = default;
   Trace(const Trace&) = default;
@@ -89,6 +107,8 @@ struct Trace {
   // output does not depend on where the project was checked out.
   std::string strip_prefix;
 
+  TraceEnding ending;
+
   std::string describe(const Event& e) const;  // one line, no step or warp
   std::string location(const Event& e) const;  // "examples/ring.hpp:42"
   std::string object_name(std::int32_t id) const;
@@ -97,11 +117,18 @@ struct Trace {
   // Chrome trace / Perfetto JSON: process = CTA, thread = warp; every event
   // a slice at ts = step (waits span the steps they blocked), flows from
   // the arrive that completed a phase to the waits it released, and a
-  // counter per barrier with its phase.
+  // counter per barrier with its phase. With an ending noted, the
+  // violation's slice names its rule and carries its message, and a
+  // deadlock or livelock ends with an instant event naming it and an
+  // unfinished slice ("Did not end" in Perfetto) for each wait that never
+  // returned. The text log ends with the same.
   void write_chrome_json(std::ostream& out) const;
 
   // The last `n` events on barrier `object`, oldest first.
   std::vector<const Event*> last_on(std::int32_t object, std::size_t n) const;
+  // The last `n` bar.arrive / bar.sync events on named barrier `id` of CTA
+  // `cta`, oldest first.
+  std::vector<const Event*> last_on_named(std::uint32_t cta, std::int64_t id, std::size_t n) const;
 };
 
 namespace detail {

@@ -109,7 +109,8 @@ WSPIPE_HD void kernel(const Params& p) {
     for (std::uint32_t i = 0; i < p.items; ++i) {
       auto slot = out.consume();
       const std::uint32_t v = smem.out_slot[slot.index()];
-      B::check(v == transform(p.input[i], key), "pipeline3: output out of sequence");
+      const std::uint32_t want = transform(p.input[i], key);
+      B::check(v == want, "pipeline3: output out of sequence", {{"item", i}, {"got", v}, {"want", want}});
       p.output[i] = v;
     }
   }

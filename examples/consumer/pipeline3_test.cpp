@@ -48,11 +48,12 @@ TEST(Pipeline3, CleanWithinTwoPreemptionsExhaustively) {
 }
 
 // rapidcheck draws the configuration, and rc_explore_clean the strategy and
-// the seed: a counterexample shrinks to the smallest configuration and seed.
+// the seed: a counterexample shrinks to the smallest configuration and seed,
+// each value under its label.
 RC_GTEST_PROP(Pipeline3, CleanForAnyConfiguration, ()) {
-  const Config c{.stages = *rc::gen::inRange(1, pipeline3::kMaxStages + 1),
-                 .items = *rc::gen::inRange<std::uint32_t>(0, 33),
-                 .key = *rc::gen::arbitrary<std::uint32_t>()};
+  const Config c{.stages = *rc::gen::inRange(1, pipeline3::kMaxStages + 1).as("stages"),
+                 .items = *rc::gen::inRange<std::uint32_t>(0, 33).as("items"),
+                 .key = *rc::gen::arbitrary<std::uint32_t>().as("key")};
   wspipe::testing::rc_explore_clean(make_factory(c));
 }
 

@@ -41,6 +41,9 @@ void syncwarp(const SourceLoc& loc) { world().syncwarp(loc); }
 void warp_state_step(const char* what, const SourceLoc& loc) { world().warp_state_step(what, loc); }
 void* shared_storage(std::size_t size, std::size_t align) { return world().shared_storage(size, align); }
 void check(bool cond, const char* what, const SourceLoc& loc) { world().check(cond, what, loc); }
+void check_values(bool cond, const char* what, const CheckValues& values, const SourceLoc& loc) {
+  world().check_values(cond, what, values, loc);
+}
 
 void mbar_init(SharedMemBarrier& bar, std::uint32_t count, const char* base, int index, const SourceLoc& loc) {
   world().mbar().init(bar, count, base, index, loc);

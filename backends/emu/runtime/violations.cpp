@@ -56,6 +56,7 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
   b.file = rel(w.loc.file_name());
   b.line = w.loc.line();
   std::int32_t object = -1;
+  std::vector<const Event*> history;  // a named barrier's, which has no object id
   switch (w.block) {
     case Block::not_started:
       b.op =
@@ -75,6 +76,7 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
       b.op = "bar.sync";
       b.object = "named barrier " + std::to_string(w.obj) + " (" + cta_label(w.cta) + ")";
       b.state = barriers_->named_state(w.cta, static_cast<std::uint32_t>(w.obj));
+      if (options_.trace) history = result_.trace.last_on_named(w.cta, w.obj, 6);
       break;
     }
     case Block::cluster: {
@@ -95,11 +97,10 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
       b.state = tma_store_->blocked_state(w);
       break;
   }
-  if (object >= 0 && options_.trace) {
-    for (const Event* e : result_.trace.last_on(object, 6)) {
-      b.last_events.push_back("step " + std::to_string(e->step) + "  " + result_.trace.warps[e->warp].name + "  " +
-                              result_.trace.describe(*e) + "  " + result_.trace.location(*e));
-    }
+  if (object >= 0 && options_.trace) history = result_.trace.last_on(object, 6);
+  for (const Event* e : history) {
+    b.last_events.push_back("step " + std::to_string(e->step) + "  " + result_.trace.warps[e->warp].name + "  " +
+                            result_.trace.describe(*e) + "  " + result_.trace.location(*e));
   }
   return b;
 }

@@ -1,5 +1,9 @@
 // The warp's own operations: lane identity, shared storage, __syncwarp,
 // warp-state steps, the kernel's checks.
+#include <charconv>
+#include <cstdio>
+#include <string>
+
 #include "backends/emu/runtime/tmem.hpp"
 #include "backends/emu/runtime/util.hpp"
 #include "backends/emu/runtime/world.hpp"
@@ -62,6 +66,25 @@ void World::warp_state_step(const char* what, const SourceLoc& loc) {
 void World::check(bool cond, const char* what, const SourceLoc& loc) {
   if (cond || killing_ || stopping_ || in_lane_) return;
   fail(warp(), "kernel.check", "", std::string("kernel check failed: ") + what, loc);
+}
+
+// A check with the values it compared: they go into the message.
+void World::check_values(bool cond, const char* what, const CheckValues& values, const SourceLoc& loc) {
+  if (cond || killing_ || stopping_ || in_lane_) return;
+  std::string text = std::string(what) + " (";
+  for (std::uint32_t k = 0; k < values.count && k < CheckValues::kMax; ++k) {
+    const CheckValue& v = values.at[k];
+    char buf[32] = "";
+    switch (v.kind) {
+      case CheckValue::Kind::signed_int: std::to_chars(buf, buf + sizeof buf - 1, v.i); break;
+      case CheckValue::Kind::unsigned_int: std::to_chars(buf, buf + sizeof buf - 1, v.u); break;
+      case CheckValue::Kind::boolean: std::snprintf(buf, sizeof buf, "%s", v.u ? "true" : "false"); break;
+      case CheckValue::Kind::floating: std::to_chars(buf, buf + sizeof buf - 1, v.f); break;  // shortest exact
+      case CheckValue::Kind::none: break;
+    }
+    text += std::string(k == 0 ? "" : ", ") + v.name + " = " + buf;
+  }
+  check(false, (text + ")").c_str(), loc);
 }
 
 std::uint32_t World::frag_lane_report(std::uint64_t token, std::uint32_t reg, std::uint32_t regs,

@@ -166,6 +166,7 @@ class World : public RunningWarp {
   void elect(const SourceLoc& loc);
   void warp_state_step(const char* what, const SourceLoc& loc);
   void check(bool cond, const char* what, const SourceLoc& loc);
+  void check_values(bool cond, const char* what, const CheckValues& values, const SourceLoc& loc);
   // RunningWarp::frag_lane's reports: the fragment access is not one lane's
   // register of a load waited for.
   std::uint32_t frag_lane_report(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc);

@@ -34,6 +34,11 @@
 // A schedule replays only the kernel and configuration it was recorded
 // from: in a test that explores several kernels, the others report that it
 // does not fit them.
+//
+// Read by every run of a kernel, the helpers' included:
+//   WSPIPE_SOURCE_ROOT=DIR  reports and traces name files relative to DIR
+//                        (empty: absolute), instead of the project's root
+//                        its build gave (emu::default_source_root())
 #pragma once
 
 #include <gtest/gtest.h>
@@ -58,9 +63,12 @@ emu::ExploreOptions options(emu::ExploreOptions base = {});
 bool apply_environment(emu::ExploreOptions& options, std::string* error);
 
 // Success when exploring finds nothing (or, under WSPIPE_REPLAY, when the
-// replayed run ends ok). On failure the message holds the exploration's
-// report (the failure, the shrunk schedule, the shrink figures) and a
-// command line that replays just that schedule with a trace.
+// replayed run ends ok); a clean exploration prints what it covered, one
+// line on stdout ("[wspipe] Suite.Test: explored 1234 runs (56789 steps)
+// in 2.0 s, strategy random,pct:3, first seed 1: nothing found"). On
+// failure the message holds the exploration's report (the failure, the
+// shrunk schedule, the shrink figures) and a command line that replays
+// just that schedule with a trace.
 ::testing::AssertionResult explores_clean(const emu::KernelFactory& make, emu::ExploreOptions opts = options());
 // The same for one instance used by every run: on one thread unless the
 // options ask for jobs (see emu::explore(const Kernel&, ...)).
@@ -68,8 +76,11 @@ bool apply_environment(emu::ExploreOptions& options, std::string* error);
 
 // Success when exploring finds a failure whose outcome (emu::outcome():
 // "deadlock", "livelock" or a violation rule such as
-// "mbarrier.over-arrival") is `expected`. On failure the message says what
-// was found instead: nothing in N runs, or another outcome with its report.
+// "mbarrier.over-arrival") is `expected`, or one of its comma-separated
+// outcomes: one bug may deadlock under one schedule and break a rule under
+// another ("deadlock,mbarrier.parity-alias"). On failure the message says
+// what was found instead: nothing in N runs, or another outcome with its
+// report.
 ::testing::AssertionResult finds(std::string_view expected, const emu::KernelFactory& make,
                                  emu::ExploreOptions opts = options());
 ::testing::AssertionResult finds(std::string_view expected, const emu::Kernel& kernel,

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,10 +16,15 @@
 
 #include "backends/emu/report.hpp"
 #include "backends/emu/settings.hpp"
+#include "backends/emu/testing/replay_env.hpp"
 
 namespace wspipe::testing {
 namespace {
 
+using detail::replay_from_env;
+using detail::replay_line;
+using detail::replayed;
+using detail::Replayed;
 using emu::shell_quote;
 
 std::optional<std::string> env(const char* name) {
@@ -42,15 +48,24 @@ std::string this_test() {
   return std::string(info->test_suite_name()) + "." + info->name();
 }
 
-// The line that replays a failure in this test, and how to read its trace.
-std::string replay_line(const emu::Failure& f, const emu::ExploreOptions& opts) {
+}  // namespace
+
+// ------------------------------------ shared with rapidcheck.cpp (replay_env.hpp)
+
+namespace detail {
+
+std::string replay_line(const emu::Failure& f, const emu::RunOptions& opts, const std::string& env) {
   std::vector<std::string> args;
   if (const std::string test = this_test(); !test.empty()) args.push_back("--gtest_filter=" + test);
-  return "replay: " +
-         emu::replay_command(emu::SettingsFront::environment, opts.run_options(), f.result.schedule, this_binary(),
-                             args, {}, "wspipe-trace.json") +
+  return "replay: " + (env.empty() ? "" : env + " ") +
+         emu::replay_command(emu::SettingsFront::environment, opts, f.result.schedule, this_binary(), args, {},
+                             "wspipe-trace.json") +
          "\n        (wspipe-trace.json opens in https://ui.perfetto.dev; a name ending in .txt gives a text log)\n";
 }
+
+}  // namespace detail
+
+namespace {
 
 // The progress line on stderr, for explorations that run long enough for a
 // person to wonder.
@@ -74,16 +89,11 @@ std::function<void(const emu::ExploreProgress&)> quiet_then_progress() {
   };
 }
 
-// What WSPIPE_REPLAY asks for, if anything: the run, or why there is none.
-struct Replayed {
-  std::string token;
-  std::optional<emu::RunResult> run;
-  std::string error;        // when run is empty
-  std::string trace_note;   // where WSPIPE_TRACE went
-  std::string trace_error;  // it could not be written: a failure whatever the run did
-};
+}  // namespace
 
-std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const emu::ExploreOptions& opts) {
+namespace detail {
+
+std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const emu::RunOptions& opts) {
   const auto token = env("WSPIPE_REPLAY");
   if (!token) return std::nullopt;
   Replayed out;
@@ -96,11 +106,13 @@ std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const em
     return out;
   }
   try {
-    out.run = emu::replay(make(), *schedule, opts.run_options());
+    out.run = emu::replay(make(), *schedule, opts);
   } catch (const emu::ScheduleMismatch& e) {
     out.error = named + " does not fit this kernel: " + e.what() +
                 "\nA schedule replays only the kernel and configuration it was recorded from (in a test that "
-                "explores several kernels, only the exploration that printed it).";
+                "explores several kernels, only the exploration that printed it). If the kernel or the test has "
+                "changed since (the bug fixed, say), the schedule is stale: unset WSPIPE_REPLAY (and WSPIPE_TRACE) "
+                "to explore again.";
     return out;
   } catch (const std::exception& e) {
     out.error = "replaying " + named + " failed: " + e.what();
@@ -117,6 +129,38 @@ std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const em
   return out;
 }
 
+std::string replayed(const Replayed& rep) {
+  return "replayed WSPIPE_REPLAY=" + shell_quote(rep.token) + " (outcome: " + emu::outcome(*rep.run) + ")";
+}
+
+}  // namespace detail
+
+namespace {
+
+// The outcomes finds() accepts: `expected` split at commas, each trimmed
+// ("deadlock, kernel.check").
+std::vector<std::string> outcomes_in(std::string_view expected) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at <= expected.size();) {
+    std::size_t end = expected.find(',', at);
+    if (end == std::string_view::npos) end = expected.size();
+    std::string_view o = expected.substr(at, end - at);
+    while (!o.empty() && o.front() == ' ') o.remove_prefix(1);
+    while (!o.empty() && o.back() == ' ') o.remove_suffix(1);
+    out.emplace_back(o);
+    at = end + 1;
+  }
+  return out;
+}
+
+// "deadlock", "deadlock or kernel.check", "deadlock, livelock or kernel.check".
+std::string either(const std::vector<std::string>& outcomes) {
+  std::string out;
+  for (std::size_t i = 0; i < outcomes.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == outcomes.size() ? " or " : ", ") + outcomes[i];
+  return out;
+}
+
 std::optional<emu::ExploreResult> explore_or(const emu::KernelFactory& make, const emu::ExploreOptions& opts,
                                              std::string* error) {
   try {
@@ -127,15 +171,35 @@ std::optional<emu::ExploreResult> explore_or(const emu::KernelFactory& make, con
   }
 }
 
+// How an exploration chose its schedules: "strategy random,pct:3, first seed 1, shard 1/3".
+std::string schedules_of(const emu::ExploreOptions& opts) {
+  std::string out = "strategy " + emu::to_string(opts.portfolio);
+  if (opts.portfolio.front().kind == emu::StrategyKind::exhaustive)
+    out += ", at most " + std::to_string(opts.preemptions.value_or(2)) + " preemptions";
+  else
+    out += ", first seed " + std::to_string(opts.first_seed);
+  if (opts.shard_count > 1)
+    out += ", shard " + std::to_string(opts.shard_index) + "/" + std::to_string(opts.shard_count);
+  return out;
+}
+
+// The one line a clean exploration prints (on stdout, among GoogleTest's
+// own), so that a log says what a passing test covered.
+void print_covered(const emu::ExploreResult& res, const emu::ExploreOptions& opts) {
+  const std::string test = this_test();
+  std::printf("[wspipe] %s%sexplored %llu runs (%llu steps) in %.1f s, %s: nothing found%s\n", test.c_str(),
+              test.empty() ? "" : ": ", static_cast<unsigned long long>(res.runs),
+              static_cast<unsigned long long>(res.steps), res.seconds, schedules_of(opts).c_str(),
+              res.complete ? " (every schedule within the bound)" : "");
+  std::fflush(stdout);
+}
+
 std::string nothing_found(const emu::ExploreResult& res, const emu::ExploreOptions& opts) {
   std::ostringstream os;
   os.setf(std::ios::fixed);
   os.precision(1);
-  os << "nothing found in " << res.runs << " runs (" << res.steps << " steps, " << res.seconds << " s; strategy "
-     << emu::to_string(opts.portfolio);
-  if (opts.portfolio.front().kind != emu::StrategyKind::exhaustive) os << ", first seed " << opts.first_seed;
-  if (opts.shard_count > 1) os << ", shard " << opts.shard_index << "/" << opts.shard_count;
-  os << ")";
+  os << "nothing found in " << res.runs << " runs (" << res.steps << " steps, " << res.seconds << " s; "
+     << schedules_of(opts) << ")";
   if (res.complete)
     os << ": every schedule within the preemption bound was explored";
   else
@@ -170,19 +234,21 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
 }
 
 ::testing::AssertionResult explores_clean(const emu::KernelFactory& make, emu::ExploreOptions opts) {
-  if (auto rep = replay_from_env(make, opts)) {
+  if (auto rep = replay_from_env(make, opts.run_options())) {
     if (!rep->run) return ::testing::AssertionFailure() << "\n" << rep->error;
     if (rep->run->status == emu::Status::ok && rep->trace_error.empty())
-      return ::testing::AssertionSuccess() << "replayed WSPIPE_REPLAY: ok\n" << rep->trace_note;
-    return ::testing::AssertionFailure() << "\nreplayed WSPIPE_REPLAY=" << shell_quote(rep->token) << ": "
-                                         << emu::outcome(*rep->run) << "\n"
+      return ::testing::AssertionSuccess() << replayed(*rep) << "\n" << rep->trace_note;
+    return ::testing::AssertionFailure() << "\n" << replayed(*rep) << "\n"
                                          << rep->run->report() << rep->trace_note << rep->trace_error;
   }
   std::string error;
   const auto res = explore_or(make, opts, &error);
   if (!res) return ::testing::AssertionFailure() << "\n" << error;
-  if (res->ok()) return ::testing::AssertionSuccess() << res->report();
-  return ::testing::AssertionFailure() << "\n" << res->report() << replay_line(*res->failure, opts);
+  if (res->ok()) {
+    print_covered(*res, opts);
+    return ::testing::AssertionSuccess() << res->report();
+  }
+  return ::testing::AssertionFailure() << "\n" << res->report() << replay_line(*res->failure, opts.run_options());
 }
 
 ::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts) {
@@ -192,28 +258,32 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
 
 ::testing::AssertionResult finds(std::string_view expected, const emu::KernelFactory& make,
                                  emu::ExploreOptions opts) {
-  if (expected == "ok" || expected.empty())
-    return ::testing::AssertionFailure() << "finds() wants the outcome of a failure (\"deadlock\", \"livelock\" or "
-                                            "a violation rule), got \""
+  const std::vector<std::string> outcomes = outcomes_in(expected);
+  const auto one_of = [&](const std::string& got) {
+    return std::find(outcomes.begin(), outcomes.end(), got) != outcomes.end();
+  };
+  if (one_of("ok") || one_of(""))
+    return ::testing::AssertionFailure() << "finds() wants the outcomes of a failure (\"deadlock\", \"livelock\" or "
+                                            "a violation rule, several separated by commas), got \""
                                          << expected << "\": use explores_clean for a clean kernel";
-  if (auto rep = replay_from_env(make, opts)) {
+  const std::string wanted = either(outcomes);
+  if (auto rep = replay_from_env(make, opts.run_options())) {
     if (!rep->run) return ::testing::AssertionFailure() << "\n" << rep->error;
     const std::string got = emu::outcome(*rep->run);
-    if (got == expected && rep->trace_error.empty())
-      return ::testing::AssertionSuccess() << "replayed WSPIPE_REPLAY: " << got << "\n" << rep->trace_note;
-    if (got == expected) return ::testing::AssertionFailure() << "\n" << rep->trace_error;
-    return ::testing::AssertionFailure() << "\nexpected " << expected << ", but the replay of WSPIPE_REPLAY="
-                                         << shell_quote(rep->token) << " ended " << got << "\n"
+    if (one_of(got) && rep->trace_error.empty())
+      return ::testing::AssertionSuccess() << replayed(*rep) << "\n" << rep->trace_note;
+    if (one_of(got)) return ::testing::AssertionFailure() << "\n" << rep->trace_error;
+    return ::testing::AssertionFailure() << "\nexpected " << wanted << ", but " << replayed(*rep) << "\n"
                                          << rep->run->report() << rep->trace_note << rep->trace_error;
   }
   std::string error;
   const auto res = explore_or(make, opts, &error);
   if (!res) return ::testing::AssertionFailure() << "\n" << error;
   if (res->ok())
-    return ::testing::AssertionFailure() << "expected " << expected << ", but " << nothing_found(*res, opts);
-  if (res->failure->outcome == expected) return ::testing::AssertionSuccess() << res->report();
-  return ::testing::AssertionFailure() << "\nexpected " << expected << ", found " << res->failure->outcome << ":\n"
-                                       << res->report() << replay_line(*res->failure, opts);
+    return ::testing::AssertionFailure() << "expected " << wanted << ", but " << nothing_found(*res, opts);
+  if (one_of(res->failure->outcome)) return ::testing::AssertionSuccess() << res->report();
+  return ::testing::AssertionFailure() << "\nexpected " << wanted << ", found " << res->failure->outcome << ":\n"
+                                       << res->report() << replay_line(*res->failure, opts.run_options());
 }
 
 ::testing::AssertionResult finds(std::string_view expected, const emu::Kernel& kernel, emu::ExploreOptions opts) {
