@@ -16,7 +16,10 @@ namespace wspipe::emu::detail {
 
 MbarrierRoom::MbarrierRoom(World& world) : Room(world), seen_(world.num_warps()), intended_(world.num_warps(), 0) {}
 
-void MbarrierRoom::touch(const Mbar& m) {
+// Inline here, its only callers' file: most runs track no footprints, and
+// then the barrier's address is not worth computing.
+[[gnu::always_inline]] inline void MbarrierRoom::touch(const Mbar& m) {
+  if (!w_.tracks_footprints()) return;
   w_.touch(World::Res::mbar,
            (std::uint64_t{m.cta} << 32) |
                static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(m.addr) - w_.cta(m.cta).smem));

@@ -127,10 +127,9 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     throw std::invalid_argument("RunOptions: a custom strategy needs StrategyParams::make or StrategyParams::shared");
   track_fp_ = strategy_->wants_footprints();
 
+  // Empty: absolute paths (emu::run of an emu::Kernel fills in the
+  // project's root: RunOptions::source_root).
   source_root_ = options.source_root;
-#ifdef WSPIPE_SOURCE_DIR
-  if (source_root_.empty()) source_root_ = WSPIPE_SOURCE_DIR;
-#endif
   if (!source_root_.empty() && source_root_.back() != '/') source_root_ += '/';
   if (options_.trace) {
     result_.trace.num_ctas = num_ctas;

@@ -276,6 +276,7 @@ class World : public RunningWarp {
   void touch(Res kind, std::uint64_t id) {
     if (track_fp_) fp_.push_back((static_cast<std::uint64_t>(kind) << 56) | id);
   }
+  bool tracks_footprints() const { return track_fp_; }
   void touch_global() {
     if (track_fp_) fp_.push_back(kGlobalResource);
   }
