@@ -47,6 +47,40 @@ emu::KernelFactory ring(std::uint32_t stages, std::uint32_t items, RingBug bug) 
   return [=] { return ring_kernel(stages, items, bug); };
 }
 
+// A launch that does not fit the kernel is a failure that names the
+// problem, never an abort of the test binary (issue 25, item 5): shared
+// memory smaller than the kernel's storage is a violation with both sizes;
+// fewer warps than the kernel's roles leave barriers that never complete (a
+// deadlock naming them); more warps than the hardware allows is BadLaunch.
+TEST(explore_LaunchThatDoesNotFit, SharedMemorySmallerThanTheStorageIsAViolationWithTheSizes) {
+  emu::Kernel k = ring_kernel(4, 4, RingBug::none);
+  k.launch.smem_bytes = 64;  // RingStorage<4> is 128
+  const emu::RunResult r = emu::run(k, {});
+  ASSERT_EQ(emu::outcome(r), "launch.smem-too-small") << r.report();
+  const std::string& m = r.violations[0].message;
+  EXPECT_TRUE(contains(m, std::to_string(sizeof(examples::RingStorage<4>)) + " bytes")) << m;
+  EXPECT_TRUE(contains(m, "gives each CTA 64 bytes")) << m;
+  EXPECT_TRUE(contains(r.violations[0].file, "examples/ring.hpp")) << r.violations[0].file;
+  // And explore() reports it as any failure, at the first run.
+  const emu::ExploreResult e = emu::explore([] {
+    emu::Kernel k2 = ring_kernel(4, 4, RingBug::none);
+    k2.launch.smem_bytes = 64;
+    return k2;
+  }, test::fixed_runs(5));
+  ASSERT_TRUE(e.failure.has_value());
+  EXPECT_EQ(e.failure->outcome, "launch.smem-too-small");
+}
+
+TEST(explore_LaunchThatDoesNotFit, TooFewWarpsIsADeadlockAndTooManyIsBadLaunch) {
+  emu::Kernel k = ring_kernel(2, 4, RingBug::none);
+  k.launch.warps_per_cta = 1;  // the producer alone: nobody consumes
+  k.launch.warp_roles = {"producer"};
+  const emu::RunResult r = emu::run(k, {});
+  EXPECT_EQ(emu::outcome(r), "deadlock") << r.report();
+  k.launch.warps_per_cta = 33;
+  EXPECT_THROW(emu::run(k, {}), emu::BadLaunch);
+}
+
 TEST(explore_Budget, RunsStopsAtTheCountAndFindsNothingInACorrectKernel) {
   const auto r = emu::explore(ring(4, 16, RingBug::none), test::fixed_runs(300));
   EXPECT_TRUE(r.ok()) << r.report();

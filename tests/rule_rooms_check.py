@@ -29,6 +29,7 @@ ROOMS = {
     "kernel": {"warp.cpp"},
     "race": {"race.cpp"},
     "smem": {"race.cpp"},
+    "launch": {"launch.cpp"},
 }
 
 RULE = r'"([a-z0-9]+)\.([a-z0-9]+(?:-[a-z0-9]+)*)"'

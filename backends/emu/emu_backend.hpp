@@ -252,10 +252,10 @@ struct EmuBackend {
 
   // ---- storage
   template <class T>
-  static T& shared_storage() {
+  static T& shared_storage(SourceLoc loc = SourceLoc::current()) {
     static_assert(std::is_trivially_default_constructible_v<T> && std::is_trivially_destructible_v<T>,
                   "shared_storage<T>: T must be trivial, as for extern __shared__ memory");
-    return *static_cast<T*>(detail::ops::shared_storage(sizeof(T), alignof(T)));
+    return *static_cast<T*>(detail::ops::shared_storage(sizeof(T), alignof(T), loc));
   }
 
   static void check(bool cond, const char* what, SourceLoc loc = SourceLoc::current()) {

@@ -111,7 +111,7 @@ ClusterShape cluster_shape();
 void elect(const SourceLoc& loc);
 void syncwarp(const SourceLoc& loc);
 void warp_state_step(const char* what, const SourceLoc& loc);
-void* shared_storage(std::size_t size, std::size_t align);
+void* shared_storage(std::size_t size, std::size_t align, const SourceLoc& loc);
 void check(bool cond, const char* what, const SourceLoc& loc);
 void check_values(bool cond, const char* what, const CheckValues& values, const SourceLoc& loc);
 

@@ -3,6 +3,10 @@
 #include "backends/emu/runtime/world.hpp"
 #include "backends/emu/runtime/util.hpp"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <new>
 #include <string>
 
 namespace wspipe::emu::detail {
@@ -77,6 +81,38 @@ void World::check_coresidency(const LaunchConfig& launch) {
         .append(std::to_string(kSmemPerSm)).append(" bytes), at most 227 KiB for one CTA");
     throw BadLaunch(msg);
   }
+}
+
+// The kernel's shared storage must fit the launch's shared memory: a
+// launch whose smem_bytes is smaller than the storage the kernel places
+// there (or asks an alignment above the 1024 bytes shared memory is
+// aligned to) cannot run; on the GPU, the kernel would read and write past
+// its CTA's allocation. Reported as a violation, so that a user's test
+// fails with the sizes, and the warps that go on while the run is torn down
+// get storage of their own, as large as they asked, instead of the CTA's.
+void* World::shared_storage(std::size_t size, std::size_t align, const SourceLoc& loc) {
+  Warp& w = warp();
+  const Cta& c = ctas_[w.cta];
+  if (size <= c.smem_bytes && align <= 1024) return c.smem;
+  if (!stopping_ && !killing_ && !in_lane_) {
+    std::string m = "the kernel's shared storage needs ";
+    m.append(std::to_string(size)).append(" bytes");
+    if (align > 1024) m.append(" aligned to ").append(std::to_string(align));
+    m.append(" but the launch gives each CTA ").append(std::to_string(c.smem_bytes))
+        .append(" bytes of shared memory (LaunchConfig::smem_bytes")
+        .append(align > 1024 ? ", aligned to 1024)" : ")")
+        .append(": set smem_bytes to at least sizeof the storage");
+    fail(w, "launch.smem-too-small", cta_label(w.cta), std::move(m), loc);
+  }
+  const std::size_t a = std::max<std::size_t>(align, alignof(std::max_align_t));
+  auto* p = static_cast<std::byte*>(::operator new(std::max<std::size_t>(size, 1), std::align_val_t{a}));
+  std::memset(p, 0, size);
+  overflow_.emplace_back(p, a);
+  return p;
+}
+
+World::Overflow::~Overflow() {
+  if (p != nullptr) ::operator delete(p, std::align_val_t{align});
 }
 
 }  // namespace wspipe::emu::detail

@@ -39,7 +39,9 @@ ClusterShape cluster_shape() { return world().cluster_shape(); }
 void elect(const SourceLoc& loc) { world().elect(loc); }
 void syncwarp(const SourceLoc& loc) { world().syncwarp(loc); }
 void warp_state_step(const char* what, const SourceLoc& loc) { world().warp_state_step(what, loc); }
-void* shared_storage(std::size_t size, std::size_t align) { return world().shared_storage(size, align); }
+void* shared_storage(std::size_t size, std::size_t align, const SourceLoc& loc) {
+  return world().shared_storage(size, align, loc);
+}
 void check(bool cond, const char* what, const SourceLoc& loc) { world().check(cond, what, loc); }
 void check_values(bool cond, const char* what, const CheckValues& values, const SourceLoc& loc) {
   world().check_values(cond, what, values, loc);

@@ -25,18 +25,6 @@ std::uint32_t World::lane_idx(const SourceLoc& loc) {
   return static_cast<std::uint32_t>(std::countr_zero(w.active));
 }
 
-void* World::shared_storage(std::size_t size, std::size_t align) {
-  Warp& w = warp();
-  const Cta& c = ctas_[w.cta];
-  if (size > c.smem_bytes || align > 1024) {
-    std::fprintf(stderr,
-                 "wspipe: shared_storage of %zu bytes (alignment %zu) does not fit the launch's smem_bytes %zu\n",
-                 size, align, c.smem_bytes);
-    std::abort();
-  }
-  return c.smem;
-}
-
 void World::syncwarp(const SourceLoc& loc) {
   Warp& w = warp();
   if (!lanes_agree(w, {.kind = LaneOp::Kind::syncwarp, .loc = loc}) || !point(w, loc)) return;

@@ -19,6 +19,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/emu/emu_ops.hpp"
@@ -161,7 +162,7 @@ class World : public RunningWarp {
   static void check_coresidency(const LaunchConfig& launch);                   // throws BadLaunch
   // --- operations of the current warp (EmuBackend forwards here)
   std::uint32_t lane_idx(const SourceLoc& loc);
-  void* shared_storage(std::size_t size, std::size_t align);
+  void* shared_storage(std::size_t size, std::size_t align, const SourceLoc& loc);
   void syncwarp(const SourceLoc& loc);
   void elect(const SourceLoc& loc);
   void warp_state_step(const char* what, const SourceLoc& loc);
@@ -460,6 +461,16 @@ class World : public RunningWarp {
   std::string mismatch_;   // a replayed schedule that did not fit
   std::string source_root_;  // with a trailing '/'
   RunResult result_;
+  // Storage handed to warps whose shared storage did not fit (launch.cpp).
+  struct Overflow {
+    std::byte* p = nullptr;
+    std::size_t align = 0;
+    Overflow(std::byte* ptr, std::size_t al) : p(ptr), align(al) {}
+    Overflow(Overflow&& o) noexcept : p(std::exchange(o.p, nullptr)), align(o.align) {}
+    Overflow& operator=(Overflow&&) = delete;
+    ~Overflow();
+  };
+  std::vector<Overflow> overflow_;
 };
 
 }  // namespace wspipe::emu::detail
