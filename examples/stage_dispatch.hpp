@@ -8,28 +8,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/stage_dispatch.hpp"
+
 namespace wspipe::examples {
 
-namespace detail {
-template <int N, int Max, class Make>
-decltype(auto) dispatch_stage_count_from(std::uint32_t stages, Make& make) {
-  if constexpr (N < Max) {
-    if (stages != N) return dispatch_stage_count_from<N + 1, Max>(stages, make);
-  }
-  return make.template operator()<N>();
-}
-}  // namespace detail
-
-// make.template operator()<Stages>() for Stages == stages, in [1, Max];
-// std::out_of_range otherwise.
-template <int Max, class Make>
-decltype(auto) dispatch_stage_count(std::uint32_t stages, Make&& make) {
-  static_assert(Max >= 1);
-  if (stages < 1 || stages > Max) {
-    throw std::out_of_range("stage count " + std::to_string(stages) + " outside [1, " + std::to_string(Max) + "]");
-  }
-  return detail::dispatch_stage_count_from<1, Max>(stages, make);
-}
+// The installed helper (core/stage_dispatch.hpp), by the name the examples
+// have used.
+using wspipe::dispatch_stage_count;
 
 // make.template operator()<Stages, AccumStages>() for stages in [1, 4] and
 // accum in {1, 2, 4}; std::invalid_argument naming the option otherwise.

@@ -46,6 +46,14 @@ cmake -S examples/consumer -B "$prefix/consumer" -DCMAKE_PREFIX_PATH="$prefix/in
       -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null
 cmake --build "$prefix/consumer" -j "$jobs" >&2
 ctest --test-dir "$prefix/consumer" -j "$jobs" --output-on-failure
+# The other route of the README: the same project with this checkout built
+# as its subproject (add_subdirectory), from a clean directory and with no
+# build type, as a user's first configure is.
+echo "[test] examples/consumer with wspipe as a subproject (add_subdirectory)" >&2
+env -u CMAKE_BUILD_TYPE cmake -S examples/consumer -B "$prefix/consumer-sub" -DWSPIPE_CHECKOUT="$root" \
+      -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null
+cmake --build "$prefix/consumer-sub" -j "$jobs" >&2
+ctest --test-dir "$prefix/consumer-sub" -j "$jobs" --output-on-failure
 
 run_preset sanitize
 run_preset asan

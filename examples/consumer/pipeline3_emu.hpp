@@ -10,6 +10,7 @@
 
 #include "backends/emu/emu_backend.hpp"
 #include "backends/emu/explore.hpp"
+#include "core/stage_dispatch.hpp"
 #include "pipeline3.hpp"
 
 namespace pipeline3 {
@@ -49,12 +50,10 @@ inline wspipe::emu::Kernel make_kernel(const Config& c, Input input) {
   k.launch.warp_roles = {"loader", "transformer", "writer"};
   void (*body)(const Params&) = nullptr;
   // Stages is a template parameter: the run-time value picks an instantiation.
-  switch (c.stages) {
-    case 1: body = run_stages<1>; k.launch.smem_bytes = sizeof(Storage<1>); break;
-    case 2: body = run_stages<2>; k.launch.smem_bytes = sizeof(Storage<2>); break;
-    case 3: body = run_stages<3>; k.launch.smem_bytes = sizeof(Storage<3>); break;
-    default: body = run_stages<4>; k.launch.smem_bytes = sizeof(Storage<4>); break;
-  }
+  k.launch.smem_bytes = wspipe::dispatch_stage_count<kMaxStages>(static_cast<std::uint32_t>(c.stages), [&]<int S>() {
+    body = run_stages<S>;
+    return sizeof(Storage<S>);
+  });
   const Params p{input->data(), output->data(), c.items, c.key, c.bug};
   k.body = [p, body, input, output] { body(p); };
   k.verify = [c, input, output]() -> std::string {
