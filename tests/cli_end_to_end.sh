@@ -273,4 +273,18 @@ done
 set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 2:033817b3: >/dev/null 2>&1; rc=$?; set -e
 [[ $rc == 1 ]] || fail "the README's recorded token no longer replays (exit $rc)"
 
+# 7f. memory and threads are budgets, not crashes (issue 25, item 4): out of
+#     memory or unable to start a job's thread, the program says what would
+#     help and exits 4 (it was std::bad_alloc / std::system_error, exit 134).
+#     The limits: 400 MB of address space, and 2 GB, which fits 100-odd
+#     threads' stacks, not 1024.
+expect_resources() {
+  local limit=$1 what=$2; shift 2
+  set +e; (ulimit -v "$limit"; "$W" "$@") >/dev/null 2>"$tmp/e"; rc=$?; set -e
+  [[ $rc == 4 ]] || fail "'$*' under ulimit -v $limit: exit $rc, expected 4: $(cat "$tmp/e")"
+  grep -qi -- "$what" "$tmp/e" || fail "'$*' message does not name '$what': $(cat "$tmp/e")"
+}
+expect_resources 400000 "out of memory" run gemm --m 4096 --n 64 --k 64 --cluster 4 --clusters 64
+expect_resources 2000000 "fewer jobs" explore ring --jobs 1024 --runs 2000
+
 echo "cli end-to-end: ok"

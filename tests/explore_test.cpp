@@ -81,6 +81,43 @@ TEST(explore_LaunchThatDoesNotFit, TooFewWarpsIsADeadlockAndTooManyIsBadLaunch) 
   EXPECT_THROW(emu::run(k, {}), emu::BadLaunch);
 }
 
+// An exception out of a kernel's body (a buffer that could not be
+// allocated, the kernel's own host code) cannot leave its fiber: it ends the
+// run, and run() throws it on the caller's thread after the teardown (it
+// terminated the program). Out of memory, explore() says what would help.
+TEST(explore_Resources, AnExceptionOutOfTheKernelIsThrownByRunAfterTheTeardown) {
+  auto throwing = [](int which) {
+    emu::Kernel k = ring_kernel(2, 8, RingBug::none);
+    auto body = k.body;
+    k.body = [body, which] {
+      if (B::warp_idx() == 1) {
+        if (which == 0) throw std::runtime_error("the kernel's own error");
+        throw std::bad_alloc();
+      }
+      body();
+    };
+    return k;
+  };
+  try {
+    (void)emu::run(throwing(0), {});
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the kernel's own error");
+  }
+  EXPECT_THROW((void)emu::run(throwing(1), {}), std::bad_alloc);
+  for (unsigned jobs : {1u, 2u}) {
+    try {
+      (void)emu::explore([&] { return throwing(1); }, test::fixed_runs(4, jobs));
+      FAIL() << "no exception";
+    } catch (const emu::OutOfResources& e) {
+      EXPECT_TRUE(contains(e.what(), "out of memory exploring with " + std::to_string(jobs) + " job(s)")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "--mma-memo-mib 0")) << e.what();
+    }
+  }
+  // The thread that ran them can run again.
+  EXPECT_EQ(emu::outcome(emu::run(ring_kernel(2, 8, RingBug::none), {})), "ok");
+}
+
 TEST(explore_Budget, RunsStopsAtTheCountAndFindsNothingInACorrectKernel) {
   const auto r = emu::explore(ring(4, 16, RingBug::none), test::fixed_runs(300));
   EXPECT_TRUE(r.ok()) << r.report();

@@ -8,7 +8,9 @@
 #include <iomanip>
 #include <iostream>
 #include <optional>
+#include <new>
 #include <stdexcept>
+#include <system_error>
 
 #include "backends/emu/report.hpp"
 #include "backends/emu/settings.hpp"
@@ -21,6 +23,7 @@ constexpr int kOk = 0;
 constexpr int kFound = 1;
 constexpr int kUsage = 2;
 constexpr int kOutputError = 3;
+constexpr int kResources = 4;  // out of memory or threads
 // An exploration ended by a signal exits 128 + its number, as a shell
 // reports a command the signal killed: 130 for SIGINT, 143 for SIGTERM.
 constexpr int kSignalBase = 128;
@@ -64,7 +67,8 @@ const char* kHelpTail = R"(  --max-active-clusters N
 
 exit status: 0 nothing found, 1 a violation, deadlock or livelock found, 2 bad usage or
 input (before anything runs), 3 an output (the report, the JSON, the trace) could not be
-written, 130 / 143 explore ended by SIGINT / SIGTERM (the report says what was explored).
+written, 4 the machine ran out of memory or threads (the message says what would help),
+130 / 143 explore ended by SIGINT / SIGTERM (the report says what was explored).
 )";
 
 struct UsageError : std::runtime_error {
@@ -629,6 +633,15 @@ int main(const std::vector<std::string>& argv, const Catalogue& catalogue, std::
   } catch (const std::invalid_argument& e) {
     err << name << ": " << e.what() << "\n";
     return kUsage;
+  } catch (const emu::OutOfResources& e) {
+    err << name << ": " << e.what() << "\n";
+    return kResources;
+  } catch (const std::bad_alloc&) {
+    err << name << ": out of memory: a smaller configuration, or no MMA memo (--mma-memo-mib 0), needs less\n";
+    return kResources;
+  } catch (const std::system_error& e) {
+    err << name << ": " << e.what() << " (out of threads or memory?)\n";
+    return kResources;
   }
 }
 

@@ -13,6 +13,7 @@
 #include <limits>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include <fcntl.h>
@@ -474,8 +475,27 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
     }
   } else {
     std::vector<std::thread> pool;
+    pool.reserve(jobs);
     for (unsigned t = 0; t < jobs; ++t) {
-      pool.emplace_back([&] {
+      // A job that cannot start (the system's limit on threads or on their
+      // stacks' memory) ends the exploration with the reason, after the
+      // started ones stop; the pool must not be destroyed while they run.
+      auto start = [&](auto&& job) {
+        try {
+          pool.emplace_back(std::forward<decltype(job)>(job));
+          return true;
+        } catch (const std::system_error& e) {
+          std::lock_guard<std::mutex> lock(mu);
+          running -= jobs - t;
+          stop = true;
+          if (!error)
+            error = std::make_exception_ptr(OutOfResources(
+                "could not start exploration job " + std::to_string(t + 1) + " of " + std::to_string(jobs) + " (" +
+                e.what() + "): fewer jobs (--jobs, WSPIPE_JOBS) need fewer threads"));
+          return false;
+        }
+      };
+      if (!start([&] {
         try {
           while (auto i = take()) one(*i);
         } catch (...) {
@@ -486,7 +506,8 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
         std::lock_guard<std::mutex> lock(mu);
         --running;
         cv.notify_all();
-      });
+      }))
+        break;
     }
     std::unique_lock<std::mutex> lock(mu);
     while (!cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return running == 0; })) {
@@ -505,8 +526,8 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
 
 }  // namespace
 
-ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
-  validate(o);
+namespace {
+ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions& o) {
   if (!o.trace_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.trace_dir, ec);
@@ -623,6 +644,24 @@ ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
   res.interrupted = res.interrupted || interrupted(o.interrupt);  // perhaps while shrinking
   res.seconds = since(t0);
   return res;
+}
+
+}  // namespace
+
+// Memory and threads are budgets, not crashes (issue 25, item 4): what runs
+// out becomes OutOfResources, naming what would help.
+ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
+  validate(o);
+  const unsigned jobs = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  try {
+    return explore_unguarded(make, o);
+  } catch (const std::bad_alloc&) {
+    throw OutOfResources("out of memory exploring with " + std::to_string(jobs) + " job(s) and an MMA memo of " +
+                         std::to_string(o.mma_memo_bytes >> 20) +
+                         " MiB per job: each job holds a run's shared memory, Tensor Memory and trace, and its "
+                         "memo; fewer jobs (--jobs, WSPIPE_JOBS), no memo (--mma-memo-mib 0, "
+                         "WSPIPE_MMA_MEMO_MIB=0) or a smaller configuration need less");
+  }
 }
 
 ExploreResult explore(const Kernel& kernel, const ExploreOptions& options) {

@@ -9,12 +9,20 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "emulator.hpp"
 
 namespace wspipe::emu {
+
+// The machine could not give an exploration what it needs: memory (a run's
+// buffers, the MMA memo) or threads (its jobs). The message names what would
+// help (fewer jobs, no memo, a smaller configuration).
+struct OutOfResources : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // One instance of a kernel under test: how to launch it, the per-warp body,
 // and an optional check of its result after a run that ended ok.

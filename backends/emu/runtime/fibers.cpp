@@ -161,11 +161,25 @@ void World::warp_main(Warp& w) {
   w.block = Block::none;
   if (!killing_ && options_.trace)
     record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::start});
-  body_();
+  run_body(w);
   // The second lane must end too, with no operation lane 0 did not make.
   if (options_.lane_divergence) lanes_meet(w, LaneOp{.kind = LaneOp::Kind::exit, .lanes = 32});
   finish(w);
   leaving(w.ctx);
+}
+
+// The kernel's body on the fiber running. An exception out of it (a
+// model's buffer that could not be allocated, or the kernel's own host
+// code throwing) cannot leave the fiber: Boost.Fiber would terminate the
+// program. It ends the run instead, and run() throws it on the caller's
+// thread once every fiber has been torn down.
+void World::run_body(Warp& w) {
+  try {
+    body_();
+  } catch (...) {
+    if (!escaped_) escaped_ = std::current_exception();
+    if (!stopping_ && !killing_) end(Status::ok, &w);
+  }
 }
 
 void World::start_second_lane(Warp& w) {
@@ -179,7 +193,7 @@ void World::start_second_lane(Warp& w) {
 }
 
 void World::lane_main(Warp& w) {
-  body_();
+  run_body(w);
   w.lane.finished = true;
   w.lane.at = LaneOp{.kind = LaneOp::Kind::exit, .lanes = 32};
   // Back to the warp's fiber, which waits for this lane's next operation

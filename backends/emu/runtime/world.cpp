@@ -250,6 +250,7 @@ RunResult World::run() {
   algo_->collect_terminated();
   tl_running_ = outer;
 
+  if (escaped_) std::rethrow_exception(escaped_);
   if (!mismatch_.empty()) throw ScheduleMismatch("schedule does not fit this run: " + mismatch_);
   return std::move(result_);
 }

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
@@ -375,6 +376,7 @@ class World : public RunningWarp {
   bool lanes_meet(Warp& w, LaneOp op);
   void start_second_lane(Warp& w);  // fibers.cpp: fibers are made there
   void lane_main(Warp& w);
+  void run_body(Warp& w);  // the kernel's body on the fiber running
   std::string describe(const LaneOp& op) const;
   void finish(Warp& w);
   Move movable(const Warp& w) const;
@@ -459,6 +461,7 @@ class World : public RunningWarp {
   DirectedAlgorithm* algo_ = nullptr;
   std::uint64_t step_ = 0;
   std::string mismatch_;   // a replayed schedule that did not fit
+  std::exception_ptr escaped_;  // an exception out of the kernel's body (run_body), for run() to throw
   std::string source_root_;  // with a trailing '/'
   RunResult result_;
   // Storage handed to warps whose shared storage did not fit (launch.cpp).
