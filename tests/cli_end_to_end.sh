@@ -271,7 +271,32 @@ done
 (( first[1] == first[0] - 1 && first[2] == first[1] - 1 )) &&
   fail "seeds 1, 2, 3 repeat each other shifted by one run (first failures ${first[*]})"
 set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 2:033817b3: >/dev/null 2>&1; rc=$?; set -e
-[[ $rc == 1 ]] || fail "the README's recorded token no longer replays (exit $rc)"
+[[ $rc == 1 ]] || fail "a token recorded before the seeds changed no longer replays (exit $rc)"
+
+# 7f. a schedule's check covers every step: one recorded on another
+#     configuration or scenario is refused, saying why and what to do, even
+#     where the runs differ only at steps where one actor alone can move
+#     (the choice-point check of version 2 accepted both pairs below); the
+#     program it was recorded on replays it; a version 2 token still
+#     replays where it was recorded, and its run prints a version 3 token
+set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 3: --json >"$tmp/j" 2>/dev/null; rc=$?; set -e
+[[ $rc == 1 ]] || fail "ring/no-release under the default schedule: exit $rc, expected 1"
+sched=$(json_field schedule <"$tmp/j")
+[[ $sched == 3:????????: ]] || fail "the printed schedule is not a checked version 3 token: $sched"
+expect_usage "the steps of this run differ from those of the run it was recorded from" \
+  replay ring --stages 4 --items 4 --schedule "$sched"
+grep -q "another kernel, configuration or wspipe version. Replay it with the kernel and options it was recorded with" \
+  "$tmp/e" || fail "the refusal does not say why and what to do: $(cat "$tmp/e")"
+set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule "$sched" >/dev/null 2>&1; rc=$?; set -e
+[[ $rc == 1 ]] || fail "$sched does not replay on the program it was recorded on (exit $rc)"
+"$W" run ring --stages 2 --items 4 --seed 1 --json >"$tmp/j" 2>/dev/null || fail "run ring --stages 2 --items 4: exit $?"
+sched=$(json_field schedule <"$tmp/j")
+expect_usage "the steps of this run differ" replay tmem-coresident --schedule "$sched"
+"$W" replay ring --stages 2 --items 4 --schedule "$sched" >/dev/null 2>&1 || fail "$sched does not replay on ring"
+set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 2:033817b3: --json >"$tmp/j" 2>/dev/null; rc=$?; set -e
+[[ $rc == 1 && "$(json_field schedule <"$tmp/j")" == 3:????????: ]] ||
+  fail "the version 2 token: exit $rc, printed $(json_field schedule <"$tmp/j")"
+expect_usage "the choice points of this run differ" replay ring/no-release --stages 2 --items 8 --schedule 2:033817b3:
 
 # 7f. memory and threads are budgets, not crashes (issue 25, item 4): out of
 #     memory or unable to start a job's thread, the program says what would

@@ -696,6 +696,54 @@ TEST(explore_Replay, AScheduleOfAnotherConfigurationIsRefused) {
   EXPECT_NO_THROW(emu::replay(ring_kernel(2, 8, RingBug::no_release), s.unchecked(), {}));
 }
 
+// Issue 25, item 6: the check covers every step, so a schedule is refused
+// on a configuration whose run differs only at steps where one actor alone
+// can move. ring/no-release with 64 items and the correct ring with 4 meet
+// the same choice points under the default schedule (the first steps, while
+// both warps can start; then one runs at a time): the choice-point check of
+// version 2 tokens accepted the one's schedule on the other (both read
+// 2:033817b3:).
+TEST(explore_Replay, AScheduleIsRefusedWhereOnlyStepsOfOneActorDiffer) {
+  const auto recorded = emu::replay(ring_kernel(4, 64, RingBug::no_release), emu::Schedule(), {});
+  ASSERT_EQ(recorded.status, emu::Status::deadlock);
+  const emu::Schedule& s = recorded.schedule;
+  EXPECT_EQ(s.version(), emu::Schedule::kVersion);
+  EXPECT_EQ(s.encode().rfind("3:", 0), 0u) << s.encode();
+  try {
+    emu::replay(ring_kernel(4, 4, RingBug::none), s, {});
+    ADD_FAILURE() << "replayed " << s.encode() << " of ring/no-release, 64 items, on ring with 4";
+  } catch (const emu::ScheduleMismatch& e) {
+    EXPECT_TRUE(contains(e.what(), "the steps of this run differ from those of the run it was recorded from"))
+        << e.what();
+    EXPECT_TRUE(contains(e.what(), "another kernel, configuration or wspipe version")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "Replay it with the kernel and options it was recorded with")) << e.what();
+  }
+  // The same program replays its schedule, to the same step.
+  const auto again = emu::replay(ring_kernel(4, 64, RingBug::no_release), s, {});
+  EXPECT_EQ(again.status, emu::Status::deadlock);
+  EXPECT_EQ(again.steps, recorded.steps);
+  EXPECT_EQ(again.schedule, s);
+}
+
+// A version 2 token (printed before the check covered every step: this one
+// is the README's) still replays on the program it was recorded from,
+// checked against the choice points as before; its run prints a version 3
+// token.
+TEST(explore_Replay, AVersion2TokenStillReplays) {
+  std::string why;
+  const auto old = emu::Schedule::decode("2:033817b3:", &why);
+  ASSERT_TRUE(old) << why;
+  const auto r = emu::replay(ring_kernel(4, 64, RingBug::no_release), *old, {});
+  EXPECT_EQ(r.status, emu::Status::deadlock);
+  EXPECT_EQ(r.schedule.encode().rfind("3:", 0), 0u) << r.schedule.encode();
+  try {
+    emu::replay(ring_kernel(2, 8, RingBug::no_release), *old, {});
+    ADD_FAILURE() << "a version 2 token replayed where its choice points differ";
+  } catch (const emu::ScheduleMismatch& e) {
+    EXPECT_TRUE(contains(e.what(), "the choice points of this run differ")) << e.what();
+  }
+}
+
 // Issue 25: an interrupt (a signal handler's flag) ends the exploration
 // with what it found, its failure shrunk as far as it got.
 TEST(explore_Interrupt, TheFlagEndsItWithWhatWasExplored) {

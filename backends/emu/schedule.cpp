@@ -29,7 +29,7 @@ bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
 }  // namespace
 
 std::string Schedule::encode() const {
-  std::string out = std::to_string(kVersion) + ":";
+  std::string out = std::to_string(version_) + ":";
   if (check_ != 0) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "%08x:", check_);
@@ -49,18 +49,21 @@ std::optional<Schedule> Schedule::decode(std::string_view text, std::string* err
     if (error) *error = "schedule '" + std::string(text.substr(0, 80)) + "': " + why + " at character " + std::to_string(pos);
     return std::nullopt;
   };
-  const std::string prefix = std::to_string(kVersion) + ":";
-  if (text.substr(0, prefix.size()) != prefix) {
-    const auto colon = text.find(':');
-    if (colon == std::string_view::npos) return fail(0, "missing version prefix \"" + prefix + "\"");
-    if (text.substr(0, colon) == "1")
-      return fail(0, "version 1 schedules (every choice listed) are no longer read; re-run the exploration that "
-                     "printed it to get a version 2 schedule");
-    return fail(0, "unsupported version \"" + std::string(text.substr(0, colon)) + "\" (this build reads version " +
-                       std::to_string(kVersion) + ")");
-  }
+  const auto version_end = text.find(':');
+  if (version_end == std::string_view::npos)
+    return fail(0, "missing version prefix \"" + std::to_string(kVersion) + ":\"");
+  const std::string_view version = text.substr(0, version_end);
+  if (version == "1")
+    return fail(0, "version 1 schedules (every choice listed) are no longer read; re-run the exploration that "
+                   "printed it to get a version " + std::to_string(kVersion) + " schedule");
   Schedule s;
-  std::size_t pos = prefix.size();
+  if (version == "2") {
+    s.version_ = 2;
+  } else if (version != "3") {
+    return fail(0, "unsupported version \"" + std::string(version) + "\" (this build reads versions " +
+                       std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")");
+  }
+  std::size_t pos = version_end + 1;
   if (const auto colon = text.find(':', pos); colon != std::string_view::npos) {
     if (colon - pos != 8) return fail(pos, "the check must be 8 hex digits");
     for (std::size_t i = pos; i < colon; ++i)

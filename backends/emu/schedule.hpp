@@ -18,19 +18,26 @@ namespace wspipe::emu {
 // with the same kernel and options reproduces the run step for step. A
 // schedule with few deviations prints short; shrinking removes them.
 //
-// Text encoding, version 2:  "2:" CHECK ":" DEVIATIONS, or "2:" DEVIATIONS
+// Text encoding, version 3:  "3:" CHECK ":" DEVIATIONS, or "3:" DEVIATIONS
 // without the check. CHECK is 8 hex digits, the fingerprint of the run the
-// schedule was recorded from (the sequence of choice points it met); a
-// replay that meets other choice points is refused as a schedule of another
-// kernel or configuration. DEVIATIONS is one token per deviation, in
-// order: the number of default choices since the previous deviation
-// (omitted when 0), then the actor: a letter for 0..51 (a-z, A-Z) or a
-// decimal number in braces ("{60}"). "2:3b12a" = take the default at choice
-// points 0-2, actor 1 at 3, the default at 4-15, actor 0 at 16, then the
-// default to the end.
+// schedule was recorded from: every step it took, each as the set of actors
+// that could move there (and which of them could only time out), including
+// the steps where one actor alone could move. A replay whose steps differ
+// is refused as a schedule of another kernel or configuration. DEVIATIONS
+// is one token per deviation, in order: the number of default choices since
+// the previous deviation (omitted when 0), then the actor: a letter for
+// 0..51 (a-z, A-Z) or a decimal number in braces ("{60}"). "3:3b12a" = take
+// the default at choice points 0-2, actor 1 at 3, the default at 4-15,
+// actor 0 at 16, then the default to the end.
+//
+// Version 2 (read, never written): the same deviations; its CHECK covers
+// only the choice points, so a run that differs at steps where one actor
+// alone could move met the same check. A version 2 token is replayed and
+// checked as it was recorded, against the fingerprint of the choice points.
 class Schedule {
  public:
-  static constexpr int kVersion = 2;
+  static constexpr int kVersion = 3;      // what a new schedule encodes as
+  static constexpr int kOldestVersion = 2;  // the oldest decode() reads
 
   struct Deviation {
     std::uint64_t at = 0;     // choice point index, counted from 0
@@ -39,18 +46,22 @@ class Schedule {
   };
 
   Schedule() = default;
-  // `deviations` in strictly increasing `at`; `check` 0 means unchecked.
-  explicit Schedule(std::vector<Deviation> deviations, std::uint32_t check = 0)
-      : deviations_(std::move(deviations)), check_(check) {}
+  // `deviations` in strictly increasing `at`; `check` 0 means unchecked,
+  // else a fingerprint of the kind `version` defines.
+  explicit Schedule(std::vector<Deviation> deviations, std::uint32_t check = 0, int version = kVersion)
+      : deviations_(std::move(deviations)), check_(check), version_(version) {}
 
   void push(Deviation d) { deviations_.push_back(d); }
   const std::vector<Deviation>& deviations() const { return deviations_; }
   std::size_t size() const { return deviations_.size(); }
   bool empty() const { return deviations_.empty(); }
   std::uint32_t check() const { return check_; }
+  // The encoding the schedule was read from (or kVersion): which fingerprint
+  // its check is.
+  int version() const { return version_; }
   void set_check(std::uint32_t c) { check_ = c; }
   // The same deviations without the fingerprint: what shrinking edits.
-  Schedule unchecked() const { return Schedule(deviations_); }
+  Schedule unchecked() const { return Schedule(deviations_, 0, version_); }
 
   std::string encode() const;
   // Parses an encoded schedule; on error returns nullopt and says why
@@ -62,6 +73,7 @@ class Schedule {
  private:
   std::vector<Deviation> deviations_;
   std::uint32_t check_ = 0;
+  int version_ = kVersion;
 };
 
 }  // namespace wspipe::emu

@@ -300,12 +300,20 @@ bool World::dispatch(Warp* self) {
       if (n > 1) {
         if (*p != pick) result_.schedule.push({choices_, *p});
         if (is_preemption(c, *p)) result_.preemption_at.push_back(choices_);
-        for (std::size_t i = 0; i < n; ++i) fingerprint_ = (fingerprint_ ^ (enabled[i] * 2 + spin[i])) * 16777619u;
-        fingerprint_ = (fingerprint_ ^ 0xffu) * 16777619u;  // end of this choice point
+        for (std::size_t i = 0; i < n; ++i)
+          choice_fingerprint_ = (choice_fingerprint_ ^ (enabled[i] * 2 + spin[i])) * 16777619u;
+        choice_fingerprint_ = (choice_fingerprint_ ^ 0xffu) * 16777619u;  // end of this choice point
         ++choices_;
       }
       pick = *p;
     }
+    // Every step enters the fingerprint of version 3 tokens as one word: the
+    // lone actor (and its spin flag) where one can move; at a choice point,
+    // the choice-point fingerprint that now covers its enabled set (hashed
+    // once, not twice). The pick is not folded in: it follows from the
+    // enabled sets, the previous pick and the schedule, so two runs of one
+    // schedule whose steps agree pick alike.
+    step_fingerprint_ = (step_fingerprint_ ^ (n > 1 ? choice_fingerprint_ : enabled[0] * 2 + spin[0])) * 16777619u;
     // Letting a try_wait time out while nothing else could move changes no
     // state; anything else does.
     idle_timeouts_ = progress ? 0 : idle_timeouts_ + 1;

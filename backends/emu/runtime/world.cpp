@@ -210,17 +210,21 @@ RunResult World::run() {
   dispatch(nullptr);  // returns when the run has ended
   if (track_fp_) close_step();
   if (mismatch_.empty() && !result_.pruned) mismatch_ = strategy_->mismatch();
-  const std::uint32_t check = options_.strategy.kind == StrategyKind::replay && options_.strategy.strict
-                                  ? options_.strategy.replay.check()
-                                  : 0;
-  if (check != 0 && check != fingerprint()) {
-    mismatch_ = (mismatch_.empty() ? std::string() : mismatch_ + "; ") +
-                "it was recorded from a run with other choice points (check " + hex8(check) + ", this run " +
-                hex8(fingerprint()) + "): another kernel, configuration or wspipe version";
+  const Schedule& replayed = options_.strategy.replay;
+  const std::uint32_t check =
+      options_.strategy.kind == StrategyKind::replay && options_.strategy.strict ? replayed.check() : 0;
+  if (check != 0 && check != fingerprint(replayed.version())) {
+    mismatch_ = (mismatch_.empty() ? std::string() : mismatch_ + "; ") + "the " +
+                (replayed.version() == 2 ? "choice points" : "steps") +
+                " of this run differ from those of the run it was recorded from (check " + hex8(check) + " there, " +
+                hex8(fingerprint(replayed.version())) +
+                " here): it was recorded on another kernel, configuration or wspipe version. Replay it with the "
+                "kernel and options it was recorded with (the replay line printed with it has them all), or explore "
+                "this one for a schedule of its own";
   }
   result_.steps = step_;
   result_.choices = choices_;
-  result_.schedule.set_check(fingerprint());
+  result_.schedule.set_check(fingerprint(result_.schedule.version()));
   if (result_.status == Status::deadlock || result_.status == Status::livelock) {
     for (const Warp& w : warps_)
       if (w.block != Block::finished) result_.blocked.push_back(describe_blocked(w));

@@ -389,7 +389,12 @@ class World : public RunningWarp {
   Move move_of(std::uint32_t actor) const;
   // Hands the finished step's footprint to the strategy.
   void close_step();
-  std::uint32_t fingerprint() const { return fingerprint_ == 0 ? 1 : fingerprint_; }
+  // A schedule's check (never 0, which means unchecked): the fingerprint of
+  // every step for version 3, of the choice points for version 2.
+  std::uint32_t fingerprint(int version) const {
+    const std::uint32_t f = version == 2 ? choice_fingerprint_ : step_fingerprint_;
+    return f == 0 ? 1 : f;
+  }
   // smem_ranges_access's rare cases at word `word` of CTA `cta`, out of its
   // per-word loop: the race with `other` (reported), or a read by the async
   // proxy of an ordinary store's word, whose fence.proxy.async it checks.
@@ -445,7 +450,10 @@ class World : public RunningWarp {
   // that polls forever is deadlocked after kMaxIdleTimeouts of them.
   std::uint64_t idle_timeouts_ = 0;
   static constexpr std::uint64_t kMaxIdleTimeouts = 1024;
-  std::uint32_t fingerprint_ = 2166136261u;  // FNV-1a over the choice points met (Schedule's check)
+  // FNV-1a over the choice points met (version 2's check), and over every
+  // step taken (version 3's: schedule.hpp).
+  std::uint32_t choice_fingerprint_ = 2166136261u;
+  std::uint32_t step_fingerprint_ = 2166136261u;
   // Footprints, for strategies that reduce commuting steps: what the step in
   // progress touched (resource ids, see touch()).
   bool track_fp_ = false;
