@@ -536,7 +536,7 @@ int cmd_replay(const Args& a, const Catalogue& cat, std::ostream& out, std::ostr
   try {
     r = emu::replay(p.make(), *s, p.settings.run_options());
   } catch (const emu::ScheduleMismatch& e) {
-    throw UsageError(std::string(e.what()) + " (were the scenario options the same as when it was recorded?)");
+    throw UsageError(e.what());  // it says why and what to do
   }
   return finish(out, err, a, p, {.command = "replay", .run = &r}, prog);
 }
