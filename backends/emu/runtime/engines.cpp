@@ -1,7 +1,7 @@
 // The asynchronous engines: each CTA's TMA engine and tensor core. A warp
 // issues an operation (tensor_core.cpp, tma_load.cpp, tma_store.cpp); it
 // waits in its engine's queue until the scheduler picks the engine, which
-// completes the oldest one (engine_step). This room keeps the queues, the
+// completes the oldest one (EngineRoom::step). This room keeps the queues, the
 // issue stamps and the rule that no operation may reach a CTA after its
 // exit (async.*). docs/hardware.md "TMA", "Tensor core"; PTX
 // "tcgen05.mma", "cp.async.bulk.tensor".
@@ -35,7 +35,7 @@ bool EngineRoom::in_flight_for(std::uint32_t cta, std::string* what) const {
     if (w_.cta(e.cta).cluster != w_.cta(cta).cluster) continue;
     for (const AsyncOp& op : e.queue) {
       // A TMA store touches its CTA only while it reads shared memory, which
-      // store_reading_at_exit reports; its global writes may outlive the CTA.
+      // TmaStoreRoom::reading_at_exit reports; its global writes may outlive the CTA.
       if (op.kind == AsyncOp::Kind::tma_store) continue;
       bool hits = e.cta == cta || ((op.mask >> rank) & 1u) != 0;
       if (op.cta_group == 2 && w_.pair_cta(e.cta, 0) == w_.pair_cta(cta, 0)) hits = true;

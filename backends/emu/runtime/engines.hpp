@@ -25,7 +25,7 @@ namespace wspipe::emu::detail {
 // An operation issued to an asynchronous engine, completed when the
 // scheduler picks the engine.
 // Who issued an asynchronous operation, when and where, and the issuer's
-// clock at issue (World::stamp_issue): the operation happens after what the
+// clock at issue (EngineRoom::stamp_issue): the operation happens after what the
 // warp did so far, and not before what it does next.
 struct Issued {
   std::uint32_t issuer = 0;  // warp id
@@ -48,7 +48,7 @@ struct AsyncOp : Issued {
   // completes in two engine steps, PTX "cp.async.bulk.wait_group" telling
   // the reads of the source (.read) from the writes to global memory. The
   // first reads the box into `staged`; the second writes it.
-  std::uint32_t group = 0;  // the issuer's bulk group (index into Warp::bulk_groups)
+  std::uint32_t group = 0;  // the issuer's bulk group (an index into TmaStoreRoom's groups of the issuer)
   bool read_done = false;
   std::vector<std::byte> staged;
   // mma

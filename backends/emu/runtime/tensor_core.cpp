@@ -2,7 +2,7 @@
 // thread into the CTA's tensor core queue (engines.cpp) and completed in
 // issue order when the scheduler picks the engine; the kernel's cta_group.
 // Rules tcgen05.*; PTX "tcgen05.mma", "tcgen05.commit", "tcgen05 memory
-// consistency". D's cells are the Tensor Memory room's (tmem.cpp, tmem_mma).
+// consistency". D's cells are the Tensor Memory room's (tmem.cpp, TmemRoom::mma).
 #include "backends/emu/runtime/tensor_core.hpp"
 
 #include <string>

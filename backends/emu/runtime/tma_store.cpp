@@ -186,7 +186,7 @@ bool TmaStoreRoom::complete(AsyncOp& op, std::uint32_t e) {
                  .file = op.loc.file_name(), .line = op.loc.line()});
   };
   if (!op.read_done) {
-    // The CTA cannot have exited: store_reading_at_exit reports that first.
+    // The CTA cannot have exited: reading_at_exit reports that first.
     if (w_.options().race_check) {
       const std::uint32_t info = w_.access_info(actor, static_cast<std::int32_t>(op.issuer), "TMA store", op.loc);
       // An async-proxy read: after ordinary stores it needs the writer's

@@ -135,7 +135,7 @@ const TmemBlock* TmemRoom::block_covering(std::uint32_t cta, std::uint32_t col, 
 // available", relinquish_alloc_permit gives up "the right to allocate", and
 // .exclusive allocations bar "other CTA[s]" from allocating (PTX 9.4, as
 // quoted by third parties): the CTAs on one SM allocate from one pool. Each allocation is owned by the CTA
-// that made it (tmem_live), which alone may access and deallocate it.
+// that made it (TmemCta::live), which alone may access and deallocate it.
 std::int64_t TmemRoom::first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const {
   auto overlaps = [&](const TmemCta& c, std::uint32_t col) {
     return std::any_of(c.live.begin(), c.live.end(),
