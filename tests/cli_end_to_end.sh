@@ -298,7 +298,7 @@ set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 2:033817b3:
   fail "the version 2 token: exit $rc, printed $(json_field schedule <"$tmp/j")"
 expect_usage "the choice points of this run differ" replay ring/no-release --stages 2 --items 8 --schedule 2:033817b3:
 
-# 7f. memory and threads are budgets, not crashes (issue 25, item 4): out of
+# 7g. memory and threads are budgets, not crashes (issue 25, item 4): out of
 #     memory or unable to start a job's thread, the program says what would
 #     help and exits 4 (it was std::bad_alloc / std::system_error, exit 134).
 #     The limits: 400 MB of address space, and 2 GB, which fits 100-odd
