@@ -99,3 +99,10 @@ RC_GTEST_PROP(Schedule, RoundTrips,
   RC_ASSERT(back.has_value());
   RC_ASSERT(*back == s);
 }
+
+// A schedule of a version no build writes cannot be made.
+TEST(Schedule, RefusesAVersionOutsideThoseItReads) {
+  EXPECT_THROW(Schedule({}, 0, 1), std::invalid_argument);
+  EXPECT_THROW(Schedule({}, 0, Schedule::kVersion + 1), std::invalid_argument);
+  EXPECT_EQ(Schedule({}, 0, Schedule::kOldestVersion).version(), Schedule::kOldestVersion);
+}

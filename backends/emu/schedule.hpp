@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,8 +49,9 @@ class Schedule {
   Schedule() = default;
   // `deviations` in strictly increasing `at`; `check` 0 means unchecked,
   // else a fingerprint of the kind `version` defines.
+  // `version` in [kOldestVersion, kVersion] (std::invalid_argument otherwise).
   explicit Schedule(std::vector<Deviation> deviations, std::uint32_t check = 0, int version = kVersion)
-      : deviations_(std::move(deviations)), check_(check), version_(version) {}
+      : deviations_(std::move(deviations)), check_(check), version_(checked_version(version)) {}
 
   void push(Deviation d) { deviations_.push_back(d); }
   const std::vector<Deviation>& deviations() const { return deviations_; }
@@ -74,6 +76,12 @@ class Schedule {
   std::vector<Deviation> deviations_;
   std::uint32_t check_ = 0;
   int version_ = kVersion;
+  static int checked_version(int version) {
+    if (version < kOldestVersion || version > kVersion)
+      throw std::invalid_argument("Schedule: version " + std::to_string(version) + " outside [" +
+                                  std::to_string(kOldestVersion) + ", " + std::to_string(kVersion) + "]");
+    return version;
+  }
 };
 
 }  // namespace wspipe::emu
