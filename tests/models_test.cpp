@@ -757,6 +757,69 @@ TEST_P(models_mma_reference, ChainsAreBitExactAndFoundAgain) {
   EXPECT_EQ(memo.chain_hits(), 2 * p.mmas() - 1);  // all but the last link found
 }
 
+// The memo's size follows what it saves: entries never asked for again
+// stop at the floor (a single run's MMAs all differ), entries found again
+// earn twice their bytes of room, and a memo whose kept entries went a
+// whole run without a hit, while it refused new ones, starts over.
+TEST(models_mma, MemoGrowsByWhatItSaves) {
+  constexpr std::size_t kValues = std::size_t{1} << 17;  // 1 MiB of doubles, not exact floats
+  const std::vector<double> products(kValues, 1.0 / 3.0);
+  const auto key = [](std::uint32_t i) {
+    std::vector<std::byte> k(64);
+    std::memcpy(k.data(), &i, sizeof i);
+    return k;
+  };
+  const auto found = [&](MmaMemo& memo, std::uint32_t i) { return memo.find(key(i)).wide != nullptr; };
+  MmaMemo memo(std::size_t{512} << 20);
+  memo.begin_run();
+  for (std::uint32_t i = 0; i < 100; ++i) memo.insert(key(i), products);
+  EXPECT_LE(memo.bytes(), MmaMemo::kFloorBytes);
+  const std::size_t kept = memo.entries();
+  EXPECT_GE(kept, 30u);
+  EXPECT_LT(kept, 32u);
+  EXPECT_TRUE(found(memo, 0));
+  EXPECT_FALSE(found(memo, 99));
+
+  // The next run finds what was kept: it earns twice its bytes of room.
+  memo.begin_run();
+  std::uint32_t hits = 0;
+  for (std::uint32_t i = 0; i < 100; ++i) hits += found(memo, i) ? 1 : 0;
+  EXPECT_EQ(hits, kept);
+  EXPECT_EQ(memo.earned(), memo.bytes());
+  EXPECT_EQ(memo.allowance(), MmaMemo::kFloorBytes + 2 * memo.bytes());
+  for (std::uint32_t i = 0; i < 100; ++i)
+    if (!found(memo, i)) memo.insert(key(i), products);
+  EXPECT_GT(memo.entries(), 2 * kept);  // three times the room, less the entries' overhead
+  EXPECT_LE(memo.bytes(), memo.allowance());
+  memo.begin_run();
+  for (std::uint32_t i = 0; i < 100; ++i)
+    if (!found(memo, i)) memo.insert(key(i), products);
+  EXPECT_EQ(memo.entries(), 100u);  // the rest fits a run later
+
+  // Another kernel: its MMAs miss and are refused for a whole run; the
+  // memo starts over at the next, and the new MMAs get the floor.
+  MmaMemo other(std::size_t{40} << 20);
+  other.begin_run();
+  for (std::uint32_t i = 0; i < 60; ++i) other.insert(key(i), products);
+  other.begin_run();  // first run: nothing was kept before it, nothing to start over
+  EXPECT_GT(other.entries(), 0u);
+  for (std::uint32_t i = 1000; i < 1060; ++i)
+    if (!found(other, i)) other.insert(key(i), products);
+  EXPECT_FALSE(found(other, 1000));  // refused: the floor is full of the old kernel's
+  other.begin_run();
+  EXPECT_EQ(other.entries(), 0u);
+  EXPECT_EQ(other.earned(), 0u);
+  for (std::uint32_t i = 1000; i < 1060; ++i) other.insert(key(i), products);
+  EXPECT_TRUE(found(other, 1000));
+
+  // A run that finds some of what was kept, even while refusing more, keeps it.
+  other.begin_run();
+  EXPECT_TRUE(found(other, 1001));
+  other.insert(key(5000), products);
+  other.begin_run();
+  EXPECT_TRUE(found(other, 1002));
+}
+
 TEST(models_mma, CheckRejectsWhatTheModelDoesNotRun) {
   const Problem p(ElemType::bf16, ElemType::bf16, 1, 128, 64, SmemSwizzle::b128, 7);
   const std::size_t bytes = p.smem[0].size();

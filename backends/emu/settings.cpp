@@ -123,8 +123,9 @@ const Setting kSettings[] = {
      "try_wait may time out on an incomplete phase", false,
      [](SettingsState& s, std::string_view t) { s.options.spurious_try_wait = parse_switch(t); }},
     {"mma-memo-mib", "WSPIPE_MMA_MEMO_MIB", "run.mma_memo_bytes = {} MiB", "N",
-     "memory per thread for the MMAs already computed (products and\n"
-     "accumulator chains), reused when an MMA's operands repeat\n"
+     "most memory per thread for the MMAs already computed (products\n"
+     "and accumulator chains), reused when an MMA's operands repeat;\n"
+     "it grows past 32 MiB only by what was found again\n"
      "(0: none, every MMA updates D cell by cell; default 512)",
      false,
      [](SettingsState& s, std::string_view t) {

@@ -325,8 +325,21 @@ void MmaMemo::set_budget(std::size_t bytes) {
 void MmaMemo::clear() {
   map_.clear();
   next_.clear();
-  bytes_ = entries_ = 0;
-  hits_since_full_ = refused_ = 0;
+  bytes_ = entries_ = earned_ = 0;
+}
+
+void MmaMemo::begin_run() {
+  if (run_refused_ > 0 && run_hits_ == 0 && kept_before_run_) clear();
+  run_hits_ = run_refused_ = 0;
+  kept_before_run_ = entries_ > 0;
+}
+
+// The first time an entry is found again, its bytes count as earned.
+void MmaMemo::earn(std::size_t size, bool& found_again) {
+  ++run_hits_;
+  if (found_again) return;
+  found_again = true;
+  earned_ += size;
 }
 
 MmaMemo::Products MmaMemo::find(const std::vector<std::byte>& key) {
@@ -335,7 +348,7 @@ MmaMemo::Products MmaMemo::find(const std::vector<std::byte>& key) {
     for (const auto& e : it->second)
       if (e->key.size() == key.size() && std::memcmp(e->key.data(), key.data(), key.size()) == 0) {
         ++hits_;
-        ++hits_since_full_;
+        earn(e->size, e->found_again);
         if (e->wide.empty()) return {.narrow = e->narrow.data()};
         return {.wide = e->wide.data()};
       }
@@ -344,12 +357,9 @@ MmaMemo::Products MmaMemo::find(const std::vector<std::byte>& key) {
 }
 
 bool MmaMemo::admit(std::size_t size) {
-  if (bytes_ + size > budget_) {
-    // Full. Start over when the entries kept are not the ones asked for.
-    if (++refused_ >= entries_ && hits_since_full_ * 4 < refused_) clear();
-    if (bytes_ + size > budget_) return false;
-  }
-  return true;
+  if (bytes_ + size <= allowance()) return true;
+  ++run_refused_;
+  return false;
 }
 
 void MmaMemo::insert(const std::vector<std::byte>& key, const std::vector<double>& products) {
@@ -360,6 +370,7 @@ void MmaMemo::insert(const std::vector<std::byte>& key, const std::vector<double
   if (!admit(size)) return;
   auto e = std::make_unique<Entry>();
   e->key = key;
+  e->size = size;
   if (narrow)
     e->narrow.assign(products.begin(), products.end());
   else
@@ -372,19 +383,23 @@ void MmaMemo::insert(const std::vector<std::byte>& key, const std::vector<double
 AccumRef MmaMemo::find_next(std::uint64_t parent, const std::vector<std::byte>& key) {
   const auto it = next_.find({parent, hash_bytes(key.data(), key.size())});
   if (it != next_.end())
-    for (const AccumRef& a : it->second)
-      if (a->key.size() == key.size() && std::memcmp(a->key.data(), key.data(), key.size()) == 0) {
+    for (Link& l : it->second)
+      if (l.acc->key.size() == key.size() && std::memcmp(l.acc->key.data(), key.data(), key.size()) == 0) {
         ++chain_hits_;
-        ++hits_since_full_;
-        return a;
+        earn(l.size, l.found_again);
+        return l.acc;
       }
   return nullptr;
 }
 
+bool MmaMemo::has_room_for_link(std::size_t key_bytes, std::size_t values) {
+  return admit(link_size(key_bytes, values));
+}
+
 void MmaMemo::insert_next(std::uint64_t parent, const AccumRef& acc) {
-  const std::size_t size = sizeof(Accum) + acc->key.size() + acc->d.size() * sizeof(float);
+  const std::size_t size = link_size(acc->key.size(), acc->d.size());
   if (!admit(size)) return;
-  next_[{parent, hash_bytes(acc->key.data(), acc->key.size())}].push_back(acc);
+  next_[{parent, hash_bytes(acc->key.data(), acc->key.size())}].push_back({.acc = acc, .size = size});
   bytes_ += size;
   ++entries_;
 }
@@ -451,12 +466,14 @@ void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo) {
   });
 }
 
-AccumRef mma_accumulate(const MmaJob& job, const CtaMem* ctas, const Accum* parent, MmaMemo& memo) {
+AccumRef mma_accumulate(const MmaJob& job, const CtaMem* ctas, const Accum* parent, MmaMemo& memo,
+                        bool only_if_kept) {
   const Decoded d = decode(job);
   thread_local std::vector<std::byte> rows;
   gather(job, d.a, d.b, d.i, ctas, rows);
   const std::uint64_t parent_id = parent != nullptr ? parent->id : 0;
   if (AccumRef known = memo.find_next(parent_id, rows)) return known;
+  if (only_if_kept && !memo.has_room_for_link(rows.size(), std::size_t{d.i.m} * d.i.n)) return nullptr;
 
   // A new link: the products (from the memo when this MMA ran before on
   // another chain), plus the parent's values, rounded once, as

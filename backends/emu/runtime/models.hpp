@@ -11,6 +11,7 @@
 // the layouts the PTX gives only as figures.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -91,17 +92,31 @@ using AccumRef = std::shared_ptr<const Accum>;
 // bytes. An entry is keyed by the instruction (kind, cta_group, idesc) and
 // the exact bytes of every operand row the MMA reads, compared in full on
 // a hit, and holds sum_k A[i][k] * B[j][k] in double for each element of D:
-// a hit gives bit for bit what computing the MMA again would. Entries are
-// added up to a budget of bytes. Once full, a memo that is not paying (a
-// fill's worth of refused entries, with fewer than a quarter as many hits)
-// starts over, so that a thread moving on to another kernel is not stuck
-// with the last one's MMAs. It also keeps the accumulator chains (Accum)
-// it has seen, under the same budget.
+// a hit gives bit for bit what computing the MMA again would. It also keeps
+// the accumulator chains (Accum) it has seen, under the same budget.
+//
+// Its size follows what it saves: it may hold kFloorBytes, plus twice the
+// bytes of the entries that were asked for again, up to the budget. A
+// single run, whose MMAs all differ, keeps no more than the floor; an
+// exploration, whose runs repeat the MMAs, earns the room for its whole
+// working set a run or two later (each run triples what the last one
+// earned). A memo that refused entries during a whole run without finding
+// one it kept from the runs before starts over at the next run
+// (begin_run), so that a thread
+// moving on to another kernel is not stuck with the last one's MMAs.
 class MmaMemo {
  public:
+  static constexpr std::size_t kFloorBytes = std::size_t{32} << 20;
+
   explicit MmaMemo(std::size_t budget_bytes = 0) : budget_(budget_bytes) {}
   void set_budget(std::size_t bytes);
   std::size_t budget() const { return budget_; }
+  // A run begins: start over if the last run was refused entries and
+  // found none of those kept before it.
+  void begin_run();
+  // What it may hold now: min(budget, kFloorBytes + 2 * earned()).
+  std::size_t allowance() const { return std::min(budget_, kFloorBytes + 2 * earned_); }
+  std::size_t earned() const { return earned_; }  // bytes of the entries found again
   std::size_t bytes() const { return bytes_; }
   std::size_t entries() const { return entries_; }
   std::uint64_t hits() const { return hits_; }
@@ -115,13 +130,15 @@ class MmaMemo {
     const float* narrow = nullptr;
   };
   Products find(const std::vector<std::byte>& key);
-  // Keeps `products` for `key` if the budget allows.
+  // Keeps `products` for `key` if the allowance has room.
   void insert(const std::vector<std::byte>& key, const std::vector<double>& products);
 
   // The accumulator that follows `parent` (0: none, enable-input-d false)
   // by the MMA whose gathered rows are `key`, or null.
   AccumRef find_next(std::uint64_t parent, const std::vector<std::byte>& key);
-  // Keeps `acc` as that successor if the budget allows.
+  // Whether a link of `key_bytes` and `values` floats would be kept.
+  bool has_room_for_link(std::size_t key_bytes, std::size_t values);
+  // Keeps `acc` as that successor if the allowance has room.
   void insert_next(std::uint64_t parent, const AccumRef& acc);
   std::uint64_t chain_hits() const { return chain_hits_; }
 
@@ -130,11 +147,23 @@ class MmaMemo {
     std::vector<std::byte> key;
     std::vector<double> wide;    // empty when narrow holds them
     std::vector<float> narrow;
+    std::size_t size = 0;        // what it counts against the allowance
+    bool found_again = false;
   };
+  struct Link {
+    AccumRef acc;
+    std::size_t size = 0;
+    bool found_again = false;
+  };
+  static std::size_t link_size(std::size_t key_bytes, std::size_t values) {
+    return sizeof(Accum) + key_bytes + values * sizeof(float);
+  }
   void clear();
-  bool admit(std::size_t size);  // budget_ allows `size` more bytes (may start over)
-  std::size_t budget_ = 0, bytes_ = 0, entries_ = 0;
-  std::uint64_t hits_ = 0, misses_ = 0, hits_since_full_ = 0, refused_ = 0, chain_hits_ = 0;
+  void earn(std::size_t size, bool& found_again);
+  bool admit(std::size_t size);  // the allowance has room for `size` more bytes
+  std::size_t budget_ = 0, bytes_ = 0, entries_ = 0, earned_ = 0;
+  std::uint64_t hits_ = 0, misses_ = 0, chain_hits_ = 0, run_hits_ = 0, run_refused_ = 0;
+  bool kept_before_run_ = false;
   std::unordered_map<std::uint64_t, std::vector<std::unique_ptr<Entry>>> map_;
   // Successors by (parent id, hash of the key).
   struct PairHash {
@@ -142,7 +171,7 @@ class MmaMemo {
       return p.first * 0x9e3779b97f4a7c15ull ^ p.second;
     }
   };
-  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::vector<AccumRef>, PairHash> next_;
+  std::unordered_map<std::pair<std::uint64_t, std::uint64_t>, std::vector<Link>, PairHash> next_;
 };
 
 // Performs a job that passed mma_check against every CTA's smem_bytes:
@@ -163,10 +192,13 @@ void mma_execute(const MmaJob& job, const CtaMem* ctas, MmaMemo* memo = nullptr)
 
 // mma_execute without touching D's cells: the accumulator `job` leaves
 // when D holds `parent`'s values (null when job.accumulate is false),
-// found in `memo` or computed (and kept there if its budget allows).
+// found in `memo` or computed (and kept there if its allowance has room).
 // accum_write(job, *result, ctas) then gives D's cells exactly what
-// mma_execute would have: the same sums, rounded once per MMA.
-AccumRef mma_accumulate(const MmaJob& job, const CtaMem* ctas, const Accum* parent, MmaMemo& memo);
+// mma_execute would have: the same sums, rounded once per MMA. With
+// `only_if_kept`, a link the memo neither has nor can keep is not
+// computed: the result is null, and the caller updates D's cells instead.
+AccumRef mma_accumulate(const MmaJob& job, const CtaMem* ctas, const Accum* parent, MmaMemo& memo,
+                        bool only_if_kept = false);
 // Writes `acc`'s values into the D cells of `job` (whose M, N, cta_group
 // and d_tmem place them), the pair in rank order in `ctas`.
 void accum_write(const MmaJob& job, const Accum& acc, const CtaMem* ctas);

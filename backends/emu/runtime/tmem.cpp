@@ -20,6 +20,14 @@
 namespace wspipe::emu::detail {
 namespace {
 
+// One MMA memo per thread, kept across runs: the runs of an exploration (on
+// one thread each with --jobs) issue the same MMAs on the same operands, in
+// the same chains.
+model::MmaMemo& thread_memo() {
+  thread_local model::MmaMemo memo;
+  return memo;
+}
+
 std::string cols_label(std::uint32_t col, std::uint32_t cols, std::uint32_t cta) {
   return "TMEM columns [" + std::to_string(col) + ", " + std::to_string(col + cols) + ") (" + cta_label(cta) + ")";
 }
@@ -82,6 +90,7 @@ const TmemPattern& tmem_pattern(TmemShape shape, std::uint32_t num, std::uint32_
 
 TmemRoom::TmemRoom(World& world) : Room(world), ctas_(world.num_ctas()), warps_(world.num_warps()) {
   for (TmemCta& c : ctas_) c.shadow = take_tmem_shadow();
+  thread_memo().begin_run();
 }
 
 TmemRoom::~TmemRoom() {
@@ -646,10 +655,7 @@ void TmemRoom::mma(const AsyncOp& op, const std::uint32_t* ctas) {
     const Cta& x = w_.cta(ctas[r]);
     mem[r] = {.smem = x.smem, .smem_bytes = x.smem_bytes, .tmem = c.cells.get()};
   }
-  // One memo per thread, kept across runs: the runs of an exploration (on
-  // one thread each with --jobs) issue the same MMAs on the same operands,
-  // in the same chains.
-  thread_local model::MmaMemo memo;
+  model::MmaMemo& memo = thread_memo();
   if (memo.budget() != w_.options().mma_memo_bytes) memo.set_budget(w_.options().mma_memo_bytes);
   const auto settle_d = [&] {
     for (const auto& r : op.footprint->tmem) settle(ctas[r.cta], r.lane0, r.lanes, r.col0, r.cols);
@@ -661,23 +667,27 @@ void TmemRoom::mma(const AsyncOp& op, const std::uint32_t* ctas) {
   }
   // Deferred: the chain continues in the accumulator that holds exactly
   // this D, or starts afresh (enable-input-d false). An MMA accumulating on
-  // cells that hold no chain updates them as without a memo.
+  // cells that hold no chain updates them as without a memo, and so does a
+  // link the memo neither has nor has room for (a chain it cannot keep
+  // would cost an accumulator per MMA and save nothing).
   const auto same = std::find_if(deferred_.begin(), deferred_.end(), [&](const DeferredD& d) {
     return d.cta[0] == ctas[0] && model::same_d(d.job, op.job);
   });
   if (same != deferred_.end()) {
-    same->acc = model::mma_accumulate(op.job, mem, op.job.accumulate ? same->acc.get() : nullptr, memo);
-    return;
+    if (model::AccumRef next = model::mma_accumulate(op.job, mem, op.job.accumulate ? same->acc.get() : nullptr, memo,
+                                                     /*only_if_kept=*/true)) {
+      same->acc = std::move(next);
+      return;
+    }
   }
   settle_d();
-  if (op.job.accumulate) {
-    model::mma_execute(op.job, mem, &memo);
-    return;
+  if (!op.job.accumulate) {
+    if (model::AccumRef first = model::mma_accumulate(op.job, mem, nullptr, memo, /*only_if_kept=*/true)) {
+      deferred_.push_back({.job = op.job, .cta = {ctas[0], ctas[1]}, .footprint = op.footprint, .acc = std::move(first)});
+      return;
+    }
   }
-  deferred_.push_back({.job = op.job,
-                       .cta = {ctas[0], ctas[1]},
-                       .footprint = op.footprint,
-                       .acc = model::mma_accumulate(op.job, mem, nullptr, memo)});
+  model::mma_execute(op.job, mem, &memo);
 }
 
 // PTX "tcgen05 memory consistency": a warp hands TMEM back (an arrive that
