@@ -319,7 +319,30 @@ if [[ ${WSPIPE_SANITIZE:-} != *address* ]]; then
   # (it held a 646 MB trace it never showed, and aborted under this limit).
   set +e; (ulimit -v 200000; "$W" run ring --items 1000000) >/dev/null 2>"$tmp/e"; rc=$?; set -e
   [[ $rc == 0 ]] || fail "run ring --items 1000000 under 200 MB: exit $rc: $(cat "$tmp/e")"
+  # With --trace the run streams its trace to the file and holds only its
+  # last events (it held all 6 million, 646 MB, and aborted here).
+  set +e; (ulimit -v 200000; "$W" run ring --items 1000000 --trace /dev/null) >/dev/null 2>"$tmp/e"; rc=$?; set -e
+  [[ $rc == 0 ]] || fail "run ring --items 1000000 --trace /dev/null under 200 MB: exit $rc: $(cat "$tmp/e")"
 fi
+# A streamed trace file is whole: its last line is the run's last step.
+"$W" run ring --items 30000 --trace "$tmp/long.txt" >"$tmp/o"
+steps=$(sed -n 's/^status: ok after \([0-9]*\) steps$/\1/p' "$tmp/o")
+last=$(tail -n 1 "$tmp/long.txt" | awk '{print $1}')
+[[ -n $steps && $last == "$steps" ]] || fail "streamed trace ends at step '$last', the run at '$steps'"
+"$W" run ring --items 30000 --trace "$tmp/long.json" >/dev/null
+python3 -c 'import json, sys; ev = json.load(open(sys.argv[1]))["traceEvents"]; assert len(ev) > 100000, len(ev)' "$tmp/long.json" ||
+  fail "streamed JSON trace is not whole"
+rm -f "$tmp/long.txt" "$tmp/long.json"
+# --max-memory: a launch that does not fit the budget is
+# an error naming what needed the memory and the option, exit 4; the MMA
+# memos stay within half of it, so a budget the runs fit in is enough.
+set +e; "$W" run gemm --m 4096 --n 64 --k 64 --cluster 4 --clusters 64 --max-memory 64 >/dev/null 2>"$tmp/e"; rc=$?; set -e
+[[ $rc == 4 ]] || fail "run gemm over --max-memory 64: exit $rc: $(cat "$tmp/e")"
+grep -q "out of memory budget: .* needs .*--max-memory" "$tmp/e" || fail "--max-memory message: $(cat "$tmp/e")"
+"$W" explore gemm --m 512 --n 512 --k 256 --clusters 4 --runs 6 --jobs 2 --max-memory 48 >/dev/null 2>"$tmp/e" ||
+  fail "explore gemm within --max-memory 48: $(cat "$tmp/e")"
+set +e; "$W" explore gemm --m 512 --n 512 --k 256 --clusters 4 --runs 6 --jobs 2 --max-memory 1 >/dev/null 2>"$tmp/e"; rc=$?; set -e
+[[ $rc == 4 ]] && grep -q "out of memory budget" "$tmp/e" || fail "explore over --max-memory 1: exit $rc: $(cat "$tmp/e")"
 # A failing run's report still shows the events before the deadlock.
 set +e; "$W" run ring/no-release --stages 2 --items 8 >"$tmp/o" 2>&1; rc=$?; set -e
 [[ $rc == 1 ]] || fail "run ring/no-release: exit $rc"

@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
+#include <sstream>
 #include <string>
 
 #include "backends/emu/report.hpp"
@@ -79,6 +81,82 @@ TEST(explore_LaunchThatDoesNotFit, TooFewWarpsIsADeadlockAndTooManyIsBadLaunch) 
   EXPECT_EQ(emu::outcome(r), "deadlock") << r.report();
   k.launch.warps_per_cta = 33;
   EXPECT_THROW(emu::run(k, {}), emu::BadLaunch);
+}
+
+// A streamed trace (RunOptions::trace_sink) is the same trace, written as
+// the run goes: the sink gets every event once, in order, the run keeps only
+// its last ones, and the text the sink writes is the text of the whole trace.
+TEST(explore_Resources, AStreamedTraceIsTheWholeTraceHeldInPart) {
+  struct Collect final : emu::TraceSink {
+    std::ostringstream text;
+    emu::TraceWriter writer{text, emu::TraceFormat::text};
+    std::uint64_t events = 0, next_step = 0;
+    bool in_order = true, finished = false;
+    void take(const emu::Trace& t, std::span<const emu::Event> batch) override {
+      for (const emu::Event& e : batch) {
+        in_order = in_order && e.step >= next_step;
+        next_step = e.step;
+      }
+      events += batch.size();
+      writer.write(t, batch);
+    }
+    void finish(const emu::Trace& t) override {
+      take(t, std::span<const emu::Event>(t.events).subspan(t.streamed));
+      writer.finish(t);
+      finished = true;
+    }
+  };
+  for (const RingBug bug : {RingBug::none, RingBug::no_release}) {
+    SCOPED_TRACE(bug == RingBug::none ? "clean" : "deadlock");
+    const emu::RunResult whole = emu::run(ring_kernel(4, 40000, bug), {});
+    Collect sink;
+    emu::RunOptions o;
+    o.trace_sink = &sink;
+    const emu::RunResult streamed = emu::run(ring_kernel(4, 40000, bug), o);
+    ASSERT_TRUE(sink.finished);
+    EXPECT_TRUE(sink.in_order);
+    EXPECT_EQ(emu::outcome(streamed), emu::outcome(whole));
+    std::ostringstream want;
+    whole.trace.write_text(want);
+    EXPECT_EQ(sink.events, whole.trace.events.size());
+    EXPECT_TRUE(sink.text.str() == want.str()) << "the streamed text differs";
+    if (bug == RingBug::none) {
+      ASSERT_GT(whole.trace.events.size(), std::size_t{200000});  // several batches
+      EXPECT_LE(streamed.trace.events.size(), std::size_t{1} << 17);
+      EXPECT_EQ(streamed.trace.dropped + streamed.trace.events.size(), whole.trace.events.size());
+    }
+  }
+}
+
+// --max-memory: a launch whose buffers would pass the budget ends with an
+// OutOfResources naming what needed the memory and the option; the budget
+// is the process's, so what other runs hold counts; within it, the run is
+// the same.
+TEST(explore_Resources, AMemoryBudgetRefusesALaunchThatDoesNotFit) {
+  const std::size_t before = emu::memory_charged();  // the MMA memos of earlier tests on this thread
+  emu::RunOptions o;
+  o.max_memory_bytes = before + (std::size_t{1} << 20);  // 1 MiB more
+  emu::Kernel big = ring_kernel(4, 8, RingBug::none);
+  big.launch.num_clusters = 64;
+  big.launch.smem_bytes = 200 << 10;  // 64 x 200 KiB
+  try {
+    (void)emu::run(big, o);
+    FAIL() << "no exception";
+  } catch (const emu::OutOfResources& e) {
+    EXPECT_TRUE(contains(e.what(), "the shared memory of the launch's 64 CTAs")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "--max-memory")) << e.what();
+  }
+  EXPECT_EQ(emu::outcome(emu::run(ring_kernel(4, 8, RingBug::none), o)), "ok");  // one CTA fits
+  // What is charged is given back: the same budget serves the next runs.
+  EXPECT_EQ(emu::memory_charged(), before);
+  for (unsigned jobs : {1u, 2u}) {
+    emu::ExploreOptions x = test::fixed_runs(8, jobs);
+    x.max_memory_bytes = before + (std::size_t{1} << 20);
+    EXPECT_EQ(emu::explore(ring(4, 8, RingBug::none), x).runs, 8u);
+    x.max_memory_bytes = 1;
+    EXPECT_THROW((void)emu::explore(ring(4, 8, RingBug::none), x), emu::OutOfResources);
+  }
+  EXPECT_EQ(emu::memory_charged(), before);
 }
 
 // An exception out of a kernel's body (a buffer that could not be

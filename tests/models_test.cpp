@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/emu/emulator.hpp"
 #include "backends/emu/runtime/models.hpp"
 
 namespace {
@@ -818,6 +819,17 @@ TEST(models_mma, MemoGrowsByWhatItSaves) {
   other.insert(key(5000), products);
   other.begin_run();
   EXPECT_TRUE(found(other, 1002));
+
+  // Under a memory budget (--max-memory) the memos stop at half of it,
+  // counting what the process holds besides.
+  MmaMemo capped(std::size_t{512} << 20);
+  const std::size_t held = wspipe::emu::memory_charged();
+  capped.set_memory_limit(2 * (held + (std::size_t{8} << 20)));
+  capped.begin_run();
+  for (std::uint32_t i = 0; i < 100; ++i) capped.insert(key(i), products);
+  EXPECT_LE(wspipe::emu::memory_charged(), held + (std::size_t{8} << 20));
+  EXPECT_GE(capped.entries(), 6u);
+  EXPECT_EQ(wspipe::emu::memory_charged(), held + capped.bytes());
 }
 
 TEST(models_mma, CheckRejectsWhatTheModelDoesNotRun) {

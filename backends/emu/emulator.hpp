@@ -53,10 +53,27 @@ struct LaunchConfig {
   std::uint32_t ctas_per_sm = 1;
 };
 
+// The machine, or the memory budget (RunOptions::max_memory_bytes), could
+// not give a run or an exploration what it needs: memory (a run's buffers,
+// its trace, the MMA memo) or threads (its jobs). The message names what
+// would help (fewer jobs, no memo, a smaller configuration).
+struct OutOfResources : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The bytes charged now to the memory budget (RunOptions::max_memory_bytes)
+// by the runs and MMA memos of this process.
+std::size_t memory_charged();
+
 struct RunOptions {
   StrategyParams strategy;
   std::uint64_t max_steps = 5'000'000;  // step budget; running out is reported as a livelock
   bool trace = true;
+  // With `trace`: where the events go while the run goes (TraceFileSink
+  // writes a file). The run then keeps only about its last 65,536 events
+  // in RunResult::trace (enough for its report), however long it is.
+  // Not owned; null: the run keeps every event.
+  TraceSink* trace_sink = nullptr;
   // try_wait may return false on a phase that has not completed yet (the
   // hardware's suspend time limit), instead of blocking until it does.
   bool spurious_try_wait = false;
@@ -77,6 +94,11 @@ struct RunOptions {
   // runs. The runs of an exploration repeat their MMAs, so this is most of
   // the speed of exploring a tensor-heavy kernel; 0 computes every MMA.
   std::size_t mma_memo_bytes = std::size_t{512} << 20;
+  // A cap on the memory of the emulator's large buffers: the CTAs' shared
+  // memory and Tensor Memory, traces and the MMA memos, of every run in
+  // the process at once (an exploration's jobs share it). A run that would
+  // pass it throws OutOfResources; the memo stops growing at it. 0: none.
+  std::size_t max_memory_bytes = 0;
   // Reports and traces name source files relative to this directory: the
   // kernel's project root. Empty: default_source_root(), for runs of an
   // emu::Kernel (explore.hpp: emu::run, explore, replay, and so the testing

@@ -99,6 +99,7 @@ RunResult run(const Kernel& kernel, const RunOptions& options) {
     }
   }
   note_ending(r);
+  if (options.trace && options.trace_sink != nullptr) options.trace_sink->finish(r.trace);
   return r;
 }
 
@@ -196,16 +197,6 @@ bool is_special_file(const std::string& file) {
   return ::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
-void write_trace_to(std::ofstream& f, const std::string& file, const Trace& trace) {
-  if (file.size() >= 4 && file.compare(file.size() - 4, 4, ".txt") == 0) {
-    trace.write_text(f);
-  } else {
-    trace.write_chrome_json(f);
-  }
-  // Buffered bytes fail only when flushed: the stream is checked after closing.
-  f.close();
-}
-
 }  // namespace
 
 void check_trace_file(const std::string& file) {
@@ -232,32 +223,57 @@ void check_trace_file(const std::string& file) {
   ::unlink(probe.c_str());
 }
 
+TraceFileSink::TraceFileSink(std::string file)
+    : file_(std::move(file)),
+      writer_(out_, file_.size() >= 4 && file_.compare(file_.size() - 4, 4, ".txt") == 0 ? TraceFormat::text
+                                                                                          : TraceFormat::chrome) {
+  if (is_special_file(file_)) {
+    out_.open(file_, std::ios::binary);
+  } else {
+    tmp_ = create_temporary_beside(file_);
+    if (tmp_.empty()) {
+      error_ = "cannot write trace file " + shell_quote(file_) + ": " + std::strerror(errno);
+      return;
+    }
+    out_.open(tmp_, std::ios::binary | std::ios::trunc);
+  }
+  if (!out_) fail("cannot write");
+  errno = 0;
+}
+
+TraceFileSink::~TraceFileSink() {
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void TraceFileSink::fail(const std::string& what) {
+  const int saved = errno;
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  tmp_.clear();
+  error_ = what + " trace file " + shell_quote(file_) + (saved != 0 ? std::string(": ") + std::strerror(saved) : "") +
+           " (nothing written)";
+}
+
+void TraceFileSink::take(const Trace& t, std::span<const Event> events) {
+  if (error_.empty() && out_) writer_.write(t, events);
+}
+
+void TraceFileSink::finish(const Trace& t) {
+  if (!error_.empty() || finished_) return;
+  finished_ = true;
+  take(t, std::span<const Event>(t.events).subspan(std::min(t.streamed, t.events.size())));
+  writer_.finish(t);
+  // Buffered bytes fail only when flushed: the stream is checked after closing.
+  out_.close();
+  if (!out_) return fail("error writing");
+  if (tmp_.empty()) return;  // a special file, written in place
+  if (std::rename(tmp_.c_str(), file_.c_str()) != 0) return fail("cannot rename the finished trace to");
+  tmp_.clear();
+}
+
 void write_trace(const std::string& file, const Trace& trace) {
-  const std::string named = "trace file " + shell_quote(file);
-  if (is_special_file(file)) {
-    std::ofstream f(file, std::ios::binary);
-    errno = 0;
-    if (f) write_trace_to(f, file, trace);
-    if (!f)
-      throw std::runtime_error("error writing " + named + (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
-    return;
-  }
-  const std::string tmp = create_temporary_beside(file);
-  if (tmp.empty()) throw std::runtime_error("cannot write " + named + ": " + std::strerror(errno));
-  auto fail = [&](const std::string& what) {
-    const int saved = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(what + " " + named + (saved != 0 ? std::string(": ") + std::strerror(saved) : "") +
-                             " (nothing written)");
-  };
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail("cannot write");
-    errno = 0;
-    write_trace_to(f, file, trace);
-    if (!f) fail("error writing");
-  }
-  if (std::rename(tmp.c_str(), file.c_str()) != 0) fail("cannot rename the finished trace to");
+  TraceFileSink f(file);
+  f.finish(trace);
+  if (!f.error().empty()) throw std::runtime_error(f.error());
 }
 
 RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions options) {

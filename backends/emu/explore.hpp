@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -16,13 +17,6 @@
 #include "emulator.hpp"
 
 namespace wspipe::emu {
-
-// The machine could not give an exploration what it needs: memory (a run's
-// buffers, the MMA memo) or threads (its jobs). The message names what would
-// help (fewer jobs, no memo, a smaller configuration).
-struct OutOfResources : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // One instance of a kernel under test: how to launch it, the per-warp body,
 // and an optional check of its result after a run that ended ok.
@@ -198,6 +192,31 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
 // `stats` gets the figures. `interrupt`: as ExploreOptions::interrupt.
 RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunResult& failing, double seconds,
                  ShrinkStats* stats, const std::atomic<int>* interrupt = nullptr);
+
+// A trace file written as its run goes (RunOptions::trace_sink), as
+// Chrome/Perfetto JSON, or as text when `file` ends in ".txt": into a
+// temporary file beside `file`, renamed over it by finish(), so that the
+// file is whole or not there; removed if the run never finishes. A special
+// file (/dev/null, a pipe) is written in place. It never throws: error()
+// says what went wrong (empty: none), naming the file and the reason.
+class TraceFileSink final : public TraceSink {
+ public:
+  explicit TraceFileSink(std::string file);
+  TraceFileSink(const TraceFileSink&) = delete;
+  TraceFileSink& operator=(const TraceFileSink&) = delete;
+  ~TraceFileSink() override;
+  void take(const Trace& t, std::span<const Event> events) override;
+  void finish(const Trace& t) override;
+  bool written() const { return finished_ && error_.empty(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  void fail(const std::string& what);
+  std::string file_, tmp_, error_;
+  std::ofstream out_;
+  TraceWriter writer_;
+  bool finished_ = false;
+};
 
 // Writes a trace as Chrome/Perfetto JSON, or as text when `file` ends in
 // ".txt": whole or not at all (written to a temporary file in the same

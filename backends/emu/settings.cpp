@@ -22,6 +22,11 @@ namespace {
 
 constexpr std::uint64_t kNoMax = std::numeric_limits<std::uint64_t>::max();
 
+// A size given in MiB (0 .. max_mib), in bytes.
+std::size_t parse_mib(std::string_view t, std::uint64_t max_mib) {
+  return static_cast<std::size_t>(parse_whole_number(t, 0, max_mib)) << 20;
+}
+
 // A decimal number as a person writes one: digits, an optional fraction,
 // an optional exponent; no sign, no hex, no inf or nan, no spaces (what
 // std::from_chars alone would take differs between standard libraries:
@@ -127,11 +132,13 @@ const Setting kSettings[] = {
      "and accumulator chains), reused when an MMA's operands repeat;\n"
      "it grows past 32 MiB only by what was found again\n"
      "(0: none, every MMA updates D cell by cell; default 512)",
-     false,
-     [](SettingsState& s, std::string_view t) {
-       s.options.mma_memo_bytes = static_cast<std::size_t>(parse_whole_number(t, 0, std::uint64_t{1} << 20))
-                                      << 20;
-     }},
+     false, [](SettingsState& s, std::string_view t) { s.options.mma_memo_bytes = parse_mib(t, 1 << 20); }},
+    {"max-memory", "WSPIPE_MAX_MEMORY", "run.max_memory_bytes = {} MiB", "MIB",
+     "cap on the memory of the emulator's large buffers (CTAs' shared\n"
+     "memory and Tensor Memory, traces, MMA memos), shared by every job;\n"
+     "a run that would pass it ends with an error naming what needed it\n"
+     "(exit 4; default 0: no cap)",
+     false, [](SettingsState& s, std::string_view t) { s.options.max_memory_bytes = parse_mib(t, 1 << 30); }},
     {"lane-divergence", "WSPIPE_LANE_DIVERGENCE", "run.lane_divergence = true", "",
      "run each warp as two lanes (0 and 31) in lockstep and report\n"
      "where they differ: a branch or an operand at a collective\n"

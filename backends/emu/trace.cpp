@@ -189,37 +189,174 @@ std::string ending_line(const TraceEnding& end) {
   return end.status + " " + end.rule + ": " + end.message;
 }
 
-// Whether the noted ending needs showing after the events: a violation
-// shows on its own event, when there is one.
-bool ends_off_the_events(const Trace& t) {
-  if (t.ending.status.empty()) return false;
-  return t.ending.status != "violation" || std::none_of(t.events.begin(), t.events.end(), [](const Event& e) {
-           return e.kind == EventKind::violation;
-         });
+// Waits span the steps they blocked; async operations the steps from issue
+// to completion (on the engine's track).
+constexpr std::int64_t kFlowPhases = 4;
+
+bool spans(EventKind k) {
+  return k == EventKind::wait || k == EventKind::named_pass || k == EventKind::cluster_pass ||
+         k == EventKind::try_wait || k == EventKind::mma_done || k == EventKind::tma_done ||
+         k == EventKind::tma_store_done || k == EventKind::bulk_wait;
 }
 
 }  // namespace
 
+TraceWriter::TraceWriter(std::ostream& out, TraceFormat format) : out_(out), format_(format) {}
+
+TraceWriter::~TraceWriter() = default;
+
+void TraceWriter::start(const Trace& t) {
+  started_ = true;
+  named_.assign(t.warps.size(), false);
+  free_from_.assign(t.warps.size(), 0);
+  if (format_ == TraceFormat::text) {
+    width_ = 8;
+    for (const auto& w : t.warps) width_ = std::max(width_, w.name.size());
+    return;
+  }
+  // Timestamps are steps: one step is one microsecond on the viewer's axis.
+  out_ << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"wspipe emulator\",\"time_unit\":\"step\"},"
+          "\"traceEvents\":[\n";
+  for (std::uint32_t c = 0; c < t.num_ctas; ++c) {
+    emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(c) + ",\"tid\":0,\"args\":{\"name\":" +
+         json_quote("CTA " + std::to_string(c)) + "}}");
+  }
+}
+
+void TraceWriter::emit(const std::string& obj) {
+  out_ << (first_ ? "" : ",\n") << obj;
+  first_ = false;
+}
+
+void TraceWriter::text_line(const Trace& t, std::uint64_t at, std::int32_t warp, const std::string& what,
+                            const std::string& loc) {
+  char step[24];
+  std::snprintf(step, sizeof step, "%8llu  ", static_cast<unsigned long long>(at));
+  std::string who = warp >= 0 ? t.warps[warp].name : "";
+  who.resize(width_, ' ');
+  out_ << step << who << "  " << what;
+  if (!loc.empty()) out_ << "    @ " << loc;
+  out_ << '\n';
+}
+
+// A track per actor that did something (engines of a kernel without TMA or
+// MMAs stay out of the view), named where it first shows.
+void TraceWriter::name_track(const Trace& t, std::int32_t warp) {
+  if (warp < 0 || named_[warp]) return;
+  named_[warp] = true;
+  emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(t.warps[warp].cta) +
+       ",\"tid\":" + std::to_string(warp) + ",\"args\":{\"name\":" + json_quote(t.warps[warp].name) + "}}");
+}
+
+void TraceWriter::write(const Trace& t, std::span<const Event> events) {
+  if (!started_) start(t);
+  for (const Event& e : events) {
+    if (e.kind == EventKind::violation) saw_violation_ = true;
+    if (e.warp >= 0) free_from_[e.warp] = std::max(free_from_[e.warp], e.step + 1);
+    if (format_ == TraceFormat::text) {
+      text_line(t, e.step, e.warp, t.describe(e), t.location(e));
+      continue;
+    }
+    chrome_event(t, e);
+  }
+}
+
+void TraceWriter::chrome_event(const Trace& t, const Event& e) {
+  const TraceEnding& ending = t.ending;
+  name_track(t, e.warp);
+  const std::string pid = std::to_string(e.warp >= 0 ? t.warps[e.warp].cta : 0);
+  const std::string tid = std::to_string(e.warp);
+  const std::uint64_t begin = spans(e.kind) ? std::min(e.begin, e.step) : e.step;
+  std::string args = "\"step\":" + std::to_string(e.step);
+  const std::string loc = t.location(e);
+  if (!loc.empty()) args += ",\"at\":" + json_quote(loc);
+  if (e.kind == EventKind::violation && !ending.rule.empty())
+    args += ",\"rule\":" + json_quote(ending.rule) + ",\"message\":" + json_quote(ending.message);
+  if (e.kind == EventKind::phase) {
+    // Flow ids: the arrive that completes a phase starts a flow that ends
+    // at every wait that observed that phase after blocking on it.
+    const std::uint32_t cta = t.objects[e.object].cta;
+    emit("{\"ph\":\"C\",\"name\":" + json_quote(t.objects[e.object].name + " phase") +
+         ",\"pid\":" + std::to_string(cta) + ",\"tid\":0,\"ts\":" + std::to_string(e.step) +
+         ",\"args\":{\"phase\":" + std::to_string(e.a) + "}}");
+    if (last_arrive_step_ && *last_arrive_step_ == e.step) {
+      const std::uint64_t id = next_flow_++;
+      completing_[{e.object, e.a - 1}] = id;
+      // A wait shows the phase it blocked on soon after it completes: the
+      // flows of a barrier's last few phases are enough, and a trace of any
+      // length keeps a few per barrier.
+      completing_.erase({e.object, e.a - 1 - kFlowPhases});
+      emit("{\"ph\":\"s\",\"name\":\"release\",\"cat\":\"mbarrier\",\"id\":" + std::to_string(id) + ",\"pid\":" + pid +
+           ",\"tid\":" + tid + ",\"ts\":" + std::to_string(e.step) + "}");
+    }
+    return;
+  }
+  if (e.kind == EventKind::arrive || e.kind == EventKind::complete_tx || e.kind == EventKind::expect_tx)
+    last_arrive_step_ = e.step;
+  // A violation's slice is named by its rule; its message is in the args.
+  const std::string name =
+      e.kind == EventKind::violation && !ending.rule.empty() ? "VIOLATION " + ending.rule : t.describe(e);
+  emit("{\"ph\":\"X\",\"name\":" + json_quote(name) + ",\"cat\":" + json_quote(to_string(e.kind)) + ",\"pid\":" + pid +
+       ",\"tid\":" + tid + ",\"ts\":" + std::to_string(begin) + ",\"dur\":" + std::to_string(e.step - begin + 1) +
+       ",\"args\":{" + args + "}}");
+  if (e.kind == EventKind::wait && e.step > e.begin) {
+    auto it = completing_.find({e.object, e.b});
+    if (it != completing_.end()) {
+      emit("{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"release\",\"cat\":\"mbarrier\",\"id\":" + std::to_string(it->second) +
+           ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + std::to_string(e.step) + "}");
+    }
+  }
+}
+
+// What the events do not show closes the trace: a deadlock's or livelock's
+// open waits and its marker, or a violation found after the run
+// (result.mismatch). A violation shows on its own event.
+void TraceWriter::finish(const Trace& t) {
+  if (!started_) start(t);
+  const TraceEnding& ending = t.ending;
+  const bool off_the_events = !ending.status.empty() && (ending.status != "violation" || !saw_violation_);
+  if (format_ == TraceFormat::text) {
+    if (!off_the_events) return;
+    for (const TraceEnding::OpenWait& w : ending.open)
+      text_line(t, ending.step, w.warp, "never ends: " + w.what + " (since step " + std::to_string(w.since) + "): " + w.state,
+                w.location);
+    text_line(t, ending.step, -1, ending_line(ending), "");
+    return;
+  }
+  for (const TraceEnding::OpenWait& w : ending.open) name_track(t, w.warp);
+  if (off_the_events) {
+    // Each wait that never returned: a slice begun and never ended. It
+    // starts after the warp's last slice, so that the two do not overlap.
+    std::uint64_t last = ending.step;  // the marker comes after every slice's start
+    for (const TraceEnding::OpenWait& w : ending.open) {
+      if (w.warp < 0) continue;
+      const std::uint64_t ts = std::max(w.since, free_from_[w.warp]);
+      last = std::max(last, ts);
+      std::string args = "\"since\":" + std::to_string(w.since) + ",\"state\":" + json_quote(w.state);
+      if (!w.location.empty()) args += ",\"at\":" + json_quote(w.location);
+      emit("{\"ph\":\"B\",\"name\":" + json_quote(w.what + " (never ends)") + ",\"cat\":\"open\",\"pid\":" +
+           std::to_string(t.warps[w.warp].cta) + ",\"tid\":" + std::to_string(w.warp) + ",\"ts\":" + std::to_string(ts) +
+           ",\"args\":{" + args + "}}");
+    }
+    std::string args = "\"step\":" + std::to_string(ending.step);
+    if (!ending.rule.empty()) args += ",\"rule\":" + json_quote(ending.rule) + ",\"message\":" + json_quote(ending.message);
+    if (!ending.open.empty()) args += ",\"unfinished_warps\":" + std::to_string(ending.open.size());
+    emit("{\"ph\":\"i\",\"s\":\"g\",\"name\":" + json_quote(ending_line(ending)) + ",\"cat\":" + json_quote(ending.status) +
+         ",\"pid\":0,\"tid\":0,\"ts\":" + std::to_string(last) + ",\"args\":{" + args + "}}");
+  }
+  out_ << "\n]}\n";
+}
+
 void Trace::write_text(std::ostream& out) const {
-  std::size_t width = 8;
-  for (const auto& w : warps) width = std::max(width, w.name.size());
-  auto line = [&](std::uint64_t at, std::int32_t warp, const std::string& what, const std::string& loc) {
-    char step[24];
-    std::snprintf(step, sizeof step, "%8llu  ", static_cast<unsigned long long>(at));
-    std::string who = warp >= 0 ? warps[warp].name : "";
-    who.resize(width, ' ');
-    out << step << who << "  " << what;
-    if (!loc.empty()) out << "    @ " << loc;
-    out << '\n';
-  };
-  for (const Event& e : events) line(e.step, e.warp, describe(e), location(e));
-  // A violation is on its event (describe); what has none, a deadlock's
-  // open waits and a result.mismatch, closes the log.
-  if (!ends_off_the_events(*this)) return;
-  for (const TraceEnding::OpenWait& w : ending.open)
-    line(ending.step, w.warp, "never ends: " + w.what + " (since step " + std::to_string(w.since) + "): " + w.state,
-         w.location);
-  line(ending.step, -1, ending_line(ending), "");
+  TraceWriter w(out, TraceFormat::text);
+  w.write(*this, events);
+  w.finish(*this);
+}
+
+void Trace::write_chrome_json(std::ostream& out) const {
+  TraceWriter w(out, TraceFormat::chrome);
+  w.write(*this, events);
+  w.finish(*this);
 }
 
 std::vector<const Event*> Trace::last_on_named(std::uint32_t cta, std::int64_t id, std::size_t n) const {
@@ -236,124 +373,6 @@ std::vector<const Event*> Trace::last_on(std::int32_t object, std::size_t n) con
   for (auto it = events.rbegin(); it != events.rend() && found.size() < n; ++it)
     if (it->object == object) found.push_back(&*it);
   return {found.rbegin(), found.rend()};
-}
-
-namespace {
-
-// The Chrome-trace events that show a noted ending which no event carries:
-// a deadlock's or livelock's open waits and its marker, or the marker of a
-// violation found after the run (result.mismatch).
-std::vector<std::string> chrome_ending(const Trace& t) {
-  const TraceEnding& ending = t.ending;
-  const std::vector<TraceWarp>& warps = t.warps;
-  std::vector<std::string> out;
-  if (!ends_off_the_events(t)) return out;
-  // Each wait that never returned: a slice begun and never ended. It starts
-  // after the warp's last slice, so that the two do not overlap.
-  std::vector<std::uint64_t> free_from(warps.size(), 0);
-  for (const Event& e : t.events)
-    if (e.warp >= 0) free_from[e.warp] = std::max(free_from[e.warp], e.step + 1);
-  std::uint64_t last = ending.step;  // the marker comes after every slice's start
-  for (const TraceEnding::OpenWait& w : ending.open) {
-    if (w.warp < 0) continue;
-    const std::uint64_t ts = std::max(w.since, free_from[w.warp]);
-    last = std::max(last, ts);
-    std::string args = "\"since\":" + std::to_string(w.since) + ",\"state\":" + json_quote(w.state);
-    if (!w.location.empty()) args += ",\"at\":" + json_quote(w.location);
-    out.push_back("{\"ph\":\"B\",\"name\":" + json_quote(w.what + " (never ends)") + ",\"cat\":\"open\",\"pid\":" +
-                  std::to_string(warps[w.warp].cta) + ",\"tid\":" + std::to_string(w.warp) +
-                  ",\"ts\":" + std::to_string(ts) + ",\"args\":{" + args + "}}");
-  }
-  std::string args = "\"step\":" + std::to_string(ending.step);
-  if (!ending.rule.empty())
-    args += ",\"rule\":" + json_quote(ending.rule) + ",\"message\":" + json_quote(ending.message);
-  if (!ending.open.empty()) args += ",\"unfinished_warps\":" + std::to_string(ending.open.size());
-  out.push_back("{\"ph\":\"i\",\"s\":\"g\",\"name\":" + json_quote(ending_line(ending)) + ",\"cat\":" +
-                json_quote(ending.status) + ",\"pid\":0,\"tid\":0,\"ts\":" + std::to_string(last) +
-                ",\"args\":{" + args + "}}");
-  return out;
-}
-
-}  // namespace
-
-void Trace::write_chrome_json(std::ostream& out) const {
-  // Timestamps are steps: one step is one microsecond on the viewer's axis.
-  out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"wspipe emulator\",\"time_unit\":\"step\"},"
-         "\"traceEvents\":[\n";
-  bool first = true;
-  auto emit = [&](const std::string& obj) {
-    out << (first ? "" : ",\n") << obj;
-    first = false;
-  };
-  for (std::uint32_t c = 0; c < num_ctas; ++c) {
-    emit("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(c) + ",\"tid\":0,\"args\":{\"name\":" +
-         json_quote("CTA " + std::to_string(c)) + "}}");
-  }
-  // A track per actor that did something (engines of a kernel without TMA
-  // or MMAs stay out of the view).
-  std::vector<bool> used(warps.size(), false);
-  for (const Event& e : events)
-    if (e.warp >= 0) used[e.warp] = true;
-  for (const TraceEnding::OpenWait& w : ending.open)
-    if (w.warp >= 0) used[w.warp] = true;
-  for (std::size_t i = 0; i < warps.size(); ++i) {
-    if (!used[i]) continue;
-    emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(warps[i].cta) +
-         ",\"tid\":" + std::to_string(i) + ",\"args\":{\"name\":" + json_quote(warps[i].name) + "}}");
-  }
-  // Flow ids: the arrive that completes a phase starts a flow that ends at
-  // every wait that observed that phase after blocking on it.
-  std::map<std::pair<std::int32_t, std::int64_t>, std::uint64_t> completing;  // (object, phase done) -> flow id
-  std::uint64_t next_flow = 1;
-  const Event* last_arrive = nullptr;
-  for (const Event& e : events) {
-    const std::string pid = std::to_string(e.warp >= 0 ? warps[e.warp].cta : 0);
-    const std::string tid = std::to_string(e.warp);
-    // Waits span the steps they blocked; async operations the steps from
-    // issue to completion (on the engine's track).
-    const std::uint64_t begin = (e.kind == EventKind::wait || e.kind == EventKind::named_pass ||
-                                 e.kind == EventKind::cluster_pass || e.kind == EventKind::try_wait ||
-                                 e.kind == EventKind::mma_done || e.kind == EventKind::tma_done ||
-                                 e.kind == EventKind::tma_store_done || e.kind == EventKind::bulk_wait)
-                                    ? std::min(e.begin, e.step)
-                                    : e.step;
-    std::string args = "\"step\":" + std::to_string(e.step);
-    const std::string loc = location(e);
-    if (!loc.empty()) args += ",\"at\":" + json_quote(loc);
-    if (e.kind == EventKind::violation && !ending.rule.empty())
-      args += ",\"rule\":" + json_quote(ending.rule) + ",\"message\":" + json_quote(ending.message);
-    if (e.kind == EventKind::phase) {
-      const std::uint32_t cta = objects[e.object].cta;
-      emit("{\"ph\":\"C\",\"name\":" + json_quote(objects[e.object].name + " phase") +
-           ",\"pid\":" + std::to_string(cta) + ",\"tid\":0,\"ts\":" + std::to_string(e.step) +
-           ",\"args\":{\"phase\":" + std::to_string(e.a) + "}}");
-      if (last_arrive != nullptr && last_arrive->step == e.step) {
-        const std::uint64_t id = next_flow++;
-        completing[{e.object, e.a - 1}] = id;
-        emit("{\"ph\":\"s\",\"name\":\"release\",\"cat\":\"mbarrier\",\"id\":" + std::to_string(id) +
-             ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + std::to_string(e.step) + "}");
-      }
-      continue;
-    }
-    if (e.kind == EventKind::arrive || e.kind == EventKind::complete_tx || e.kind == EventKind::expect_tx)
-      last_arrive = &e;
-    // A violation's slice is named by its rule; its message is in the args.
-    const std::string name = e.kind == EventKind::violation && !ending.rule.empty() ? "VIOLATION " + ending.rule
-                                                                                     : describe(e);
-    emit("{\"ph\":\"X\",\"name\":" + json_quote(name) + ",\"cat\":" + json_quote(to_string(e.kind)) +
-         ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + std::to_string(begin) +
-         ",\"dur\":" + std::to_string(e.step - begin + 1) + ",\"args\":{" + args + "}}");
-    if (e.kind == EventKind::wait && e.step > e.begin) {
-      auto it = completing.find({e.object, e.b});
-      if (it != completing.end()) {
-        emit("{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"release\",\"cat\":\"mbarrier\",\"id\":" +
-             std::to_string(it->second) + ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"ts\":" + std::to_string(e.step) +
-             "}");
-      }
-    }
-  }
-  for (const std::string& e : chrome_ending(*this)) emit(e);
-  out << "\n]}\n";
 }
 
 void note_ending(RunResult& run) {

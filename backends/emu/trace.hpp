@@ -3,7 +3,11 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
+#include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace wspipe::emu {
@@ -87,6 +91,59 @@ struct TraceEnding {
   std::vector<OpenWait> open;
 };
 
+struct Trace;
+
+enum class TraceFormat { text, chrome };
+
+// Writes a trace as its events come, so that a long run's trace need not
+// be held whole: the text log or the Chrome JSON (Trace::write_text and
+// write_chrome_json are a TraceWriter given every event at once). `t`
+// supplies the warps and barrier names, as they are when each batch is
+// written; finish writes what the events do not show (t.ending) and closes
+// the JSON. The stream's errors are the caller's to check.
+class TraceWriter {
+ public:
+  TraceWriter(std::ostream& out, TraceFormat format);
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+  ~TraceWriter();
+  void write(const Trace& t, std::span<const Event> events);
+  void finish(const Trace& t);
+
+ private:
+  void start(const Trace& t);
+  void emit(const std::string& obj);
+  void text_line(const Trace& t, std::uint64_t at, std::int32_t warp, const std::string& what,
+                 const std::string& loc);
+  void name_track(const Trace& t, std::int32_t warp);
+  void chrome_event(const Trace& t, const Event& e);
+
+  std::ostream& out_;
+  TraceFormat format_;
+  bool started_ = false, first_ = true, saw_violation_ = false;
+  std::size_t width_ = 8;                // text: the warp column
+  std::vector<bool> named_;              // chrome: the tracks named so far
+  std::vector<std::uint64_t> free_from_;  // each warp's step after its last event
+  // chrome: (object, phase done) -> flow id, from the arrive that completed it
+  std::map<std::pair<std::int32_t, std::int64_t>, std::uint64_t> completing_;
+  std::uint64_t next_flow_ = 1;
+  std::optional<std::uint64_t> last_arrive_step_;
+};
+
+// Receives a traced run's events while it runs (RunOptions::trace_sink):
+// take() gets them in batches, oldest first, each event once, and finish()
+// the ending. The run keeps only the latest events (Trace::dropped says how
+// many it let go), so a run of any length holds a bounded trace.
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  virtual void take(const Trace& t, std::span<const Event> events) = 0;
+  // The events not given yet (t.events from t.streamed) and the ending.
+  // emu::run(const Kernel&, ...) calls it after the run; a caller of the
+  // lower-level run(launch, body, options) calls it itself.
+  virtual void finish(const Trace& t) = 0;
+};
+
 struct Trace {
   Trace() = default;
   Trace(const Trace&) = default;
@@ -102,6 +159,10 @@ struct Trace {
   std::vector<TraceObject> objects;
   std::vector<Event> events;
   std::uint32_t num_ctas = 0;
+  // With a TraceSink: how many of `events` (from the front) it was given,
+  // and how many earlier events it was given that `events` no longer holds.
+  std::size_t streamed = 0;
+  std::uint64_t dropped = 0;
 
   // Paths printed relative to this prefix (the source tree), so that the
   // output does not depend on where the project was checked out.

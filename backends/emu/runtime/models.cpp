@@ -1,4 +1,5 @@
 #include "backends/emu/runtime/models.hpp"
+#include "backends/emu/runtime/memory.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -322,9 +323,12 @@ void MmaMemo::set_budget(std::size_t bytes) {
   if (bytes_ > budget_) clear();
 }
 
+MmaMemo::~MmaMemo() { detail::release_memory(bytes_); }
+
 void MmaMemo::clear() {
   map_.clear();
   next_.clear();
+  detail::release_memory(bytes_);
   bytes_ = entries_ = earned_ = 0;
 }
 
@@ -356,8 +360,18 @@ MmaMemo::Products MmaMemo::find(const std::vector<std::byte>& key) {
   return {};
 }
 
+// A cache must not starve the runs it serves: the memos stop at half the
+// memory budget, with the runs' own charges counted.
+std::size_t MmaMemo::memory_cap() const {
+  return memory_limit_ == 0 ? 0 : std::max<std::size_t>(memory_limit_ / 2, 1);
+}
+
+bool MmaMemo::fits(std::size_t size) const {
+  return bytes_ + size <= allowance() && (memory_cap() == 0 || memory_charged() + size <= memory_cap());
+}
+
 bool MmaMemo::admit(std::size_t size) {
-  if (bytes_ + size <= allowance()) return true;
+  if (bytes_ + size <= allowance() && detail::try_charge_memory(size, memory_cap())) return true;
   ++run_refused_;
   return false;
 }
@@ -393,7 +407,9 @@ AccumRef MmaMemo::find_next(std::uint64_t parent, const std::vector<std::byte>& 
 }
 
 bool MmaMemo::has_room_for_link(std::size_t key_bytes, std::size_t values) {
-  return admit(link_size(key_bytes, values));
+  if (fits(link_size(key_bytes, values))) return true;
+  ++run_refused_;
+  return false;
 }
 
 void MmaMemo::insert_next(std::uint64_t parent, const AccumRef& acc) {

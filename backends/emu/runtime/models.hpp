@@ -109,7 +109,14 @@ class MmaMemo {
   static constexpr std::size_t kFloorBytes = std::size_t{32} << 20;
 
   explicit MmaMemo(std::size_t budget_bytes = 0) : budget_(budget_bytes) {}
+  MmaMemo(const MmaMemo&) = delete;
+  MmaMemo& operator=(const MmaMemo&) = delete;
+  ~MmaMemo();
   void set_budget(std::size_t bytes);
+  // The process's memory budget (RunOptions::max_memory_bytes, 0: none):
+  // its entries are charged to it, and refused where they would take the
+  // process past half of it (the rest is the runs').
+  void set_memory_limit(std::size_t bytes) { memory_limit_ = bytes; }
   std::size_t budget() const { return budget_; }
   // A run begins: start over if the last run was refused entries and
   // found none of those kept before it.
@@ -160,8 +167,10 @@ class MmaMemo {
   }
   void clear();
   void earn(std::size_t size, bool& found_again);
-  bool admit(std::size_t size);  // the allowance has room for `size` more bytes
-  std::size_t budget_ = 0, bytes_ = 0, entries_ = 0, earned_ = 0;
+  std::size_t memory_cap() const;     // what the memos may take the process to (0: no cap)
+  bool fits(std::size_t size) const;  // the allowance and the memory budget have room for `size` more bytes
+  bool admit(std::size_t size);       // fits, and charged to the memory budget
+  std::size_t budget_ = 0, memory_limit_ = 0, bytes_ = 0, entries_ = 0, earned_ = 0;
   std::uint64_t hits_ = 0, misses_ = 0, chain_hits_ = 0, run_hits_ = 0, run_refused_ = 0;
   bool kept_before_run_ = false;
   std::unordered_map<std::uint64_t, std::vector<std::unique_ptr<Entry>>> map_;

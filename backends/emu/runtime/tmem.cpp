@@ -124,6 +124,9 @@ std::string TmemRoom::coresident_owner(std::uint32_t cta, std::uint32_t col, std
 
 void TmemRoom::ensure(TmemCta& c) {
   if (c.cells) return;
+  const std::size_t cells = std::size_t{kTmemLanes} * kTmemColumns;
+  memory_.add(cells * sizeof(std::uint32_t) + (w_.options().race_check ? cells / kTmemShadowBlock * sizeof(Shadow) : 0),
+              w_.options().max_memory_bytes, "the Tensor Memory of a CTA");
   // Zeroed with one memset. (A vector's fill was a per-cell loop in the
   // coverage-instrumented fuzz build, half the time of a TMEM run.)
   c.cells = take_tmem_cells();
@@ -657,6 +660,7 @@ void TmemRoom::mma(const AsyncOp& op, const std::uint32_t* ctas) {
   }
   model::MmaMemo& memo = thread_memo();
   if (memo.budget() != w_.options().mma_memo_bytes) memo.set_budget(w_.options().mma_memo_bytes);
+  memo.set_memory_limit(w_.options().max_memory_bytes);
   const auto settle_d = [&] {
     for (const auto& r : op.footprint->tmem) settle(ctas[r.cta], r.lane0, r.lanes, r.col0, r.cols);
   };

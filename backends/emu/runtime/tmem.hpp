@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/emu/runtime/clock.hpp"
+#include "backends/emu/runtime/memory.hpp"
 #include "backends/emu/runtime/models.hpp"
 #include "backends/emu/runtime/room.hpp"
 #include "core/config.hpp"
@@ -192,6 +193,7 @@ class TmemRoom : Room {
   // cell of CTA `cta` in lanes [lane0, lane0 + lanes) x columns [col0, col0 + cols).
   void settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0, std::uint32_t cols);
 
+  MemoryCharge memory_;          // the cells and shadows of the CTAs that use TMEM
   std::vector<TmemCta> ctas_;    // per CTA
   std::vector<TmemWarp> warps_;  // per warp
   std::vector<DeferredD> deferred_;

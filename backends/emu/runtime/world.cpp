@@ -37,6 +37,12 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
         for (Cta& c : ctas) keep_cta_buffers(c);
     }
   } keep_on_throw{ctas_};
+  // Each CTA's shared memory and, with the race checker, its shadow's
+  // table of blocks (split blocks grow it as the run goes; not charged).
+  const std::size_t smem_shadow_bytes =
+      options.race_check ? launch.smem_bytes / kSmemWord / kSmemShadowBlock * sizeof(Shadow) : 0;
+  memory_.add(num_ctas * (smem_alloc_bytes(launch.smem_bytes) + smem_shadow_bytes), options.max_memory_bytes,
+              "the shared memory of the launch's " + std::to_string(num_ctas) + " CTAs");
   clusters_.resize(launch.num_clusters);
   for (std::uint32_t c = 0; c < num_ctas; ++c) {
     Cta& cta = ctas_[c];
@@ -144,6 +150,25 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     result_.trace.events = take_event_storage();
   }
   keep_on_throw.armed = false;
+}
+
+// The trace's vector is about to double: charge the new half.
+void World::charge_trace_growth() {
+  const std::size_t events = std::max<std::size_t>(result_.trace.events.capacity(), 1024);
+  memory_.add(events * sizeof(Event), options_.max_memory_bytes,
+              "the trace of this run (" + std::to_string(result_.trace.events.size()) +
+                  " events so far; `wspipe run --trace FILE` streams it to the file)");
+}
+
+// Hands the sink the events it has not had and keeps the last kKeepEvents
+// (the report's "last events on" a barrier come from them).
+void World::stream_trace() {
+  Trace& t = result_.trace;
+  options_.trace_sink->take(t, std::span<const Event>(t.events).subspan(t.streamed));
+  const std::size_t drop = t.events.size() - kKeepEvents;
+  t.events.erase(t.events.begin(), t.events.begin() + static_cast<std::ptrdiff_t>(drop));
+  t.dropped += drop;
+  t.streamed = t.events.size();
 }
 
 World::~World() {

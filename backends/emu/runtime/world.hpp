@@ -28,6 +28,7 @@
 #include "backends/emu/runtime/clock.hpp"
 #include "backends/emu/runtime/fibers_stack.hpp"
 #include "backends/emu/runtime/lanes.hpp"
+#include "backends/emu/runtime/memory.hpp"
 #include "backends/emu/runtime/models.hpp"
 #include "backends/emu/runtime/room.hpp"
 #include "core/barrier.hpp"
@@ -346,11 +347,20 @@ class World : public RunningWarp {
   // Appends an event to the trace. Call sites test options_.trace first,
   // so that an untraced run does not even build the event.
   void record(const Event& e) {
-    if (options_.trace) result_.trace.events.push_back(e);
+    if (!options_.trace) return;
+    if (result_.trace.events.size() == result_.trace.events.capacity()) charge_trace_growth();
+    result_.trace.events.push_back(e);
+    if (options_.trace_sink != nullptr && result_.trace.events.size() >= kStreamAt) stream_trace();
   }
 
  private:
   friend class DirectedAlgorithm;
+
+  // A streamed trace (RunOptions::trace_sink) keeps its last kKeepEvents
+  // events and hands the sink kStreamAt - kKeepEvents at a time.
+  static constexpr std::size_t kKeepEvents = std::size_t{1} << 16, kStreamAt = 2 * kKeepEvents;
+  void stream_trace();
+  void charge_trace_growth();
 
   // The scheduler (scheduler.cpp). dispatch: picks the next actor and hands
   // it control; true when `self` was picked and goes on.
@@ -419,6 +429,9 @@ class World : public RunningWarp {
   LaunchConfig launch_;
   std::function<void()> body_;
   RunOptions options_;
+  // What this run charged to the memory budget (memory.hpp): its CTAs'
+  // shared memory and shadows, its trace.
+  MemoryCharge memory_;
   std::unique_ptr<Strategy> owned_strategy_;  // made for this run (StrategyParams::make, the built-in kinds)
   Strategy* strategy_ = nullptr;              // it, or the caller's StrategyParams::shared
   std::vector<Cta> ctas_;
