@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -499,6 +500,15 @@ TEST(emu_MbarArriveBeforeWait, AnotherWarpsWaitCounts) {
 // (PhaseNumber, as PipelineState passes it). `stated`: warp 0's waits say
 // which phase they mean.
 
+// A deadlock in which warp 0 alone is blocked, at `line`, in state `state`.
+void expect_waiter_hangs(const emu::RunResult& r, std::uint32_t line, const std::string& state) {
+  ASSERT_EQ(outcome(r), "deadlock") << r.report();
+  ASSERT_EQ(r.blocked.size(), 1u) << r.report();
+  EXPECT_EQ(r.blocked[0].warp, "cta0/w0");
+  EXPECT_EQ(r.blocked[0].line, line);
+  EXPECT_TRUE(contains(r.blocked[0].state, state)) << r.blocked[0].state;
+}
+
 // Warp 0 observes phase 0 of b, then falls behind while warp 1 drives b
 // through `phases` completions (observing each itself); then warp 0 waits
 // for parity 1, meaning phase 1.
@@ -545,13 +555,8 @@ TEST(emu_MbarParityAlias, ParityAloneTwoBehindWaitsForTheCurrentPhase) {
   // names phase 3, which nothing completes. The bug shows as the deadlock
   // it is on hardware, at the wait, with the phase its parity names.
   std::uint32_t line = 0;
-  auto r = behind_kernel(3, false, &line);
-  ASSERT_EQ(outcome(r), "deadlock") << r.report();
-  ASSERT_EQ(r.blocked.size(), 1u) << r.report();
-  EXPECT_EQ(r.blocked[0].warp, "cta0/w0");
-  EXPECT_EQ(r.blocked[0].line, line);
-  EXPECT_TRUE(contains(r.blocked[0].state, "waits for parity 1 (phase 3); the barrier is in phase 3"))
-      << r.blocked[0].state;
+  const auto r = behind_kernel(3, false, &line);
+  expect_waiter_hangs(r, line, "waits for parity 1 (phase 3); the barrier is in phase 3");
 }
 
 TEST(emu_MbarParityAlias, WaiterOnePhaseBehindIsQuiet) {
@@ -613,36 +618,31 @@ TEST(emu_MbarParityAlias, SkippingPhasesToThePreviousOrCurrentOneIsQuiet) {
   }
 }
 
-TEST(emu_MbarParityAlias, StatedPhaseNotYetBegunFires) {
-  // A fresh barrier is in phase 0: phase 2 (parity 0) has not begun, and
-  // parity 0 names the current phase 0.
-  std::uint32_t line = 0;
-  auto r = run_kernel(
-      1,
-      [&] {
-        auto& s = B::shared_storage<Bars>();
-        init_bar(s.b[0], 1, "b");
-        line = __LINE__; B::wait(s.b[0], 0, wspipe::PhaseNumber{2});
-      },
-      {}, kSmem);
-  EXPECT_VIOLATION_AT(r, "mbarrier.parity-alias", line);
-  EXPECT_TRUE(contains(r.violations[0].message, "that phase has not begun (the barrier is in phase 0)"))
-      << r.violations[0].message;
-}
-
-TEST(emu_MbarParityAlias, StatedPhaseOfTheOtherParityFires) {
-  std::uint32_t line = 0;
-  auto r = run_kernel(
-      1,
-      [&] {
-        auto& s = B::shared_storage<Bars>();
-        init_bar(s.b[0], 1, "b");
-        line = __LINE__; B::test_wait(s.b[0], 1, wspipe::PhaseNumber{0});
-      },
-      {}, kSmem);
-  EXPECT_VIOLATION_AT(r, "mbarrier.parity-alias", line);
-  EXPECT_TRUE(contains(r.violations[0].message, "wait for phase 0 (parity 1): parity 1 is not that phase's"))
-      << r.violations[0].message;
+TEST(emu_MbarParityAlias, StatedPhaseNotYetBegunOrOfTheOtherParityFires) {
+  // A fresh barrier is in phase 0. Phase 2 (parity 0) has not begun, and
+  // parity 0 names the current phase 0; phase 0 is not a parity-1 phase.
+  struct Case {
+    std::int64_t phase;
+    std::uint32_t parity;
+    bool blocking;
+    const char* says;
+  };
+  for (const Case c : {Case{2, 0, true, "wait for phase 2 (parity 0): that phase has not begun (the barrier is in "
+                                        "phase 0): parity 0 names phase 0, the current one"},
+                       Case{0, 1, false, "wait for phase 0 (parity 1): parity 1 is not that phase's"}}) {
+    std::uint32_t line = 0;
+    auto r = run_kernel(
+        1,
+        [&] {
+          auto& s = B::shared_storage<Bars>();
+          init_bar(s.b[0], 1, "b");
+          const wspipe::PhaseNumber phase{c.phase};
+          line = __LINE__; c.blocking ? B::wait(s.b[0], c.parity, phase) : (void)B::test_wait(s.b[0], c.parity, phase);
+        },
+        {}, kSmem);
+    EXPECT_VIOLATION_AT(r, "mbarrier.parity-alias", line);
+    EXPECT_TRUE(contains(r.violations[0].message, c.says)) << r.violations[0].message;
+  }
 }
 
 TEST(emu_MbarParityAlias, ThePhaseBeforeTheFirstIsCompleteFromTheStart) {
@@ -689,48 +689,41 @@ emu::RunResult blocked_behind_kernel(const emu::RunOptions& opts, bool stated, s
       opts, kSmem);
 }
 
-TEST(emu_MbarParityAlias, BlockedWaiterOvertakenByTwoPhasesFiresWhereItsPhaseIsStated) {
-  int fired = 0, ok = 0;
+// Runs blocked_behind_kernel under random seeds 1-64 and hands each run
+// that does not end ok to `check` (with the waiter's line); expects some
+// runs of each kind.
+void sweep_blocked_behind(bool stated, const std::function<void(const emu::RunResult&, std::uint32_t)>& check) {
+  int failed = 0, ok = 0;
   for (std::uint64_t seed = 1; seed <= 64; ++seed) {
     std::uint32_t line = 0;
-    auto r = blocked_behind_kernel(wspipe::test::with_strategy(emu::StrategyKind::random, seed), true, &line);
+    auto r = blocked_behind_kernel(wspipe::test::with_strategy(emu::StrategyKind::random, seed), stated, &line);
     SCOPED_TRACE(seed);
     if (r.status == emu::Status::ok) {
       ++ok;
-      continue;
+    } else {
+      ++failed;
+      check(r, line);
     }
-    ++fired;
+  }
+  EXPECT_GT(failed, 0) << "no schedule let warp 1 overtake the waiter";
+  EXPECT_GT(ok, 0) << "no schedule ran the waiter in time";
+}
+
+TEST(emu_MbarParityAlias, BlockedWaiterOvertakenByTwoPhasesFiresWhereItsPhaseIsStated) {
+  sweep_blocked_behind(true, [](const emu::RunResult& r, std::uint32_t line) {
     EXPECT_VIOLATION_AT(r, "mbarrier.parity-alias", line);
     EXPECT_EQ(r.violations[0].warp, "cta0/w0");  // the waiter, not the arriving warp
     EXPECT_EQ(r.violations[0].object, "b (cta0)");
-  }
-  EXPECT_GT(fired, 0) << "no schedule let warp 1 overtake the waiter";
-  EXPECT_GT(ok, 0) << "no schedule ran the waiter in time";
+  });
 }
 
 TEST(emu_MbarParityAlias, BlockedWaiterOvertakenWithParityAloneSleepsThroughIt) {
   // Without a stated phase the emulator does what silicon may: the waiter
   // missed its phase, its parity names the current one, and it waits on.
   // Nothing completes phase 2 here: the schedules that overtake it deadlock.
-  int hung = 0, ok = 0;
-  for (std::uint64_t seed = 1; seed <= 64; ++seed) {
-    std::uint32_t line = 0;
-    auto r = blocked_behind_kernel(wspipe::test::with_strategy(emu::StrategyKind::random, seed), false, &line);
-    SCOPED_TRACE(seed);
-    if (r.status == emu::Status::ok) {
-      ++ok;
-      continue;
-    }
-    ++hung;
-    ASSERT_EQ(outcome(r), "deadlock") << r.report();
-    ASSERT_EQ(r.blocked.size(), 1u) << r.report();
-    EXPECT_EQ(r.blocked[0].warp, "cta0/w0");
-    EXPECT_EQ(r.blocked[0].line, line);
-    EXPECT_TRUE(contains(r.blocked[0].state, "waits for parity 0 (phase 2); the barrier is in phase 2"))
-        << r.blocked[0].state;
-  }
-  EXPECT_GT(hung, 0) << "no schedule let warp 1 overtake the waiter";
-  EXPECT_GT(ok, 0) << "no schedule ran the waiter in time";
+  sweep_blocked_behind(false, [](const emu::RunResult& r, std::uint32_t line) {
+    expect_waiter_hangs(r, line, "waits for parity 0 (phase 2); the barrier is in phase 2");
+  });
 }
 
 // ------------------------------------------------------------ tx-pending-at-exit
