@@ -268,8 +268,8 @@ void MbarrierRoom::maybe_complete(std::uint32_t id, std::int32_t actor, const So
   for (const std::uint32_t a : w_.waiters(w_.mbar_list(id))) {
     const Warp& x = w_.warp_at(a);
     const std::int64_t stated = stated_[x.id];
-    if (stated != kUnstated && stated + 1 < static_cast<std::int64_t>(m.phase) && (alias == nullptr || x.id < alias->id))
-      alias = &x;
+    const bool missed = stated != kUnstated && stated + 1 < static_cast<std::int64_t>(m.phase);
+    if (missed && (alias == nullptr || x.id < alias->id)) alias = &x;
   }
   if (alias != nullptr) {
     const Warp& x = *alias;
