@@ -47,8 +47,8 @@ enum class PingPongBug : std::uint8_t {
 inline constexpr std::uint32_t kPingPongWords = 4;  // payload words per slot
 inline constexpr std::uint32_t kPingPongProducerWarp = 0;
 inline constexpr std::uint32_t kPingPongMaxGroupWarps = 4;
-// The named barriers that hand the turn to group 0 and to group 1.
-inline constexpr std::uint32_t kPingPongTurnBarrier[2] = {1, 2};
+// The named barrier that hands the turn to group g (0 or 1).
+WSPIPE_HD constexpr std::uint32_t pingpong_turn_barrier(std::uint32_t group) { return 1 + group; }
 
 template <int Stages>
 struct PingPongStorage {
@@ -113,7 +113,7 @@ WSPIPE_HD void pingpong_kernel(const PingPongArgs& args) {
   Pipe pipe(smem.barriers);
   if (group == 1) pipe.consumer_skip(k_blocks);  // group 0's first tile
   for (std::uint32_t t = group; t < args.tiles; t += 2) {
-    if (take_turns && t > 0) B::named_sync(kPingPongTurnBarrier[group], turn_threads);  // the other group is done
+    if (take_turns && t > 0) B::named_sync(pingpong_turn_barrier(group), turn_threads);  // the other group is done
     std::uint32_t sum = 0;
     for (std::uint32_t k = 0; k < k_blocks; ++k) {
       const std::uint32_t item = t * k_blocks + k;
@@ -134,7 +134,7 @@ WSPIPE_HD void pingpong_kernel(const PingPongArgs& args) {
       }
     }
     // The other group's turn: its next tile follows this one.
-    if (take_turns && t + 1 < args.tiles) B::named_arrive(kPingPongTurnBarrier[group ^ 1u], turn_threads);
+    if (take_turns && t + 1 < args.tiles) B::named_arrive(pingpong_turn_barrier(group ^ 1u), turn_threads);
     if (args.bug != PingPongBug::no_skip) pipe.consumer_skip(k_blocks);  // the other group's tile
     // The epilogue, which overlaps the other group's mainloop.
     if (warp == 1 + group * args.group_warps) B::elect_one([&] { args.out[t] = sum; });
