@@ -101,8 +101,12 @@ WSPIPE_HD void pingpong_kernel(const PingPongArgs& args) {
     for (std::uint32_t i = 0; i < args.tiles * k_blocks; ++i) {
       auto slot = pipe.produce();
       const SmemView<B, std::uint32_t> words(smem.slot[slot.index()], kPingPongWords);
-      for (std::uint32_t k = 0; k < kPingPongWords; ++k) words.store(k, pingpong_word(i, k));
-      slot.arrive_elected();
+      // One lane writes the item and signals it, so its arrive releases
+      // its own stores.
+      B::elect_one([&] {
+        for (std::uint32_t k = 0; k < kPingPongWords; ++k) words.store(k, pingpong_word(i, k));
+        slot.arrive();  // one arrival: one lane is active
+      });
     }
     return;
   }
