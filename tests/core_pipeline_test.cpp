@@ -199,6 +199,26 @@ TEST(ProducerConsumerPipeline, TryWaitFormsMatchBarrierState) {
   EXPECT_EQ(r.status, Status::ok) << r.report();
 }
 
+// consumer_skip(n) steps the cursor as n steps would, at warp level: a
+// skip inside elect_one is warp.divergent-state like any other step.
+TEST(ProducerConsumerPipeline, ConsumerSkipStepsTheCursorPastSlotsAtWarpLevel) {
+  auto r = run_kernel(1, [] {
+    auto& s = B::shared_storage<PipeStorage<2>>();
+    ProducerConsumerPipeline<B, 2> pipe(s.bars);
+    pipe.consumer_skip(5);
+    B::check(pipe.consumer_state() == PipelineState<2>::consumer_start().next(5), "skip 5 = 5 steps");
+    B::check(pipe.consumer_state().phase_number().value == 2, "5 slots of 2: the third lap");
+  });
+  EXPECT_EQ(r.status, Status::ok) << r.report();
+  std::uint32_t line = 0;
+  r = run_kernel(1, [&line] {
+    auto& s = B::shared_storage<PipeStorage<2>>();
+    ProducerConsumerPipeline<B, 2> pipe(s.bars);
+    line = __LINE__; B::elect_one([&] { pipe.consumer_skip(2); });
+  });
+  EXPECT_VIOLATION_AT(r, "warp.divergent-state", line);
+}
+
 // warp.divergent-state: a consumer that elects its release (the issue's
 // three-warp kernel) steps the elected lane's cursor only; on a GPU the other
 // 31 lanes wait on a stale phase next time. Reported at the release's line.
