@@ -92,6 +92,12 @@ concept Backend = requires(SharedMemBarrier& bar, std::uint32_t u32, std::uint64
   { B::try_wait(bar, u32, loc) } -> std::same_as<bool>;  // parity wait, may fail spuriously
   { B::test_wait(bar, u32, loc) } -> std::same_as<bool>;
   { B::wait(bar, u32, loc) } -> std::same_as<void>;      // parity wait until it succeeds
+  // The same three with the absolute number of the phase meant, stated
+  // (PhaseNumber, core/barrier.hpp; its parity is the u32): the emulator
+  // checks it, the CUDA backend ignores it.
+  { B::try_wait(bar, u32, PhaseNumber{}, loc) } -> std::same_as<bool>;
+  { B::test_wait(bar, u32, PhaseNumber{}, loc) } -> std::same_as<bool>;
+  { B::wait(bar, u32, PhaseNumber{}, loc) } -> std::same_as<void>;
 
   // named barriers (bar.sync / bar.arrive) and the cluster barrier
   { B::named_sync(u32, u32, loc) } -> std::same_as<void>;

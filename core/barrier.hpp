@@ -1,6 +1,8 @@
 // The mbarrier object as the kernel's shared-memory struct holds it.
 #pragma once
 
+#include <cstdint>
+
 #include "config.hpp"
 
 namespace wspipe {
@@ -20,6 +22,19 @@ static_assert(sizeof(SharedMemBarrier) == 8 && alignof(SharedMemBarrier) == 8);
 struct BarrierName {
   const char* base = nullptr;
   int index = -1;
+};
+
+// The absolute number of an mbarrier phase: init starts phase 0, each
+// completion moves the barrier to the next number, and -1 names the phase
+// before the first, which a wait counts as complete. PTX waits name a phase
+// by its parity alone, which is only meaningful for the current phase or
+// the one immediately before it (docs/hardware.md, "Mbarrier phases"). A
+// caller that knows the number it means (PipelineState::phase_number())
+// may state it next to the parity: the emulator then reports a wait whose
+// phase is neither of those two, or that a blocked waiter's phase went by
+// unseen (mbarrier.parity-alias). The CUDA backend ignores it.
+struct PhaseNumber {
+  std::int64_t value = 0;
 };
 
 }  // namespace wspipe

@@ -184,10 +184,10 @@ class ProducerConsumerPipeline {
 
   // --- producer side: waits on empty, steps its own cursor
   WSPIPE_HD void wait_consumer(SourceLoc loc = SourceLoc::current()) const {
-    B::wait(empty_[producer_.index()], producer_.phase(), loc);
+    B::wait(empty_[producer_.index()], producer_.phase(), producer_.phase_number(), loc);
   }
   WSPIPE_HD bool try_wait_consumer(SourceLoc loc = SourceLoc::current()) const {
-    return B::try_wait(empty_[producer_.index()], producer_.phase(), loc);
+    return B::try_wait(empty_[producer_.index()], producer_.phase(), producer_.phase_number(), loc);
   }
   WSPIPE_HD void producer_step(SourceLoc loc = SourceLoc::current()) {
     B::warp_state_step("producer cursor", loc);
@@ -214,14 +214,22 @@ class ProducerConsumerPipeline {
 
   // --- consumer side: waits on full, steps its own cursor
   WSPIPE_HD void wait_producer(SourceLoc loc = SourceLoc::current()) const {
-    B::wait(full_[consumer_.index()], consumer_.phase(), loc);
+    B::wait(full_[consumer_.index()], consumer_.phase(), consumer_.phase_number(), loc);
   }
   WSPIPE_HD bool try_wait_producer(SourceLoc loc = SourceLoc::current()) const {
-    return B::try_wait(full_[consumer_.index()], consumer_.phase(), loc);
+    return B::try_wait(full_[consumer_.index()], consumer_.phase(), consumer_.phase_number(), loc);
   }
   WSPIPE_HD void consumer_step(SourceLoc loc = SourceLoc::current()) {
     B::warp_state_step("consumer cursor", loc);
     consumer_.advance();
+  }
+  // Step past `n` slots that this warp does not consume (others do, as
+  // ping-pong consumer groups take turns on whole tiles): neither wait nor
+  // release. The next wait names its phase from the cursor's full count,
+  // so it stays right however many phases the skipped slots complete.
+  WSPIPE_HD void consumer_skip(std::uint32_t n, SourceLoc loc = SourceLoc::current()) {
+    B::warp_state_step("consumer cursor", loc);
+    consumer_.advance(n);
   }
   [[deprecated("consumer_mbar(stage) is the empty barrier: use empty_mbar(stage)")]] WSPIPE_HD SharedMemBarrier&
   consumer_mbar(std::uint32_t stage) const {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "barrier.hpp"
 #include "config.hpp"
 
 namespace wspipe {
@@ -11,7 +12,9 @@ namespace wspipe {
 //   index: the slot, in [0, Stages)
 //   phase: the parity to wait for on that slot's barrier; flips on each wrap
 //   count: how many steps were taken in all (the absolute position)
-// Every warp keeps its own copy; only the barriers are shared.
+// Every warp keeps its own copy; only the barriers are shared. The waits
+// pass the parity and, for the emulator's checks, the absolute phase
+// number it stands for (phase_number()).
 template <int Stages>
 class PipelineState {
   static_assert(Stages >= 1, "PipelineState: Stages must be at least 1");
@@ -34,6 +37,20 @@ class PipelineState {
   WSPIPE_HD constexpr std::uint32_t index() const { return index_; }
   WSPIPE_HD constexpr std::uint32_t phase() const { return phase_; }
   WSPIPE_HD constexpr std::uint32_t count() const { return count_; }
+
+  // The absolute number of the phase a wait at this state means
+  // (PhaseNumber, core/barrier.hpp): the laps the cursor has made around
+  // the ring, less one where it started at phase 1 (a producer's first lap
+  // waits for the phase before the first). Laps are counted from the stage
+  // where count was 0, so a state made by hand at another stage with
+  // count 0 is numbered from there. A warp that skips slots (advance(n),
+  // as ping-pong consumers skip each other's tiles) keeps its number.
+  WSPIPE_HD constexpr PhaseNumber phase_number() const {
+    constexpr auto S = static_cast<std::uint64_t>(Stages);
+    const std::uint64_t start = (index_ + S - count_ % S) % S;
+    const auto laps = static_cast<std::int64_t>((start + count_) / S);
+    return {laps - static_cast<std::int64_t>(phase_ ^ (static_cast<std::uint32_t>(laps) & 1u))};
+  }
 
   // Step n slots forward: the phase flips once per wrap of the ring.
   WSPIPE_HD constexpr void advance(std::uint32_t n = 1) {

@@ -70,8 +70,12 @@ Scenario make_ring() {
 }  // namespace
 
 const Catalogue& catalogue() {
-  static const Catalogue all = {make_ring(), make_tile_reduce_scenario(), make_gemm_scenario(),
-                                 make_blockwise_fp8_scenario(), make_tmem_coresident_scenario(),
+  static const Catalogue all = {make_ring(),
+                                 make_pingpong_scenario(),
+                                 make_tile_reduce_scenario(),
+                                 make_gemm_scenario(),
+                                 make_blockwise_fp8_scenario(),
+                                 make_tmem_coresident_scenario(),
                                  make_persistent_gemm_scenario()};
   return all;
 }

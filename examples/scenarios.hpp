@@ -17,8 +17,8 @@ using emu::OptionValues;
 using emu::Scenario;
 using emu::VariantSpec;
 
-// The built-in catalogue: ring, tile-reduce, gemm, blockwise-fp8, tmem-coresident,
-// persistent-gemm.
+// The built-in catalogue: ring, pingpong, tile-reduce, gemm, blockwise-fp8,
+// tmem-coresident, persistent-gemm.
 const Catalogue& catalogue();
 const Scenario* find_scenario(const std::string& name);
 
@@ -35,5 +35,6 @@ Scenario make_blockwise_fp8_scenario();
 Scenario make_tile_reduce_scenario();
 Scenario make_tmem_coresident_scenario();
 Scenario make_persistent_gemm_scenario();
+Scenario make_pingpong_scenario();
 
 }  // namespace wspipe::examples

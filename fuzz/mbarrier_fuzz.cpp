@@ -1,6 +1,7 @@
 // The mbarrier model against a reference (ref_mbarrier.hpp): 1-4 warps of
 // one CTA run straight-line programs of init, inval, arrive,
-// arrive.expect_tx, expect_tx, complete_tx, try_wait and wait on four
+// arrive.expect_tx, expect_tx, complete_tx, try_wait and wait (by parity,
+// some stating a phase number too) on four
 // barriers (and one outside shared memory), each by one lane or the whole
 // warp, under a schedule taken from the input, with or without spurious
 // try_wait time-outs. The reference is stepped in lock step
@@ -39,6 +40,8 @@ struct Op {
   std::uint32_t slot = 0;   // kSlots: a barrier outside shared memory
   std::uint32_t parity = 0;
   std::uint32_t value = 0;  // init: count; tx ops: bytes per lane
+  bool stated = false;      // a wait that states the phase it means: `phase`
+  std::int64_t phase = 0;
   bool is_wait() const { return kind == Kind::try_wait || kind == Kind::wait; }
 };
 
@@ -122,7 +125,8 @@ class MbarSim final : public Lockstep {
       for (const Op& op : progs_[w]) {
         s += std::string("  ") + kNames[static_cast<int>(op.kind)] + " " +
              (op.slot == kSlots ? std::string("outside") : "b[" + std::to_string(op.slot) + "]");
-        if (op.is_wait()) s += " parity " + std::to_string(op.parity);
+        if (op.is_wait())
+          s += " parity " + std::to_string(op.parity) + (op.stated ? " phase " + std::to_string(op.phase) : "");
         else if (op.kind != Kind::inval) s += " " + std::to_string(op.value) + (op.lanes == 1 ? " elected" : " warp");
         s += "\n";
       }
@@ -176,7 +180,7 @@ class MbarSim final : public Lockstep {
       return;
     }
     x.st = St::waiting;
-    if (const char* r = bars_.wait_begin(w, offset(op), op.parity)) violate(r);
+    if (const char* r = bars_.wait_begin(w, offset(op), op.parity, op.stated ? &op.phase : nullptr)) violate(r);
   }
 
   std::vector<std::vector<Op>> progs_;
@@ -206,7 +210,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       op.slot = ((k >> 4) & 7u) % (kSlots + 1);
       op.parity = k >> 7;
       op.value = op.kind == Kind::init ? count_of(a) : bytes_of(a);
-      (void)b;  // reserved: keeps ops 3 bytes as the corpus has them
+      // A wait states a phase number, from -2 to 13, where b's high nibble
+      // is 0xc (which no wait of the older corpus has).
+      op.stated = op.is_wait() && (b >> 4) == 0xc;
+      op.phase = static_cast<std::int64_t>(b & 0x0fu) - 2;
       p.push_back(op);
     }
   }
@@ -233,8 +240,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         case Kind::arrive_tx: act([&] { B::arrive_expect_tx(bar, op.value); }); break;
         case Kind::expect_tx: act([&] { B::expect_tx(bar, op.value); }); break;
         case Kind::complete_tx: act([&] { B::complete_tx(bar, op.value); }); break;
-        case Kind::try_wait: sim.actual[w].push_back(B::try_wait(bar, op.parity)); break;
-        case Kind::wait: B::wait(bar, op.parity); break;
+        case Kind::try_wait:
+          sim.actual[w].push_back(op.stated ? B::try_wait(bar, op.parity, PhaseNumber{op.phase})
+                                            : B::try_wait(bar, op.parity));
+          break;
+        case Kind::wait: op.stated ? B::wait(bar, op.parity, PhaseNumber{op.phase}) : B::wait(bar, op.parity); break;
       }
     }
   };

@@ -9,11 +9,14 @@
 //    when pending and tx are both 0; tx stays within +-(2^20-1);
 //  - the usage rule: after a phase completes, a wait must observe it before
 //    an arrive lands in the next one;
-//  - a wait's intended phase: the next one with its parity after the last
-//    phase this warp observed (the current or the previous one on its first
-//    wait); a wait for a phase older than the previous one, or a waiter
-//    still blocked when its phase completed and the next one did too, is
-//    parity aliasing.
+//  - a parity wait answers for the phase its parity names now: the current
+//    one (it blocks) or the previous one (it passes), however many phases
+//    the warp skipped; a warp blocked while its phase completed and the
+//    next one did too waits on for the phase its parity names then;
+//  - a wait may state the absolute phase it means: one that is neither the
+//    current nor the previous phase, or not of the wait's parity, or a
+//    stated waiter still blocked when its phase completed and the next one
+//    did too, is parity aliasing.
 // A barrier is identified, as by the emulator, by its 8 bytes in the CTA's
 // shared-memory image: init writes a tag and the instance number there;
 // bytes that do not decode to a live instance are an uninitialised barrier.
@@ -85,14 +88,16 @@ class RefMbarriers {
     std::uint32_t offset = 0;
     bool live = false;
   };
-  // A warp blocked in a wait: which instance, its parity, the phase it means.
+  // A warp blocked in a wait: which instance, its parity, and the phase it
+  // stated it means (if it did).
   struct Waiter {
     bool blocked = false;
     std::uint32_t id = 0, parity = 0;
-    std::int64_t intended = 0;
+    bool stated = false;
+    std::int64_t phase = 0;
   };
 
-  RefMbarriers(std::vector<std::uint8_t>& smem, std::uint32_t warps) : waiters(warps), smem_(smem), seen_(warps) {}
+  RefMbarriers(std::vector<std::uint8_t>& smem, std::uint32_t warps) : waiters(warps), smem_(smem) {}
 
   std::vector<Bar> bars;  // every init, in order: the emulator's barrier ids
   std::vector<Waiter> waiters;
@@ -155,21 +160,17 @@ class RefMbarriers {
     return b.complete_if_done() ? completed(id) : nullptr;
   }
   // A wait of warp `w` reaching its scheduling point: the checks made
-  // before it blocks. Registers the waiter.
-  const char* wait_begin(std::uint32_t w, std::uint32_t offset, std::uint32_t parity) {
+  // before it blocks (`stated`: the phase it means, or nullptr where it
+  // gives its parity alone). Registers the waiter.
+  const char* wait_begin(std::uint32_t w, std::uint32_t offset, std::uint32_t parity, const std::int64_t* stated) {
     std::int64_t id = 0;
     if (const char* r = resolve(offset, &id)) return r;
     const auto i = static_cast<std::uint32_t>(id);
-    std::vector<std::int64_t>& seen = seen_[w];
-    if (seen.size() <= i) seen.resize(i + 1, kNotSeen);
-    const std::int64_t cur = bars[i].phase, last = seen[i];
-    std::int64_t intended = 0;
-    if (last == kNotSeen)
-      intended = (cur & 1) == parity ? cur : cur - 1;
-    else
-      intended = (last & 1) == parity ? last : last + 1;
-    if (intended < cur - 1) return "mbarrier.parity-alias";
-    waiters[w] = {.blocked = true, .id = i, .parity = parity, .intended = intended};
+    const std::int64_t cur = bars[i].phase;
+    if (stated != nullptr && ((*stated & 1) != parity || *stated < cur - 1 || *stated > cur))
+      return "mbarrier.parity-alias";
+    waiters[w] = {.blocked = true, .id = i, .parity = parity, .stated = stated != nullptr,
+                  .phase = stated != nullptr ? *stated : 0};
     return nullptr;
   }
   // Whether the phase warp `w` waits for has completed.
@@ -182,10 +183,7 @@ class RefMbarriers {
   bool wait_end(std::uint32_t w) {
     const bool ok = done(w);
     Waiter& x = waiters[w];
-    if (ok) {
-      bars[x.id].observed = true;
-      seen_[w][x.id] = bars[x.id].phase - 1;
-    }
+    if (ok) bars[x.id].observed = true;
     x.blocked = false;
     return ok;
   }
@@ -208,7 +206,6 @@ class RefMbarriers {
 
  private:
   static constexpr std::uint32_t kTag = 0x57535042u;  // the emulator's tag, "WSPB"
-  static constexpr std::int64_t kNotSeen = -2;
 
   const char* resolve(std::uint32_t offset, std::int64_t* id) const {
     if (offset == kOutside) return "mbarrier.not-shared";
@@ -216,15 +213,14 @@ class RefMbarriers {
     return *id < 0 ? "mbarrier.uninitialized" : nullptr;
   }
   // Barrier `id` has completed a phase: a waiter still blocked on an older
-  // one has missed it.
+  // phase it stated has missed it.
   const char* completed(std::uint32_t id) const {
     for (const Waiter& x : waiters)
-      if (x.blocked && x.id == id && x.intended + 1 < bars[id].phase) return "mbarrier.parity-alias";
+      if (x.blocked && x.stated && x.id == id && x.phase + 1 < bars[id].phase) return "mbarrier.parity-alias";
     return nullptr;
   }
 
   std::vector<std::uint8_t>& smem_;
-  std::vector<std::vector<std::int64_t>> seen_;  // per warp, per instance: the last phase a wait observed
 };
 
 }  // namespace wspipe::fuzz

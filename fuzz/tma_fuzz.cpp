@@ -351,7 +351,7 @@ class TmaSim final : public Lockstep {
       return;
     }
     x.st = St::waiting;
-    if (const char* r = bars_.wait_begin(w, offset(op), op.parity)) violate(r);
+    if (const char* r = bars_.wait_begin(w, offset(op), op.parity, nullptr)) violate(r);
   }
 
   std::vector<std::vector<Op>> progs_;

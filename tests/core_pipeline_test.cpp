@@ -34,6 +34,19 @@ TEST(PipelineState, PhaseFlipsOnWrapOnly) {
   }
 }
 
+TEST(PipelineState, PhaseNumberOfAStateMadeByHandCountsFromItsStage) {
+  // Stage 2 of 3 with count 0 and phase 0: phase 0 on this lap, 1 after
+  // the wrap, whatever stage the lap started at.
+  PipelineState<3> s(2, 0, 0);
+  EXPECT_EQ(s.phase_number().value, 0);
+  ++s;
+  EXPECT_EQ(s.index(), 0u);
+  EXPECT_EQ(s.phase_number().value, 1);
+  s.advance(3);
+  EXPECT_EQ(s.phase_number().value, 2);
+  EXPECT_EQ(PipelineState<3>(2, 1, 0).phase_number().value, -1);  // a producer's first lap
+}
+
 TEST(PipelineState, SingleStageFlipsEveryStep) {
   PipelineState<1> s = PipelineState<1>::producer_start();
   s.advance();
@@ -56,6 +69,11 @@ void check_advance(std::uint32_t start_count, std::uint32_t n, bool producer) {
   RC_ASSERT(jumped.index() == count % S);
   RC_ASSERT(jumped.phase() == ((producer ? 1u : 0u) ^ ((count / S) & 1u)));
   RC_ASSERT(jumped.count() == count);
+  // the phase number: the laps made, less the producer's phase before the
+  // first; its parity is the phase bit the wait passes
+  const std::int64_t number = jumped.phase_number().value;
+  RC_ASSERT(number == static_cast<std::int64_t>(count / S) - (producer ? 1 : 0));
+  RC_ASSERT(static_cast<std::uint32_t>(number & 1) == jumped.phase());
 }
 
 RC_GTEST_PROP(PipelineState, AdvanceByNEqualsNSteps, ()) {
@@ -179,6 +197,26 @@ TEST(ProducerConsumerPipeline, TryWaitFormsMatchBarrierState) {
     B::check(pipe.try_wait_producer(), "full[0] completed by one arrival");
   });
   EXPECT_EQ(r.status, Status::ok) << r.report();
+}
+
+// consumer_skip(n) steps the cursor as n steps would, at warp level: a
+// skip inside elect_one is warp.divergent-state like any other step.
+TEST(ProducerConsumerPipeline, ConsumerSkipStepsTheCursorPastSlotsAtWarpLevel) {
+  auto r = run_kernel(1, [] {
+    auto& s = B::shared_storage<PipeStorage<2>>();
+    ProducerConsumerPipeline<B, 2> pipe(s.bars);
+    pipe.consumer_skip(5);
+    B::check(pipe.consumer_state() == PipelineState<2>::consumer_start().next(5), "skip 5 = 5 steps");
+    B::check(pipe.consumer_state().phase_number().value == 2, "5 slots of 2: the third lap");
+  });
+  EXPECT_EQ(r.status, Status::ok) << r.report();
+  std::uint32_t line = 0;
+  r = run_kernel(1, [&line] {
+    auto& s = B::shared_storage<PipeStorage<2>>();
+    ProducerConsumerPipeline<B, 2> pipe(s.bars);
+    line = __LINE__; B::elect_one([&] { pipe.consumer_skip(2); });
+  });
+  EXPECT_VIOLATION_AT(r, "warp.divergent-state", line);
 }
 
 // warp.divergent-state: a consumer that elects its release (the issue's

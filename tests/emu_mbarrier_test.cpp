@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -494,10 +495,24 @@ TEST(emu_MbarArriveBeforeWait, AnotherWarpsWaitCounts) {
 
 // ------------------------------------------------------------ parity-alias
 
+// A wait answers as PTX defines it, from the barrier's parity alone; it is
+// checked against a phase only where the kernel states the one it means
+// (PhaseNumber, as PipelineState passes it). `stated`: warp 0's waits say
+// which phase they mean.
+
+// A deadlock in which warp 0 alone is blocked, at `line`, in state `state`.
+void expect_waiter_hangs(const emu::RunResult& r, std::uint32_t line, const std::string& state) {
+  ASSERT_EQ(outcome(r), "deadlock") << r.report();
+  ASSERT_EQ(r.blocked.size(), 1u) << r.report();
+  EXPECT_EQ(r.blocked[0].warp, "cta0/w0");
+  EXPECT_EQ(r.blocked[0].line, line);
+  EXPECT_TRUE(contains(r.blocked[0].state, state)) << r.blocked[0].state;
+}
+
 // Warp 0 observes phase 0 of b, then falls behind while warp 1 drives b
 // through `phases` completions (observing each itself); then warp 0 waits
 // for parity 1, meaning phase 1.
-emu::RunResult behind_kernel(std::uint32_t phases, std::uint32_t* line) {
+emu::RunResult behind_kernel(std::uint32_t phases, bool stated, std::uint32_t* line) {
   return run_kernel(
       2,
       [=] {
@@ -508,7 +523,7 @@ emu::RunResult behind_kernel(std::uint32_t phases, std::uint32_t* line) {
           B::wait(s.b[0], 0);          // observes phase 0
           B::named_sync(2, 64);        // releases warp 1
           B::named_sync(1, 64);        // warp 1 is done
-          *line = __LINE__; B::wait(s.b[0], 1);  // means phase 1
+          *line = __LINE__; stated ? B::wait(s.b[0], 1, wspipe::PhaseNumber{1}) : B::wait(s.b[0], 1);
         } else {
           elected_arrive(s.b[0]);      // phase 0 completes
           B::named_sync(2, 64);        // warp 0 has observed it
@@ -523,20 +538,124 @@ emu::RunResult behind_kernel(std::uint32_t phases, std::uint32_t* line) {
       {}, kSmem);
 }
 
-TEST(emu_MbarParityAlias, WaiterTwoPhasesBehindFires) {
+TEST(emu_MbarParityAlias, StatedPhaseTwoBehindFires) {
   // b has completed phases 0, 1 and 2 (it is in phase 3, parity 1): parity 1
   // now names the current, incomplete phase 3, not phase 1.
   std::uint32_t line = 0;
-  auto r = behind_kernel(3, &line);
+  auto r = behind_kernel(3, true, &line);
   EXPECT_VIOLATION_AT(r, "mbarrier.parity-alias", line);
   EXPECT_EQ(r.violations[0].warp, "cta0/w0");
   EXPECT_EQ(r.violations[0].object, "b (cta0)");
+  EXPECT_TRUE(contains(r.violations[0].message, "wait for phase 1 (parity 1): the barrier is already in phase 3"))
+      << r.violations[0].message;
+}
+
+TEST(emu_MbarParityAlias, ParityAloneTwoBehindWaitsForTheCurrentPhase) {
+  // The same wait without a stated phase is what silicon runs: parity 1
+  // names phase 3, which nothing completes. The bug shows as the deadlock
+  // it is on hardware, at the wait, with the phase its parity names.
+  std::uint32_t line = 0;
+  const auto r = behind_kernel(3, false, &line);
+  expect_waiter_hangs(r, line, "waits for parity 1 (phase 3); the barrier is in phase 3");
 }
 
 TEST(emu_MbarParityAlias, WaiterOnePhaseBehindIsQuiet) {
   // b is in phase 2: parity 1 still names the previous phase 1, which completed.
-  std::uint32_t line = 0;
-  auto r = behind_kernel(2, &line);
+  for (const bool stated : {false, true}) {
+    std::uint32_t line = 0;
+    auto r = behind_kernel(2, stated, &line);
+    EXPECT_OK(r);
+  }
+}
+
+// Ping-pong in miniature: warp 0 consumes phase 0 of b, skips phases 1 and
+// 2 (warp 1's), and then waits for phase `want`, which is the barrier's
+// previous (2: it passes at once) or current phase (3: it blocks until
+// warp 1 completes it). Skipping phases is legal PTX as long as the phase
+// waited for is one of those two.
+emu::Kernel skip_kernel(std::int64_t want, bool stated) {
+  emu::Kernel k;
+  k.launch.warps_per_cta = 2;
+  k.launch.smem_bytes = kSmem;
+  k.body = [=] {
+    auto& s = B::shared_storage<Bars>();
+    if (B::warp_idx() == 0) init_bar(s.b[0], 1, "b");
+    B::cluster_sync();
+    const auto parity = static_cast<std::uint32_t>(want & 1);
+    if (B::warp_idx() == 0) {
+      B::wait(s.b[0], 0, wspipe::PhaseNumber{0});
+      B::named_sync(2, 64);  // releases warp 1
+      B::named_sync(1, 64);  // b is in phase 3
+      stated ? B::wait(s.b[0], parity, wspipe::PhaseNumber{want}) : B::wait(s.b[0], parity);
+    } else {
+      elected_arrive(s.b[0]);  // phase 0
+      B::named_sync(2, 64);
+      for (std::int64_t p = 1; p <= 2; ++p) {
+        B::wait(s.b[0], static_cast<std::uint32_t>(p - 1) & 1u, wspipe::PhaseNumber{p - 1});
+        elected_arrive(s.b[0]);  // phase p
+      }
+      B::wait(s.b[0], 0, wspipe::PhaseNumber{2});
+      B::named_sync(1, 64);
+      if (want == 3) elected_arrive(s.b[0]);  // phase 3
+    }
+  };
+  return k;
+}
+
+TEST(emu_MbarParityAlias, SkippingPhasesToThePreviousOrCurrentOneIsQuiet) {
+  for (const bool stated : {false, true}) {
+    for (const std::int64_t want : {2, 3}) {
+      SCOPED_TRACE(std::to_string(want) + (stated ? " stated" : " parity alone"));
+      // Every schedule within 3 preemptions.
+      emu::ExploreOptions o;
+      o.portfolio = {{emu::StrategyKind::exhaustive}};
+      o.preemptions = 3;
+      o.seconds = 0;
+      const auto r = emu::explore([=] { return skip_kernel(want, stated); }, o);
+      EXPECT_TRUE(r.ok()) << r.report();
+      EXPECT_TRUE(r.complete);
+    }
+  }
+}
+
+TEST(emu_MbarParityAlias, StatedPhaseNotYetBegunOrOfTheOtherParityFires) {
+  // A fresh barrier is in phase 0. Phase 2 (parity 0) has not begun, and
+  // parity 0 names the current phase 0; phase 0 is not a parity-1 phase.
+  struct Case {
+    std::int64_t phase;
+    std::uint32_t parity;
+    bool blocking;
+    const char* says;
+  };
+  for (const Case c : {Case{2, 0, true, "wait for phase 2 (parity 0): that phase has not begun (the barrier is in "
+                                        "phase 0): parity 0 names phase 0, the current one"},
+                       Case{0, 1, false, "wait for phase 0 (parity 1): parity 1 is not that phase's"}}) {
+    std::uint32_t line = 0;
+    auto r = run_kernel(
+        1,
+        [&] {
+          auto& s = B::shared_storage<Bars>();
+          init_bar(s.b[0], 1, "b");
+          const wspipe::PhaseNumber phase{c.phase};
+          line = __LINE__; c.blocking ? B::wait(s.b[0], c.parity, phase) : (void)B::test_wait(s.b[0], c.parity, phase);
+        },
+        {}, kSmem);
+    EXPECT_VIOLATION_AT(r, "mbarrier.parity-alias", line);
+    EXPECT_TRUE(contains(r.violations[0].message, c.says)) << r.violations[0].message;
+  }
+}
+
+TEST(emu_MbarParityAlias, ThePhaseBeforeTheFirstIsCompleteFromTheStart) {
+  // A producer's first lap: phase -1, parity 1, passes on a fresh barrier.
+  auto r = run_kernel(
+      1,
+      [&] {
+        auto& s = B::shared_storage<Bars>();
+        init_bar(s.b[0], 1, "b");
+        B::wait(s.b[0], 1, wspipe::PhaseNumber{-1});
+        B::check(B::try_wait(s.b[0], 1, wspipe::PhaseNumber{-1}), "phase -1 is complete");
+      },
+      {}, kSmem);
   EXPECT_OK(r);
 }
 
@@ -544,7 +663,7 @@ TEST(emu_MbarParityAlias, WaiterOnePhaseBehindIsQuiet) {
 // warp 2 has observed it (through barrier c), and completes phase 1. If
 // the scheduler did not run warp 0 in between, its parity now names the
 // current phase 2: it would sleep through the phase it meant.
-emu::RunResult blocked_behind_kernel(const emu::RunOptions& opts, std::uint32_t* line) {
+emu::RunResult blocked_behind_kernel(const emu::RunOptions& opts, bool stated, std::uint32_t* line) {
   return run_kernel(
       3,
       [=] {
@@ -556,7 +675,7 @@ emu::RunResult blocked_behind_kernel(const emu::RunOptions& opts, std::uint32_t*
         B::cluster_sync();
         if (B::warp_idx() == 0) {
           B::named_arrive(1, 64);  // the wait below resolves before warp 1 can move on
-          *line = __LINE__; B::wait(s.b[0], 0);
+          *line = __LINE__; stated ? B::wait(s.b[0], 0, wspipe::PhaseNumber{0}) : B::wait(s.b[0], 0);
         } else if (B::warp_idx() == 1) {
           B::named_sync(1, 64);
           elected_arrive(s.b[0]);
@@ -570,23 +689,41 @@ emu::RunResult blocked_behind_kernel(const emu::RunOptions& opts, std::uint32_t*
       opts, kSmem);
 }
 
-TEST(emu_MbarParityAlias, BlockedWaiterOvertakenByTwoPhasesFires) {
-  int fired = 0, ok = 0;
+// Runs blocked_behind_kernel under random seeds 1-64 and hands each run
+// that does not end ok to `check` (with the waiter's line); expects some
+// runs of each kind.
+void sweep_blocked_behind(bool stated, const std::function<void(const emu::RunResult&, std::uint32_t)>& check) {
+  int failed = 0, ok = 0;
   for (std::uint64_t seed = 1; seed <= 64; ++seed) {
     std::uint32_t line = 0;
-    auto r = blocked_behind_kernel(wspipe::test::with_strategy(emu::StrategyKind::random, seed), &line);
+    auto r = blocked_behind_kernel(wspipe::test::with_strategy(emu::StrategyKind::random, seed), stated, &line);
     SCOPED_TRACE(seed);
     if (r.status == emu::Status::ok) {
       ++ok;
-      continue;
+    } else {
+      ++failed;
+      check(r, line);
     }
-    ++fired;
+  }
+  EXPECT_GT(failed, 0) << "no schedule let warp 1 overtake the waiter";
+  EXPECT_GT(ok, 0) << "no schedule ran the waiter in time";
+}
+
+TEST(emu_MbarParityAlias, BlockedWaiterOvertakenByTwoPhasesFiresWhereItsPhaseIsStated) {
+  sweep_blocked_behind(true, [](const emu::RunResult& r, std::uint32_t line) {
     EXPECT_VIOLATION_AT(r, "mbarrier.parity-alias", line);
     EXPECT_EQ(r.violations[0].warp, "cta0/w0");  // the waiter, not the arriving warp
     EXPECT_EQ(r.violations[0].object, "b (cta0)");
-  }
-  EXPECT_GT(fired, 0) << "no schedule let warp 1 overtake the waiter";
-  EXPECT_GT(ok, 0) << "no schedule ran the waiter in time";
+  });
+}
+
+TEST(emu_MbarParityAlias, BlockedWaiterOvertakenWithParityAloneSleepsThroughIt) {
+  // Without a stated phase the emulator does what silicon may: the waiter
+  // missed its phase, its parity names the current one, and it waits on.
+  // Nothing completes phase 2 here: the schedules that overtake it deadlock.
+  sweep_blocked_behind(false, [](const emu::RunResult& r, std::uint32_t line) {
+    expect_waiter_hangs(r, line, "waits for parity 0 (phase 2); the barrier is in phase 2");
+  });
 }
 
 // ------------------------------------------------------------ tx-pending-at-exit

@@ -401,6 +401,20 @@ struct CudaBackendFor {
       }
     }
   }
+  // The phase number a caller states is the emulator's to check: the
+  // hardware knows parities only.
+  WSPIPE_CUDA_OP bool try_wait(SharedMemBarrier& bar, std::uint32_t parity, PhaseNumber,
+                               SourceLoc loc = SourceLoc::current()) {
+    return try_wait(bar, parity, loc);
+  }
+  WSPIPE_CUDA_OP bool test_wait(SharedMemBarrier& bar, std::uint32_t parity, PhaseNumber,
+                                SourceLoc loc = SourceLoc::current()) {
+    return test_wait(bar, parity, loc);
+  }
+  WSPIPE_CUDA_OP void wait(SharedMemBarrier& bar, std::uint32_t parity, PhaseNumber,
+                           SourceLoc loc = SourceLoc::current()) {
+    wait(bar, parity, loc);
+  }
 
   // ---- named and cluster barriers
   WSPIPE_CUDA_OP void named_sync(std::uint32_t id, std::uint32_t threads, SourceLoc loc = SourceLoc::current()) {

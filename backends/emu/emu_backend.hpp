@@ -120,13 +120,26 @@ struct EmuBackend {
     detail::ops::mbar_tx(bar, -static_cast<std::int64_t>(bytes), loc);
   }
   static bool try_wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
-    return detail::ops::mbar_wait(bar, parity, true, loc);
+    return detail::ops::mbar_wait(bar, parity, std::nullopt, true, loc);
   }
   static bool test_wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
-    return detail::ops::mbar_test(bar, parity, loc);
+    return detail::ops::mbar_test(bar, parity, std::nullopt, loc);
   }
   static void wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
-    detail::ops::mbar_wait(bar, parity, false, loc);
+    detail::ops::mbar_wait(bar, parity, std::nullopt, false, loc);
+  }
+  // With the phase meant stated: checked against the barrier (PhaseNumber).
+  static bool try_wait(SharedMemBarrier& bar, std::uint32_t parity, PhaseNumber phase,
+                       SourceLoc loc = SourceLoc::current()) {
+    return detail::ops::mbar_wait(bar, parity, phase, true, loc);
+  }
+  static bool test_wait(SharedMemBarrier& bar, std::uint32_t parity, PhaseNumber phase,
+                        SourceLoc loc = SourceLoc::current()) {
+    return detail::ops::mbar_test(bar, parity, phase, loc);
+  }
+  static void wait(SharedMemBarrier& bar, std::uint32_t parity, PhaseNumber phase,
+                   SourceLoc loc = SourceLoc::current()) {
+    detail::ops::mbar_wait(bar, parity, phase, false, loc);
   }
 
   // ---- named and cluster barriers

@@ -14,6 +14,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <optional>
 
 #include "core/barrier.hpp"
 #include "core/check.hpp"
@@ -122,8 +123,10 @@ void fence_init(const SourceLoc& loc);
 // cta_rank -1: the warp's own CTA; tx_bytes: arrive.expect_tx.
 void mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc);
 void mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc);
-bool mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc);
-bool mbar_test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc);
+// phase: the absolute phase number the caller states it means, if any.
+bool mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, std::optional<PhaseNumber> phase, bool is_try,
+               const SourceLoc& loc);
+bool mbar_test(SharedMemBarrier& bar, std::uint32_t parity, std::optional<PhaseNumber> phase, const SourceLoc& loc);
 
 // named and cluster barriers
 void named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc);

@@ -14,7 +14,7 @@
 
 namespace wspipe::emu::detail {
 
-MbarrierRoom::MbarrierRoom(World& world) : Room(world), seen_(world.num_warps()), intended_(world.num_warps(), 0) {}
+MbarrierRoom::MbarrierRoom(World& world) : Room(world), stated_(world.num_warps(), kUnstated) {}
 
 // Inline here, its only callers' file: most runs track no footprints, and
 // then the barrier's address is not worth computing.
@@ -47,9 +47,16 @@ std::string MbarrierRoom::label_of(const SharedMemBarrier& bar, const Warp& w) c
   return anon_name(&bar, c).append(" (cta").append(std::to_string(w.cta)).append(")");
 }
 
+std::int64_t MbarrierRoom::named_phase(const Mbar& m, std::uint32_t parity) {
+  const auto cur = static_cast<std::int64_t>(m.phase);
+  return (cur & 1) == parity ? cur : cur - 1;
+}
+
 std::string MbarrierRoom::blocked_state(const Warp& w) const {
   const Mbar& m = mbars_[static_cast<std::size_t>(w.obj)];
-  return "waits for parity " + std::to_string(w.parity) + " (phase " + std::to_string(intended_[w.id]) +
+  const std::int64_t stated = stated_[w.id];
+  return "waits for parity " + std::to_string(w.parity) + " (phase " +
+         std::to_string(stated != kUnstated ? stated : named_phase(m, w.parity)) +
          "); the barrier is in phase " + std::to_string(m.phase) + " (parity " + std::to_string(m.phase & 1) +
          ") with " + std::to_string(m.pending) + " of " + std::to_string(m.expected) + " arrivals pending, tx-count " +
          std::to_string(m.tx);
@@ -251,18 +258,23 @@ void MbarrierRoom::maybe_complete(std::uint32_t id, std::int32_t actor, const So
     w_.record({.step = w_.step(), .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::phase,
                .a = static_cast<std::int64_t>(m.phase), .file = loc.file_name(), .line = loc.line()});
   w_.mark_list(w_.mbar_list(id));
-  // A waiter still blocked on a phase two behind can no longer see it: its
-  // parity now names the current, incomplete phase (aliasing). The waiters
-  // are the barrier's list; the lowest warp id is reported.
+  // A waiter still blocked on a phase that is now two behind can no longer
+  // see it: its parity names the current, incomplete phase (aliasing). A
+  // waiter that gave its parity alone goes on waiting for that phase, as
+  // silicon does (a deadlock, or a later phase's data, if it was wrong); one
+  // that stated the phase it means is reported now. The waiters are the
+  // barrier's list; the lowest warp id is reported.
   const Warp* alias = nullptr;
   for (const std::uint32_t a : w_.waiters(w_.mbar_list(id))) {
     const Warp& x = w_.warp_at(a);
-    if (intended_[x.id] + 1 < static_cast<std::int64_t>(m.phase) && (alias == nullptr || x.id < alias->id)) alias = &x;
+    const std::int64_t stated = stated_[x.id];
+    const bool missed = stated != kUnstated && stated + 1 < static_cast<std::int64_t>(m.phase);
+    if (missed && (alias == nullptr || x.id < alias->id)) alias = &x;
   }
   if (alias != nullptr) {
     const Warp& x = *alias;
     w_.fail(w_.running(), "mbarrier.parity-alias", label(id),
-            "phase " + std::to_string(intended_[x.id]) + ", which " + x.name + " waits for (parity " +
+            "phase " + std::to_string(stated_[x.id]) + ", which " + x.name + " waits for (parity " +
                 std::to_string(x.parity) + "), completed and the barrier moved on to phase " + std::to_string(m.phase) +
                 " before the waiter ran: its parity now names the current phase",
             x.loc, &x);
@@ -356,15 +368,46 @@ void MbarrierRoom::tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const 
   maybe_complete(id, static_cast<std::int32_t>(w.id), loc);
 }
 
-bool MbarrierRoom::wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc) {
-  return wait_kind(bar, parity, is_try ? WaitKind::try_wait : WaitKind::wait, loc);
+// The stated phase must have the wait's parity and be the barrier's current
+// phase or the one before it: otherwise the parity names another phase
+// than meant, and the wait answers for that one (PTX: waits are valid only
+// for those two phases).
+bool MbarrierRoom::check_stated(std::uint32_t id, std::uint32_t parity, std::int64_t stated, Warp& w,
+                                const SourceLoc& loc) {
+  const Mbar& m = mbars_[id];
+  const auto cur = static_cast<std::int64_t>(m.phase);
+  const std::int64_t named = named_phase(m, parity);
+  const std::string what = named == cur ? "the current one, incomplete: the wait blocks for a later phase than meant"
+                                        : "the one before, complete: the wait passes on another phase than meant";
+  std::string why;
+  if ((stated & 1) != static_cast<std::int64_t>(parity)) {
+    why = "parity " + std::to_string(parity) + " is not that phase's";
+  } else if (stated < cur - 1) {
+    why = "the barrier is already in phase " + std::to_string(cur) + ": parity " + std::to_string(parity) +
+          " names phase " + std::to_string(named) + ", " + what;
+  } else if (stated > cur) {
+    why = "that phase has not begun (the barrier is in phase " + std::to_string(cur) + "): parity " +
+          std::to_string(parity) + " names phase " + std::to_string(named) + ", " + what;
+  } else {
+    return true;
+  }
+  w_.fail(w, "mbarrier.parity-alias", label(id),
+          "wait for phase " + std::to_string(stated) + " (parity " + std::to_string(parity) + "): " + why, loc);
+  return false;
 }
 
-bool MbarrierRoom::test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc) {
-  return wait_kind(bar, parity, WaitKind::test_wait, loc);
+bool MbarrierRoom::wait(SharedMemBarrier& bar, std::uint32_t parity, std::optional<PhaseNumber> phase, bool is_try,
+                        const SourceLoc& loc) {
+  return wait_kind(bar, parity, phase, is_try ? WaitKind::try_wait : WaitKind::wait, loc);
 }
 
-bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind kind, const SourceLoc& loc) {
+bool MbarrierRoom::test(SharedMemBarrier& bar, std::uint32_t parity, std::optional<PhaseNumber> phase,
+                        const SourceLoc& loc) {
+  return wait_kind(bar, parity, phase, WaitKind::test_wait, loc);
+}
+
+bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, std::optional<PhaseNumber> phase,
+                             WaitKind kind, const SourceLoc& loc) {
   Warp& w = w_.warp();
   const LaneOp::Kind lane_kind = kind == WaitKind::wait       ? LaneOp::Kind::wait
                                  : kind == WaitKind::try_wait ? LaneOp::Kind::try_wait
@@ -376,29 +419,14 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKi
   if (m == nullptr) return true;
   const auto id = static_cast<std::uint32_t>(m - mbars_.data());
   parity &= 1u;
-  // The phase this wait means: the next one with this parity after the
-  // last phase this warp observed on the barrier. Waits are valid only for
-  // the current phase and the one before (PTX mbarrier.test_wait).
-  std::vector<std::int64_t>& seen = seen_[w.id];
-  if (seen.size() <= id) seen.resize(id + 1, kNotSeen);
-  const std::int64_t last = seen[id];
-  const auto cur = static_cast<std::int64_t>(m->phase);
-  std::int64_t intended;
-  if (last == kNotSeen) {
-    intended = ((cur & 1) == parity) ? cur : cur - 1;
-  } else {
-    intended = ((last & 1) == static_cast<std::int64_t>(parity)) ? last : last + 1;
-  }
-  if (intended < cur - 1) {
-    w_.fail(w, "mbarrier.parity-alias", label(id),
-            "wait for parity " + std::to_string(parity) + ": this warp last observed phase " + std::to_string(last) +
-                ", so it waits for phase " + std::to_string(intended) + ", but the barrier is at phase " +
-                std::to_string(cur) + "; the parity names phase " +
-                std::to_string(((cur & 1) == parity) ? cur : cur - 1) + " instead",
-            loc);
-    return true;
-  }
-  intended_[w.id] = intended;
+  // A parity names the current phase (incomplete: the wait blocks) or the
+  // one before it (complete: the wait passes), whichever has that parity
+  // (PTX mbarrier.test_wait/try_wait), however many phases the warp skipped
+  // since its last wait: ping-pong consumers skip each other's. A caller
+  // that states the phase it means must mean one of those two; any other
+  // phase aliases onto them.
+  if (phase && !check_stated(id, parity, phase->value, w, loc)) return true;
+  stated_[w.id] = phase ? phase->value : kUnstated;
   // test_wait never blocks: a plain scheduling point.
   const bool go = kind == WaitKind::test_wait ? w_.point(w, loc)
                                               : w_.point(w, kind == WaitKind::try_wait ? Block::mbar_try : Block::mbar,
@@ -411,7 +439,6 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKi
   const bool ok = passed(id, parity);
   if (ok) {
     after.observed = true;
-    seen_[w.id][id] = static_cast<std::int64_t>(after.phase) - 1;
     if (w_.options().race_check) w_.acquire(w.id, after.done);
   }
   if (w_.options().trace)

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,9 +54,13 @@ class MbarrierRoom : Room {
   void fence_init(const SourceLoc& loc);
   void arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_bytes, const SourceLoc& loc);
   void tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc);
-  bool wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc);
+  // The parity waits, as PTX answers them: true when the phase of parity
+  // `parity` before the current one has completed. `phase`: the absolute
+  // phase the caller states it means (PhaseNumber), checked when given.
+  bool wait(SharedMemBarrier& bar, std::uint32_t parity, std::optional<PhaseNumber> phase, bool is_try,
+            const SourceLoc& loc);
   // mbarrier.test_wait.parity: whether the phase has completed, now; never blocks.
-  bool test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc);
+  bool test(SharedMemBarrier& bar, std::uint32_t parity, std::optional<PhaseNumber> phase, const SourceLoc& loc);
 
   // The scheduler's question: has barrier `id` completed the phase of
   // parity `parity` that a waiter blocked on?
@@ -100,7 +106,14 @@ class MbarrierRoom : Room {
 
  private:
   enum class WaitKind { wait, try_wait, test_wait };
-  bool wait_kind(SharedMemBarrier& bar, std::uint32_t parity, WaitKind kind, const SourceLoc& loc);
+  bool wait_kind(SharedMemBarrier& bar, std::uint32_t parity, std::optional<PhaseNumber> phase, WaitKind kind,
+                 const SourceLoc& loc);
+  // The phase that parity `parity` names on barrier `m` now: the current
+  // one or the one before it.
+  static std::int64_t named_phase(const Mbar& m, std::uint32_t parity);
+  // A wait of warp `w` on barrier `id` that states the phase it means:
+  // false, after reporting, where its parity names another phase.
+  bool check_stated(std::uint32_t id, std::uint32_t parity, std::int64_t stated, Warp& w, const SourceLoc& loc);
   Mbar* resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc);
   Mbar* resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Warp& w, const SourceLoc& loc);
   static std::string anon_name(const void* p, const Cta& c);
@@ -109,11 +122,10 @@ class MbarrierRoom : Room {
   void touch(const Mbar& m);  // the step's footprint (inline in mbarrier.cpp)
 
   std::vector<Mbar> mbars_;
-  // Per warp: per barrier, the last phase a wait of the warp observed
-  // (kNotSeen: none), and the phase the warp's wait in progress means
-  // (-1: the one before the first).
-  std::vector<std::vector<std::int64_t>> seen_;
-  std::vector<std::int64_t> intended_;
+  // Per warp: the phase its wait in progress states it means (-1: the one
+  // before the first), or kUnstated where it gave the parity alone.
+  static constexpr std::int64_t kUnstated = std::numeric_limits<std::int64_t>::min();
+  std::vector<std::int64_t> stated_;
 };
 
 }  // namespace wspipe::emu::detail

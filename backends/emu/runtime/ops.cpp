@@ -58,11 +58,12 @@ void mbar_arrive(SharedMemBarrier& bar, std::int64_t cta_rank, std::uint32_t tx_
 void mbar_tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const SourceLoc& loc) {
   world().mbar().tx(bar, delta_per_lane, loc);
 }
-bool mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, bool is_try, const SourceLoc& loc) {
-  return world().mbar().wait(bar, parity, is_try, loc);
+bool mbar_wait(SharedMemBarrier& bar, std::uint32_t parity, std::optional<PhaseNumber> phase, bool is_try,
+               const SourceLoc& loc) {
+  return world().mbar().wait(bar, parity, phase, is_try, loc);
 }
-bool mbar_test(SharedMemBarrier& bar, std::uint32_t parity, const SourceLoc& loc) {
-  return world().mbar().test(bar, parity, loc);
+bool mbar_test(SharedMemBarrier& bar, std::uint32_t parity, std::optional<PhaseNumber> phase, const SourceLoc& loc) {
+  return world().mbar().test(bar, parity, phase, loc);
 }
 
 void named_barrier(std::uint32_t id, std::uint32_t threads, bool sync, const SourceLoc& loc) {

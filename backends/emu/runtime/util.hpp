@@ -14,7 +14,6 @@ namespace wspipe::emu::detail {
 // word and the index of its model state plus one in the low word. A zeroed
 // or overwritten barrier does not decode to a live entry.
 inline constexpr std::uint64_t kTag = 0x57535042ull << 32;  // "WSPB"
-inline constexpr std::int64_t kNotSeen = -2;
 inline constexpr std::uint64_t kKillOpLimit = 50'000'000;
 inline constexpr std::uint32_t kSmemWord = 4;  // bytes per shared-memory shadow
 
