@@ -373,6 +373,7 @@ struct Outcome {
   const emu::ExploreResult* explored = nullptr;
   std::uint64_t seed = 0;
   int signal = 0;  // the signal that ended the exploration, if one did
+  const emu::TraceFileSink* streamed = nullptr;  // the trace, written as the run went
 };
 
 // What became of --trace FILE.
@@ -386,9 +387,15 @@ struct TraceFile {
 // found nothing), removes an older file at that path, which would otherwise
 // pass for this command's trace (a CI step that uploads it, a person who
 // opens it).
-TraceFile save_trace(const Plan& p, const emu::RunResult* r) {
+TraceFile save_trace(const Plan& p, const Outcome& o) {
   TraceFile t;
   if (!p.trace_file) return t;
+  if (o.streamed != nullptr) {
+    t.written = o.streamed->written();
+    t.error = o.streamed->error();
+    return t;
+  }
+  const emu::RunResult* r = o.run;
   if (r == nullptr) {
     std::error_code ec;
     if (std::filesystem::is_regular_file(*p.trace_file, ec)) t.removed_stale = std::filesystem::remove(*p.trace_file, ec);
@@ -464,7 +471,7 @@ void print_report(std::ostream& out, const Plan& p, const Outcome& o, const Trac
 // what could not be written; the exit status says the worst.
 int finish(std::ostream& out, std::ostream& err, const Args& a, const Plan& p, const Outcome& o,
            const std::string& prog) {
-  const TraceFile trace = save_trace(p, o.run);
+  const TraceFile trace = save_trace(p, o);
   if (a.json)
     out << json_result(p, o, prog) << "\n";
   else
@@ -520,14 +527,20 @@ int cmd_run(const Args& a, const Catalogue& cat, std::ostream& out, std::ostream
     rr.strategy.kind = emu::StrategyKind::round_robin;
     o.strategy.pct_steps = std::max<std::uint64_t>(emu::run(p.make(), rr).steps, 1);
   }
-  // The trace is kept only where it is used: for --trace, or for a failing
-  // run's report (the events before a violation or a deadlock). A run with
-  // neither keeps none, however long (`run ring --items 1000000` held a
-  // 646 MB trace it never showed); a failing one is replayed with it.
-  o.trace = p.trace_file.has_value();
+  // The trace is kept only where it is used: for --trace, written to the
+  // file as the run goes (the run holds only its last events), or for a
+  // failing run's report (the events before a violation or a deadlock). A
+  // run with neither keeps none, however long (`run ring --items 1000000`
+  // held a 646 MB trace it never showed); a failing one is replayed with it.
+  std::optional<emu::TraceFileSink> sink;
+  if (p.trace_file) sink.emplace(*p.trace_file);
+  o.trace = sink.has_value();
+  o.trace_sink = sink ? &*sink : nullptr;
   emu::RunResult r = emu::run(p.make(), o);
   if (!o.trace && r.status != emu::Status::ok) r = emu::replay(p.make(), r.schedule, o);
-  return finish(out, err, a, p, {.command = "run", .run = &r, .seed = p.settings.first_seed}, prog);
+  return finish(out, err, a, p,
+                {.command = "run", .run = &r, .seed = p.settings.first_seed, .streamed = sink ? &*sink : nullptr},
+                prog);
 }
 
 int cmd_replay(const Args& a, const Catalogue& cat, std::ostream& out, std::ostream& err, const std::string& prog) {
@@ -537,13 +550,17 @@ int cmd_replay(const Args& a, const Catalogue& cat, std::ostream& out, std::ostr
   std::string why;
   const auto s = emu::Schedule::decode(it->second, &why);
   if (!s) throw UsageError(emu::printable(why));
+  std::optional<emu::TraceFileSink> sink;
+  if (p.trace_file) sink.emplace(*p.trace_file);
+  emu::RunOptions o = p.settings.run_options();
+  o.trace_sink = sink ? &*sink : nullptr;
   emu::RunResult r;
   try {
-    r = emu::replay(p.make(), *s, p.settings.run_options());
+    r = emu::replay(p.make(), *s, o);
   } catch (const emu::ScheduleMismatch& e) {
     throw UsageError(e.what());  // it says why and what to do
   }
-  return finish(out, err, a, p, {.command = "replay", .run = &r}, prog);
+  return finish(out, err, a, p, {.command = "replay", .run = &r, .streamed = sink ? &*sink : nullptr}, prog);
 }
 
 // SIGINT and SIGTERM during an exploration: the handler only records the
