@@ -1042,6 +1042,37 @@ TEST(emu_MbarTryWait, AWarpPollingTwoBarriersAlternatelyGoesOn) {
   }
 }
 
+// A correct spin loop (try_wait until true) with spurious time-outs on:
+// every strategy runs it to the end in a few steps. PCT ran the spinning
+// warp alone, the peer that completes the phase never got its turn, and
+// the step budget reported a livelock (5 MB of schedule, 26 s a run).
+TEST(emu_MbarTryWait, ASpinLoopWithSpuriousTimeOutsIsCleanUnderEveryStrategy) {
+  for (auto kind : {emu::StrategyKind::round_robin, emu::StrategyKind::random, emu::StrategyKind::pct}) {
+    for (std::uint64_t seed = 1; seed <= 16; ++seed) {
+      int polls = 0;
+      emu::RunOptions o = wspipe::test::with_strategy(kind, seed);
+      o.spurious_try_wait = true;
+      o.max_steps = 100'000;
+      auto r = run_kernel(
+          2,
+          [&] {
+            auto& s = B::shared_storage<Bars>();
+            if (B::warp_idx() == 0) init_bar(s.b[0], 1);
+            B::named_sync(1, 64);
+            if (B::warp_idx() == 0) {
+              while (!B::try_wait(s.b[0], 0)) ++polls;
+            } else {
+              for (int i = 0; i < 4; ++i) B::syncwarp();
+              elected_arrive(s.b[0]);
+            }
+          },
+          o, kSmem);
+      EXPECT_EQ(r.status, emu::Status::ok) << emu::to_string(kind) << " seed " << seed << "\n" << r.report();
+      EXPECT_LT(r.steps, 200u) << emu::to_string(kind) << " seed " << seed;
+    }
+  }
+}
+
 // test_wait never blocks, not even while another warp could still complete
 // the phase: it answers for now.
 TEST(emu_MbarTestWait, AnswersForNowAndNeverBlocks) {

@@ -90,26 +90,52 @@ class Pct final : public Strategy {
     for (std::uint32_t i = 1; i < depth; ++i) change_.push_back(1 + rng_.next() % k);
   }
   std::optional<std::uint32_t> pick(const Choice& c) override {
-    std::uint32_t best = highest(c);
+    std::uint32_t best = highest(c, false);
     for (std::size_t i = 0; i < change_.size(); ++i) {
       if (change_[i] == c.step) {
         priority_[best] = static_cast<std::uint32_t>(i + 1);
-        best = highest(c);
+        best = highest(c, false);
       }
     }
-    return best;
+    // Fair to a spinning actor's peers: an actor that can only time out (a
+    // try_wait polling an incomplete phase, spurious time-outs on) makes no
+    // progress, so plain PCT would run it until the step budget reports a
+    // livelock that no GPU shows. After kSpinTurns time-outs in a row, the
+    // highest-priority actor that can progress takes one step.
+    if (c.spin == nullptr || !spinning(c, best)) {
+      spins_ = 0;
+      return best;
+    }
+    if (++spins_ <= kSpinTurns) return best;
+    const std::uint32_t peer = highest(c, true);
+    if (!spinning(c, peer)) spins_ = 0;
+    return peer;
   }
 
  private:
-  std::uint32_t highest(const Choice& c) const {
+  static constexpr std::uint32_t kSpinTurns = 2;
+  static bool spinning(const Choice& c, std::uint32_t actor) {
+    const std::uint32_t* it = std::lower_bound(c.enabled, c.enabled + c.n, actor);
+    return c.spin != nullptr && c.spin[it - c.enabled] != 0;
+  }
+  // The enabled actor of highest priority; with `progressing`, among those
+  // that can progress, if any can.
+  std::uint32_t highest(const Choice& c, bool progressing) const {
     std::uint32_t best = c.enabled[0];
-    for (std::size_t i = 1; i < c.n; ++i)
-      if (priority_[c.enabled[i]] > priority_[best]) best = c.enabled[i];
+    bool best_spins = progressing && c.spin != nullptr && c.spin[0] != 0;
+    for (std::size_t i = 1; i < c.n; ++i) {
+      const bool spins = progressing && c.spin != nullptr && c.spin[i] != 0;
+      if ((best_spins && !spins) || (best_spins == spins && priority_[c.enabled[i]] > priority_[best])) {
+        best = c.enabled[i];
+        best_spins = spins;
+      }
+    }
     return best;
   }
   Rng rng_;
   std::vector<std::uint32_t> priority_;
   std::vector<std::uint64_t> change_;
+  std::uint32_t spins_ = 0;  // time-outs picked in a row
 };
 
 // Follows a schedule's deviations and the default policy everywhere else.

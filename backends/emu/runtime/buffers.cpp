@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "backends/emu/runtime/tmem.hpp"
 #include "backends/emu/runtime/world.hpp"
@@ -71,6 +72,7 @@ std::byte* take_smem(std::size_t bytes) {
     kept.erase(it);
   } else {
     p = static_cast<std::byte*>(std::aligned_alloc(1024, bytes));
+    if (p == nullptr) throw std::bad_alloc();  // explore and the CLI say what would help
   }
   std::memset(p, 0, bytes);
   return p;
