@@ -58,6 +58,14 @@ done <"$tmp/list"
 "$W" explore ring --stages 2 --items 4 --strategy exhaustive --preemptions 2 --json >"$tmp/j" ||
   fail "exhaustive ring: exit $?"
 [[ "$(json_field complete <"$tmp/j")" == True ]] || fail "exhaustive ring did not complete"
+[[ "$(json_field verdict <"$tmp/j")" == verified ]] || fail "exhaustive ring: verdict $(json_field verdict <"$tmp/j")"
+# An exhaustive search cut short by its budget is incomplete: exit 5, never a pass.
+set +e; "$W" explore ring --stages 2 --items 4 --strategy exhaustive --preemptions 2 --runs 3 >"$tmp/o" 2>/dev/null
+rc=$?; set -e
+[[ $rc == 5 ]] || fail "exhaustive ring --runs 3: exit $rc, expected 5"
+grep -q "^verdict:  incomplete" "$tmp/o" || fail "exhaustive ring --runs 3: $(cat "$tmp/o")"
+"$W" explore ring --runs 20 --json >"$tmp/j"
+[[ "$(json_field verdict <"$tmp/j")" == explored ]] || fail "sampled ring: verdict $(json_field verdict <"$tmp/j")"
 for v in no-release over-arrive producer-phase-0; do
   set +e; "$W" explore ring/$v --stages 2 --items 4 --strategy exhaustive --preemptions 2 --json >"$tmp/j" 2>/dev/null
   rc=$?; set -e

@@ -256,7 +256,7 @@ TEST(TestingHelpers, CleanExplorationPrintsWhatItCovered) {
   ::testing::internal::CaptureStdout();
   EXPECT_TRUE(testing::explores_clean(ring_factory(1, 2), ex));
   const std::string exhaustive = ::testing::internal::GetCapturedStdout();
-  EXPECT_TRUE(contains(exhaustive, "strategy exhaustive, at most 1 preemptions: nothing found (every schedule within "
+  EXPECT_TRUE(contains(exhaustive, "strategy exhaustive, at most 1 preemptions: nothing found (verified: every schedule within "
                                    "the bound)"))
       << exhaustive;
 }
@@ -538,6 +538,41 @@ TEST(TestingHelpers, AnExplorationThatRunsNothingFailsSayingWhy) {
   EXPECT_FALSE(contains(clean.message(), "explored 0 runs")) << clean.message();
   EXPECT_TRUE(testing::finds("deadlock", ring_factory(2, 4, RingBug::no_release), testing::options()))
       << "a bug on every schedule is found whatever the budget";
+}
+
+// Verdicts: a complete exhaustive search verifies; one whose budget ran out
+// is incomplete, and neither explores_clean nor explores_verified passes
+// it; a sampled exploration passes explores_clean only.
+TEST(TestingHelpers, AnIncompleteSearchIsNeverAPassAndOnlyACompleteOneVerifies) {
+  CleanEnv env;
+  const auto exhaustive = [](std::uint64_t runs) {
+    emu::ExploreOptions o;
+    o.portfolio = {{.kind = emu::StrategyKind::exhaustive}};
+    o.preemptions = 2;
+    o.runs = runs;
+    o.seconds = 0;
+    return o;
+  };
+  const auto full = emu::explore(ring_factory(2, 4), exhaustive(0));
+  ASSERT_EQ(full.verdict(), emu::Verdict::verified) << full.report();
+  EXPECT_TRUE(contains(full.report(), "verdict:  verified: no schedule of this configuration within 2 preemption(s)"))
+      << full.report();
+  WSPIPE_EXPECT_VERIFIED(ring_factory(2, 4), exhaustive(0));
+  WSPIPE_EXPECT_CLEAN(ring_factory(2, 4), exhaustive(0));
+
+  const auto cut = emu::explore(ring_factory(2, 4), exhaustive(3));
+  ASSERT_EQ(cut.verdict(), emu::Verdict::incomplete) << cut.report();
+  EXPECT_FALSE(cut.passed());
+  const auto clean = testing::explores_clean(ring_factory(2, 4), exhaustive(3));
+  EXPECT_FALSE(clean);
+  EXPECT_TRUE(contains(clean.message(), "verdict:  incomplete")) << clean.message();
+  EXPECT_FALSE(testing::explores_verified(ring_factory(2, 4), exhaustive(3)));
+
+  const auto sampled = testing::explores_verified(ring_factory(2, 4), runs(20));
+  EXPECT_FALSE(sampled);
+  EXPECT_TRUE(contains(sampled.message(), "needs the exhaustive strategy")) << sampled.message();
+  EXPECT_EQ(emu::explore(ring_factory(2, 4), runs(20)).verdict(), emu::Verdict::explored);
+  EXPECT_EQ(emu::explore(ring_factory(2, 4, RingBug::no_release), runs(20)).verdict(), emu::Verdict::found);
 }
 
 // One settings parser serves both fronts: the same bad value is refused by

@@ -23,7 +23,8 @@ constexpr int kOk = 0;
 constexpr int kFound = 1;
 constexpr int kUsage = 2;
 constexpr int kOutputError = 3;
-constexpr int kResources = 4;  // out of memory or threads
+constexpr int kResources = 4;   // out of memory or threads
+constexpr int kIncomplete = 5;  // an exhaustive search that did not complete
 // An exploration ended by a signal exits 128 + its number, as a shell
 // reports a command the signal killed: 130 for SIGINT, 143 for SIGTERM.
 constexpr int kSignalBase = 128;
@@ -65,10 +66,12 @@ const char* kHelpTail = R"(  --max-active-clusters N
   scenario options     see `PROG list`; e.g. --stages 4 --items 64
   A value that begins with -- is given as --flag=VALUE.
 
-exit status: 0 nothing found, 1 a violation, deadlock or livelock found, 2 bad usage or
-input (before anything runs), 3 an output (the report, the JSON, the trace) could not be
-written, 4 the machine ran out of memory or threads (the message says what would help),
-130 / 143 explore ended by SIGINT / SIGTERM (the report says what was explored).
+exit status: 0 nothing found (verdict verified or explored), 1 a violation, deadlock or
+livelock found, 2 bad usage or input (before anything runs), 3 an output (the report, the
+JSON, the trace) could not be written, 4 the machine or --max-memory ran out of memory or
+threads (the message says what would help), 5 an exhaustive search whose budget ran out
+before it covered its bound (verdict incomplete: not a pass), 130 / 143 explore ended by
+SIGINT / SIGTERM (the report says what was explored).
 )";
 
 struct UsageError : std::runtime_error {
@@ -477,6 +480,7 @@ int finish(std::ostream& out, std::ostream& err, const Args& a, const Plan& p, c
   else
     print_report(out, p, o, trace, prog, a.name);
   int rc = o.run && o.run->status != emu::Status::ok ? kFound : kOk;
+  if (o.explored && o.explored->verdict() == emu::Verdict::incomplete) rc = kIncomplete;
   if (!trace.error.empty()) {
     err << a.name << ": " << emu::printable(trace.error) << "\n";
     rc = kOutputError;

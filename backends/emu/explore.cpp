@@ -103,6 +103,16 @@ RunResult run(const Kernel& kernel, const RunOptions& options) {
   return r;
 }
 
+std::string_view to_string(Verdict v) {
+  switch (v) {
+    case Verdict::found: return "found";
+    case Verdict::verified: return "verified";
+    case Verdict::explored: return "explored";
+    case Verdict::incomplete: return "incomplete";
+  }
+  return "?";
+}
+
 std::string outcome(const RunResult& r) {
   if (r.status == Status::violation && !r.violations.empty()) return r.violations.front().rule;
   return to_string(r.status);
@@ -558,7 +568,9 @@ ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions&
   Found found;
 
   if (o.portfolio.front().kind == StrategyKind::exhaustive) {
-    detail::ExhaustiveSearch search(o.preemptions.value_or(2), o.reduce);
+    res.exhaustive = true;
+    res.preemptions = o.preemptions.value_or(2);
+    detail::ExhaustiveSearch search(res.preemptions, o.reduce);
     BudgetClock clock(o.seconds);
     auto last = SteadyClock::now();
     for (std::uint64_t i = 0;; ++i) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "emulator.hpp"
@@ -148,6 +149,18 @@ struct Failure {
   std::string replay_token() const { return result.schedule.encode(); }
 };
 
+// What an exploration's result claims, and so whether it is a pass:
+//  - found: a failure (shrunk); never a pass;
+//  - verified: the exhaustive search completed: no schedule of this
+//    configuration within its preemption bound fails (up to the reduction);
+//  - explored: sampled runs found nothing; no claim about the schedules
+//    not run;
+//  - incomplete: the exhaustive search's budget (runs, seconds, a signal)
+//    ran out before it covered its bound; never a pass.
+// An exploration that runs no schedule at all throws (explore()).
+enum class Verdict { found, verified, explored, incomplete };
+std::string_view to_string(Verdict v);
+
 struct ExploreResult {
   std::uint64_t runs = 0;    // runs done by this process (pruned exhaustive branches not counted)
   std::uint64_t steps = 0;
@@ -156,11 +169,20 @@ struct ExploreResult {
   // Exhaustive: every schedule within the preemption bound was covered
   // (up to the reduction). Other strategies: always false.
   bool complete = false;
+  bool exhaustive = false;        // the search was the exhaustive strategy
+  std::uint32_t preemptions = 0;  // its preemption bound
   // ExploreOptions::interrupt ended it before its budget was spent.
   bool interrupted = false;
   std::optional<Failure> failure;
 
   bool ok() const { return !failure.has_value(); }
+  Verdict verdict() const {
+    if (failure) return Verdict::found;
+    if (!exhaustive) return Verdict::explored;
+    return complete ? Verdict::verified : Verdict::incomplete;
+  }
+  // Whether the verdict is a pass: verified or explored.
+  bool passed() const { return verdict() == Verdict::verified || verdict() == Verdict::explored; }
   // For a person: what was explored, and the failure's report, schedule and
   // shrink figures.
   std::string report() const;

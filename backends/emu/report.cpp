@@ -51,6 +51,20 @@ std::string explored_line(const ExploreResult& e) {
       << e.seconds << " s";
   if (e.complete) out << ": every schedule within the preemption bound (" << e.pruned << " more pruned as equivalent)";
   out << (e.interrupted ? ", interrupted" : "") << ": nothing found\n";
+  switch (e.verdict()) {
+    case Verdict::verified:
+      out << "verdict:  verified: no schedule of this configuration within " << e.preemptions
+          << " preemption(s) fails (a complete search, up to the reduction)\n";
+      break;
+    case Verdict::incomplete:
+      out << "verdict:  incomplete: the exhaustive search's budget ran out before it covered every schedule within "
+          << e.preemptions << " preemption(s); not a pass (a larger --runs or --seconds, or fewer --preemptions)\n";
+      break;
+    case Verdict::explored:
+      out << "verdict:  explored: " << e.runs << " sampled runs found nothing; schedules not run are not covered\n";
+      break;
+    case Verdict::found: break;
+  }
   return out.str();
 }
 
@@ -140,6 +154,7 @@ JsonFields json_fields(const ExploreResult& e) {
   seconds << std::fixed << std::setprecision(3) << e.seconds;
   JsonFields j = {{"runs", std::to_string(e.runs)},
                   {"complete", json_bool(e.complete)},
+                  {"verdict", json_quote(std::string(to_string(e.verdict())))},
                   {"interrupted", json_bool(e.interrupted)},
                   {"pruned", std::to_string(e.pruned)},
                   {"seconds", seconds.str()}};

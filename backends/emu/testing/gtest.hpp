@@ -74,6 +74,15 @@ bool apply_environment(emu::ExploreOptions& options, std::string* error);
 // options ask for jobs (see emu::explore(const Kernel&, ...)).
 ::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts = options());
 
+// Success only when an exhaustive search (options with the exhaustive
+// strategy alone) completes and finds nothing: the verdict "verified", no
+// schedule of this configuration within the preemption bound fails. A
+// search whose budget ran out ("incomplete") fails, saying so.
+// explores_clean also fails on an incomplete search, but passes a sampled
+// exploration.
+::testing::AssertionResult explores_verified(const emu::KernelFactory& make, emu::ExploreOptions opts);
+::testing::AssertionResult explores_verified(const emu::Kernel& kernel, emu::ExploreOptions opts);
+
 // Success when exploring finds a failure whose outcome (emu::outcome():
 // "deadlock", "livelock" or a violation rule such as
 // "mbarrier.over-arrival") is `expected`, or one of its comma-separated
@@ -123,6 +132,8 @@ inline emu::ExploreOptions options_arg(emu::ExploreOptions o) { return o; }
 // EXPECT_TRUE / ASSERT_TRUE over the helpers above.
 #define WSPIPE_EXPECT_CLEAN(...) EXPECT_TRUE(::wspipe::testing::explores_clean(__VA_ARGS__))
 #define WSPIPE_ASSERT_CLEAN(...) ASSERT_TRUE(::wspipe::testing::explores_clean(__VA_ARGS__))
+#define WSPIPE_EXPECT_VERIFIED(...) EXPECT_TRUE(::wspipe::testing::explores_verified(__VA_ARGS__))
+#define WSPIPE_ASSERT_VERIFIED(...) ASSERT_TRUE(::wspipe::testing::explores_verified(__VA_ARGS__))
 #define WSPIPE_EXPECT_FINDS(outcome, ...) EXPECT_TRUE(::wspipe::testing::finds(outcome, __VA_ARGS__))
 #define WSPIPE_ASSERT_FINDS(outcome, ...) ASSERT_TRUE(::wspipe::testing::finds(outcome, __VA_ARGS__))
 

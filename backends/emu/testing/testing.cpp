@@ -190,7 +190,7 @@ void print_covered(const emu::ExploreResult& res, const emu::ExploreOptions& opt
   std::printf("[wspipe] %s%sexplored %llu runs (%llu steps) in %.1f s, %s: nothing found%s\n", test.c_str(),
               test.empty() ? "" : ": ", static_cast<unsigned long long>(res.runs),
               static_cast<unsigned long long>(res.steps), res.seconds, schedules_of(opts).c_str(),
-              res.complete ? " (every schedule within the bound)" : "");
+              res.complete ? " (verified: every schedule within the bound)" : "");
   std::fflush(stdout);
 }
 
@@ -244,11 +244,35 @@ emu::ExploreOptions options(emu::ExploreOptions base) {
   std::string error;
   const auto res = explore_or(make, opts, &error);
   if (!res) return ::testing::AssertionFailure() << "\n" << error;
-  if (res->ok()) {
+  if (res->passed()) {
     print_covered(*res, opts);
     return ::testing::AssertionSuccess() << res->report();
   }
+  if (res->ok())  // incomplete: not a pass
+    return ::testing::AssertionFailure() << "\n" << res->report();
   return ::testing::AssertionFailure() << "\n" << res->report() << replay_line(*res->failure, opts.run_options());
+}
+
+::testing::AssertionResult explores_verified(const emu::KernelFactory& make, emu::ExploreOptions opts) {
+  if (opts.portfolio.size() != 1 || opts.portfolio.front().kind != emu::StrategyKind::exhaustive)
+    return ::testing::AssertionFailure() << "explores_verified needs the exhaustive strategy alone (got "
+                                         << emu::to_string(opts.portfolio) << "): only a complete search verifies";
+  if (std::getenv("WSPIPE_REPLAY") != nullptr)
+    return explores_clean(make, std::move(opts));  // a replay verifies nothing; it reproduces one run
+  std::string error;
+  const auto res = explore_or(make, opts, &error);
+  if (!res) return ::testing::AssertionFailure() << "\n" << error;
+  if (res->verdict() == emu::Verdict::verified) {
+    print_covered(*res, opts);
+    return ::testing::AssertionSuccess() << res->report();
+  }
+  if (res->ok()) return ::testing::AssertionFailure() << "\n" << res->report();
+  return ::testing::AssertionFailure() << "\n" << res->report() << replay_line(*res->failure, opts.run_options());
+}
+
+::testing::AssertionResult explores_verified(const emu::Kernel& kernel, emu::ExploreOptions opts) {
+  if (opts.jobs == 0) opts.jobs = 1;  // one instance for every run, as emu::explore(const Kernel&, ...)
+  return explores_verified(factory_of(kernel), std::move(opts));
 }
 
 ::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts) {
