@@ -47,6 +47,7 @@ Scenario make_ring() {
        .expect = "warp.divergent-branch",
        .help = "only lane 0 waits for the slot, then every lane reads it",
        .lane_divergence = true},
+      {"early-release", "race.smem", "the consumer frees its slot before reading it, and checks nothing"},
   };
   s.prepare = [](const std::string& variant, const OptionValues& v) {
     RingBug bug = RingBug::none;
@@ -55,6 +56,7 @@ Scenario make_ring() {
     if (variant == "producer-phase-0") bug = RingBug::producer_phase_0;
     if (variant == "release-in-elect-one") bug = RingBug::release_in_elect_one;
     if (variant == "lane-guarded-wait") bug = RingBug::lane_guarded_wait;
+    if (variant == "early-release") bug = RingBug::early_release;
     const auto release = v.at("release") == 1 ? RingRelease::elected : RingRelease::per_lane;
     emu::Kernel p;
     p.launch.warps_per_cta = kRingWarps;
