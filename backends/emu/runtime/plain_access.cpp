@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -73,7 +74,11 @@ class LineTable {
         [](void* data, std::uintptr_t, const char* file, int line, const char*) {
           auto& f = *static_cast<Frames*>(data);
           if (file == nullptr || line <= 0) return 0;
-          const std::string name = std::filesystem::path(file).lexically_normal().string();
+          // GCC 12's libbacktrace prefixes the compilation directory to the
+          // absolute file names of clang's DWARF 5 ("/dir//abs/file.cpp").
+          std::string_view raw(file);
+          if (const auto k = raw.rfind("//"); k != std::string_view::npos) raw.remove_prefix(k + 1);
+          const std::string name = std::filesystem::path(raw).lexically_normal().string();
           const CodeLine l{f.table->intern(name), static_cast<std::uint32_t>(line)};
           if (f.first.line == 0) f.first = l;
           if (system_header(l.file)) return 0;
@@ -106,16 +111,19 @@ CodeLine code_line(std::uintptr_t pc) { return LineTable::instance().at(pc); }
 // ------------------------------------------------------------ the checking
 
 void World::plain_access(std::uintptr_t p, std::size_t bytes, bool write, std::uintptr_t pc) {
-  Warp& w = *current_;
-  const Cta& c = ctas_[w.cta];
-  const auto base = reinterpret_cast<std::uintptr_t>(c.smem);
-  // The common case first: not this CTA's shared memory (the stack, the
-  // heap, global buffers). One compare, unsigned.
-  if (p - base >= c.smem_bytes) [[likely]]
+  // The common case first, inline in the entry points: not the running
+  // warp's CTA's shared memory (the stack, the heap, global buffers; no
+  // warp running). One compare, unsigned.
+  const std::uintptr_t offset = p - smem_base_;
+  if (offset >= smem_bytes_) [[likely]]
     return;
+  plain_smem_access(static_cast<std::uint32_t>(offset), bytes, write, pc);
+}
+
+void World::plain_smem_access(std::uint32_t offset, std::size_t bytes, bool write, std::uintptr_t pc) {
   if (in_lane_ || !options_.race_check || killing_ || stopping_) return;
-  const auto offset = static_cast<std::uint32_t>(p - base);
-  const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, c.smem_bytes - offset));
+  Warp& w = *current_;
+  const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, ctas_[w.cta].smem_bytes - offset));
   // One record per instruction and step: a loop's accesses share it.
   const char* const what = write ? "plain store" : "plain load";
   std::uint32_t info = 0;
@@ -173,7 +181,7 @@ using wspipe::emu::detail::World;
 // The return address is the instruction after the call: one byte back is
 // inside the access's line.
 [[gnu::always_inline]] inline void seen(const void* p, std::size_t bytes, bool write, void* ret) {
-  if (World* const w = World::in_warp())
+  if (World* const w = World::on_this_thread())
     w->plain_access(reinterpret_cast<std::uintptr_t>(p), bytes, write, reinterpret_cast<std::uintptr_t>(ret) - 1);
 }
 

@@ -202,12 +202,8 @@ class World : public RunningWarp {
   // or a plain one), merged into the step's event of the same warp, kind and
   // line where there is one (plain_access.cpp).
   void trace_smem(const Warp& w, std::uint32_t offset, std::uint32_t bytes, bool write, const CodeLine& at);
-  // The World whose warp is running on this thread, or null (on the main
-  // fiber, between runs, on threads that run none).
-  static World* in_warp() {
-    RunningWarp* const r = tl_running_;
-    return r != nullptr && static_cast<World*>(r)->lanes_ != nullptr ? static_cast<World*>(r) : nullptr;
-  }
+  // The World of the run in progress on this thread, or null.
+  static World* on_this_thread() { return static_cast<World*>(tl_running_); }
 
   // ---- The rooms (room.hpp): each owns its state and rules; a room reaches
   // another only through these and the other room's public functions.
@@ -434,6 +430,9 @@ class World : public RunningWarp {
   [[gnu::noinline]] bool smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t cta,
                                         bool write, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
                                         const Warp* culprit);
+  // plain_access's check, out of line: bytes [offset, offset + bytes) of the
+  // running warp's CTA's shared memory (plain_access.cpp).
+  [[gnu::noinline]] void plain_smem_access(std::uint32_t offset, std::size_t bytes, bool write, std::uintptr_t pc);
   // A CTA's exit (world.cpp): each room checks what it leaves behind.
   void cta_exited(Warp& w);
 
@@ -495,7 +494,12 @@ class World : public RunningWarp {
   void set_current(Warp* w) {
     current_ = w;
     lanes_ = w;
+    // plain_access's first test: the running warp's CTA's shared memory (none between warps).
+    smem_base_ = w != nullptr ? reinterpret_cast<std::uintptr_t>(ctas_[w->cta].smem) : 0;
+    smem_bytes_ = w != nullptr ? ctas_[w->cta].smem_bytes : 0;
   }
+  std::uintptr_t smem_base_ = 0;
+  std::uintptr_t smem_bytes_ = 0;
   boost::fibers::context* main_ctx_ = nullptr;
   FiberStack main_stack_;  // the stack run() was called on
   DirectedAlgorithm* algo_ = nullptr;
