@@ -14,7 +14,7 @@
 // Under a real ThreadSanitizer build (the tsan preset) the sanitizer's
 // runtime owns these names: they are not defined here, and plain accesses
 // are not checked by wspipe.
-#include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
@@ -137,6 +137,8 @@ void World::plain_smem_access(std::uint32_t offset, std::size_t bytes, bool writ
     info = static_cast<std::uint32_t>(access_infos_.size() - 1);
   }
   if (options_.trace) trace_smem(w, offset, n, write, code_line(pc));
+  // (The location argument serves the async proxy's reads only; a race of
+  // this access is reported at the line of `info`'s pc.)
   smem_range_access(w.cta, offset, n, write, true, w.id, info, SourceLoc::current(), nullptr);
 }
 
