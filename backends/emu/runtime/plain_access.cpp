@@ -124,8 +124,11 @@ void World::plain_smem_access(std::uint32_t offset, std::size_t bytes, bool writ
   if (in_lane_ || !options_.race_check || killing_ || stopping_) return;
   Warp& w = *current_;
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, ctas_[w.cta].smem_bytes - offset));
-  // One record per instruction and step: a loop's accesses share it.
-  const char* const what = write ? "plain store" : "plain load";
+  // One record per instruction and step: a loop's accesses share it. Named
+  // as SmemView's accesses are (both are the generic proxy's ordinary
+  // accesses; the line tells them apart): an element read through a view's
+  // read_range is the plain load that follows it, which then stands for both.
+  const char* const what = write ? "ordinary store" : "ordinary load";
   std::uint32_t info = 0;
   if (!access_infos_.empty() && access_infos_.back().pc == pc && access_infos_.back().step == step_ &&
       access_infos_.back().actor == static_cast<std::int32_t>(w.id) && access_infos_.back().what == what) {
