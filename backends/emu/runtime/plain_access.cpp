@@ -15,6 +15,8 @@
 // runtime owns these names: they are not defined here, and plain accesses
 // are not checked by wspipe.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
@@ -61,39 +63,75 @@ class LineTable {
   // File names live as long as the process: reports and traces keep the pointers.
   const char* intern(const std::string& s) { return files_.insert(s).first->c_str(); }
 
+  // Frames come innermost first: the first outside the system's headers
+  // wins, else the innermost.
+  struct Frames {
+    LineTable* table;
+    CodeLine first, chosen;
+    // Takes one frame; true once chosen.
+    bool take(std::string_view file, int line) {
+      if (file.empty() || line <= 0) return false;
+      // GCC 12's libbacktrace prefixes the compilation directory to the
+      // absolute file names of clang's DWARF 5 ("/dir//abs/file.cpp").
+      if (const auto k = file.rfind("//"); k != std::string_view::npos) file.remove_prefix(k + 1);
+      const CodeLine l{table->intern(std::filesystem::path(file).lexically_normal().string()),
+                       static_cast<std::uint32_t>(line)};
+      if (first.line == 0) first = l;
+      if (system_header(l.file)) return false;
+      chosen = l;
+      return true;
+    }
+    CodeLine result() const { return chosen.line != 0 ? chosen : first; }
+  };
+
   CodeLine resolve(std::uintptr_t pc) {
 #if defined(WSPIPE_LIBBACKTRACE_HEADER)
     if (state_ == nullptr) state_ = backtrace_create_state(nullptr, 1, [](void*, const char*, int) {}, nullptr);
-    struct Frames {
-      LineTable* table;
-      CodeLine first, chosen;
-    } frames{this, {}, {}};
-    // Frames come innermost first; the first outside the system's headers wins.
+    Frames frames{this, {}, {}};
     backtrace_pcinfo(
         state_, pc,
         [](void* data, std::uintptr_t, const char* file, int line, const char*) {
-          auto& f = *static_cast<Frames*>(data);
-          if (file == nullptr || line <= 0) return 0;
-          // GCC 12's libbacktrace prefixes the compilation directory to the
-          // absolute file names of clang's DWARF 5 ("/dir//abs/file.cpp").
-          std::string_view raw(file);
-          if (const auto k = raw.rfind("//"); k != std::string_view::npos) raw.remove_prefix(k + 1);
-          const std::string name = std::filesystem::path(raw).lexically_normal().string();
-          const CodeLine l{f.table->intern(name), static_cast<std::uint32_t>(line)};
-          if (f.first.line == 0) f.first = l;
-          if (system_header(l.file)) return 0;
-          f.chosen = l;
-          return 1;
+          return static_cast<Frames*>(data)->take(file != nullptr ? file : "", line) ? 1 : 0;
         },
         [](void*, const char*, int) {}, &frames);
-    if (frames.chosen.line != 0) return frames.chosen;
-    if (frames.first.line != 0) return frames.first;
+    if (frames.result().line != 0) return frames.result();
 #endif
-    // No line table: the function's name, where the symbol table has it.
+    // libbacktrace absent, or silent on this object's line table (GCC 12's
+    // on some DWARF 5 units of a Debug build): binutils' addr2line.
     Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(pc), &info) != 0 && info.dli_sname != nullptr)
-      return {intern(std::string("(no line table) ") + info.dli_sname), 0};
-    return {intern("(no line table)"), 0};
+    if (dladdr(reinterpret_cast<void*>(pc), &info) == 0) return {intern("(no line table)"), 0};
+    if (const CodeLine l = from_addr2line(pc, info); l.line != 0) return l;
+    return {intern(std::string("(no line table) ") + (info.dli_sname != nullptr ? info.dli_sname : "")), 0};
+  }
+
+  CodeLine from_addr2line(std::uintptr_t pc, const Dl_info& info) {
+    const std::string object = info.dli_fname != nullptr ? info.dli_fname : "";
+    if (object.empty() || object.find('\'') != std::string::npos) return {};
+    // A position-independent object's addresses are offsets from its base;
+    // a fixed-address executable's are absolute (ELF e_type 2, ET_EXEC).
+    std::uint16_t type = 0;
+    if (std::FILE* f = std::fopen(object.c_str(), "rb")) {
+      if (std::fseek(f, 16, SEEK_SET) != 0 || std::fread(&type, sizeof type, 1, f) != 1) type = 0;
+      std::fclose(f);
+    }
+    const std::uintptr_t address = type == 2 ? pc : pc - reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+    char command[4200];
+    std::snprintf(command, sizeof command, "addr2line -i -e '%s' 0x%llx 2>/dev/null", object.c_str(),
+                  static_cast<unsigned long long>(address));
+    std::FILE* out = popen(command, "r");
+    if (out == nullptr) return {};
+    Frames frames{this, {}, {}};
+    char line[4096];
+    bool done = false;
+    while (std::fgets(line, sizeof line, out) != nullptr) {  // "file:line" or "file:line (discriminator n)"
+      std::string_view l(line);
+      l = l.substr(0, l.find_first_of(" \n"));
+      const auto colon = l.rfind(':');
+      if (done || colon == std::string_view::npos) continue;
+      done = frames.take(l.substr(0, colon), std::atoi(std::string(l.substr(colon + 1)).c_str()));
+    }
+    pclose(out);
+    return frames.result();
   }
 
   std::mutex mutex_;
