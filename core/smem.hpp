@@ -10,6 +10,16 @@
 
 #include "config.hpp"
 
+// Where the emulator's users are compiled with access instrumentation
+// (WSPIPE_INSTRUMENT_ACCESSES), a view's element access is left out of it:
+// the Backend hook has seen it, with the kernel's line, and the plain
+// access after it would be seen twice, at this file's line.
+#if defined(WSPIPE_INSTRUMENTED_ACCESSES) && !defined(__CUDACC__)
+#define WSPIPE_SEEN_BY_HOOK __attribute__((no_sanitize("thread")))
+#else
+#define WSPIPE_SEEN_BY_HOOK
+#endif
+
 namespace wspipe {
 
 template <class B, class T>
@@ -21,11 +31,11 @@ class SmemView {
   WSPIPE_HD T* data() const { return data_; }
 
   // One element, by the calling lanes (warp-level: the same element for all).
-  WSPIPE_HD T load(std::size_t i, SourceLoc loc = SourceLoc::current()) const {
+  WSPIPE_HD WSPIPE_SEEN_BY_HOOK T load(std::size_t i, SourceLoc loc = SourceLoc::current()) const {
     B::smem_read(data_ + i, sizeof(T), loc);
     return data_[i];
   }
-  WSPIPE_HD void store(std::size_t i, const T& v, SourceLoc loc = SourceLoc::current()) const {
+  WSPIPE_HD WSPIPE_SEEN_BY_HOOK void store(std::size_t i, const T& v, SourceLoc loc = SourceLoc::current()) const {
     B::smem_write(data_ + i, sizeof(T), loc);
     data_[i] = v;
   }

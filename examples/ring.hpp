@@ -26,6 +26,10 @@ enum class RingBug : std::uint8_t {
   // Only lane 0 waits for the slot (`if (lane == 0) wait`), then every lane
   // reads it: the other lanes read before the producer's data is ordered.
   lane_guarded_wait,
+  // The consumer frees its slot, then reads it, and checks nothing: the
+  // producer may refill the slot first. Only the race checker can see it,
+  // on the plain accesses to the slot.
+  early_release,
 };
 
 enum class RingRelease : std::uint8_t { per_lane, elected };
@@ -96,6 +100,16 @@ WSPIPE_HD void ring_kernel(std::uint32_t items, RingBug bug, RingRelease release
           B::arrive(pipe.empty_mbar(index));
         }
         pipe.consumer_step();
+      } else if (bug == RingBug::early_release) {
+        auto slot = pipe.acquire_consumer();
+        const std::uint32_t index = slot.index();
+        if (elected) {
+          slot.release_elected();
+        } else {
+          slot.release();
+        }
+        [[maybe_unused]] volatile std::uint32_t taken = 0;  // the item goes on (a kernel would use it); unchecked
+        for (std::uint32_t k = 0; k < kRingWords; ++k) taken = smem.slot[index][k];  // the bug: freed above
       } else if (elected) {
         auto slot = pipe.consume_elected();
         bool intact = true;

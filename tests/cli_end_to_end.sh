@@ -66,7 +66,7 @@ rc=$?; set -e
 grep -q "^verdict:  incomplete" "$tmp/o" || fail "exhaustive ring --runs 3: $(cat "$tmp/o")"
 "$W" explore ring --runs 20 --json >"$tmp/j"
 [[ "$(json_field verdict <"$tmp/j")" == explored ]] || fail "sampled ring: verdict $(json_field verdict <"$tmp/j")"
-for v in no-release over-arrive producer-phase-0; do
+for v in no-release over-arrive producer-phase-0 $(grep -o '^ring/early-release' "$tmp/list" | cut -d/ -f2); do
   set +e; "$W" explore ring/$v --stages 2 --items 4 --strategy exhaustive --preemptions 2 --json >"$tmp/j" 2>/dev/null
   rc=$?; set -e
   [[ $rc == 1 ]] || fail "exhaustive ring/$v: exit $rc, expected 1"
@@ -83,6 +83,30 @@ done
 # 2d. --trace on explore writes the shrunk failing run's trace
 set +e; "$W" explore ring/no-release --runs 20 --trace "$tmp/x.txt" >/dev/null 2>&1; set -e
 grep -q "wait" "$tmp/x.txt" || fail "explore --trace wrote no trace"
+
+# 2e. plain accesses (issue 23): ring/early-release reads a freed slot with
+#     plain C++ and checks nothing; the race is reported at the read and at
+#     the producer's refill, and its replayed trace holds both accesses at
+#     the steps the report names
+#     (listed only where the catalogue was compiled with the access
+#     instrumentation: not in the asan and tsan presets)
+if grep -q '^ring/early-release ' "$tmp/list"; then
+  ring_hpp="$(dirname "$0")/../examples/ring.hpp"
+  freed_read=$(grep -n "the bug: freed above" "$ring_hpp" | cut -d: -f1)
+  refill=$(grep -n "smem.slot\[slot.index()\]\[k\] = ring_word(i, k);" "$ring_hpp" | cut -d: -f1)
+  [[ -n "$freed_read" && -n "$refill" ]] || fail "examples/ring.hpp: the early-release lines were not found"
+  set +e; "$W" explore ring/early-release --runs 20 --trace "$tmp/race.txt" >"$tmp/out" 2>&1; rc=$?; set -e
+  [[ $rc == 1 ]] || fail "ring/early-release: exit $rc, expected 1"
+  grep -q "violation race.smem" "$tmp/out" || fail "ring/early-release: no race.smem"
+  grep -Eq "ring\.hpp:$freed_read\b" "$tmp/out" || { cat "$tmp/out" >&2; fail "ring/early-release: the report lacks ring.hpp:$freed_read"; }
+  grep -Eq "ring\.hpp:$refill\b" "$tmp/out" || { cat "$tmp/out" >&2; fail "ring/early-release: the report lacks ring.hpp:$refill"; }
+  vstep=$(sed -n 's/^violation race.smem at step \([0-9]*\)$/\1/p' "$tmp/out")
+  ostep=$(sed -n 's/^  other: .* at step \([0-9]*\), .*/\1/p' "$tmp/out")
+  for s in "$vstep" "$ostep"; do
+    grep -Eq "^ *$s  .*(load|store) shared memory" "$tmp/race.txt" ||
+      fail "ring/early-release: the trace has no shared-memory access at step $s"
+  done
+fi
 
 # 3. the trace: Chrome JSON with one track per warp; same seed, same bytes
 "$W" run ring --seed 7 --trace "$tmp/t1.json" >/dev/null

@@ -7,7 +7,10 @@
 #    (WSPIPE_PROJECT_SOURCE_DIR), wspipe's libraries note none;
 #    WSPIPE_SOURCE_ROOT set by the project replaces the root;
 #  - find_package(wspipe) from an install of BUILD_DIR: the project's code
-#    notes its own root, and nothing installed names wspipe's source tree.
+#    notes its own root, and nothing installed names wspipe's source tree;
+#  - by both routes the project's code, not wspipe's libraries, is compiled
+#    with the access instrumentation, and WSPIPE_INSTRUMENT_ACCESSES=OFF
+#    turns it off.
 # Usage: consumer_routes_check.sh WSPIPE_SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$(cd "$1" && pwd)
@@ -63,8 +66,16 @@ expect "$sub" /my_test.cpp + "WSPIPE_PROJECT_SOURCE_DIR=\\\"$sub\\\""
 for lib in backends/emu/explore.cpp backends/emu/testing/testing.cpp tools/cli.cpp; do
   expect "$sub" $lib - WSPIPE_PROJECT_SOURCE_DIR
 done
-configure "$sub" -DWSPIPE_SOURCE_ROOT=/somewhere/else
+# the project's code is compiled with the access instrumentation (plain
+# shared-memory accesses race-checked), wspipe's libraries without it; the
+# option turns it off
+expect "$sub" /my_test.cpp + "-fsanitize=thread"
+for lib in backends/emu/explore.cpp backends/emu/runtime/world.cpp backends/emu/testing/testing.cpp tools/cli.cpp; do
+  expect "$sub" $lib - "-fsanitize=thread"
+done
+configure "$sub" -DWSPIPE_SOURCE_ROOT=/somewhere/else -DWSPIPE_INSTRUMENT_ACCESSES=OFF
 expect "$sub" /my_test.cpp + 'WSPIPE_PROJECT_SOURCE_DIR=\"/somewhere/else\"'
+expect "$sub" /my_test.cpp - "-fsanitize=thread"
 
 # --- find_package from an install
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
@@ -73,4 +84,10 @@ inst=$tmp/inst
 write_project "$inst" "find_package(wspipe CONFIG REQUIRED)"
 configure "$inst" -DCMAKE_PREFIX_PATH="$tmp/prefix"
 expect "$inst" /my_test.cpp + "WSPIPE_PROJECT_SOURCE_DIR=\\\"$inst\\\""
+# (a ThreadSanitizer build of wspipe leaves the entry points to the sanitizer: no instrumentation)
+hooks=+
+if grep -q '^WSPIPE_SANITIZE:STRING=.*thread' "$build/CMakeCache.txt"; then hooks=-; fi
+expect "$inst" /my_test.cpp $hooks "-fsanitize=thread"
+configure "$inst" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DWSPIPE_INSTRUMENT_ACCESSES=OFF
+expect "$inst" /my_test.cpp - "-fsanitize=thread"
 echo "both routes: ok"

@@ -45,6 +45,8 @@ const char* to_string(EventKind k) {
     case EventKind::tma_store_done: return "tma.store.done";
     case EventKind::bulk_commit: return "cp.async.bulk.commit_group";
     case EventKind::bulk_wait: return "cp.async.bulk.wait_group";
+    case EventKind::smem_load: return "smem.load";
+    case EventKind::smem_store: return "smem.store";
     case EventKind::violation: return "violation";
   }
   return "?";
@@ -173,6 +175,14 @@ std::string Trace::describe(const Event& e) const {
     case EventKind::bulk_commit: return "cp.async.bulk.commit_group: group " + n(e.a) + " (" + n(e.b) + " stores)";
     case EventKind::bulk_wait:
       return std::string(e.b ? "cp.async.bulk.wait_group.read " : "cp.async.bulk.wait_group ").append(n(e.a));
+    case EventKind::smem_load:
+    case EventKind::smem_store: {
+      char range[64];
+      std::snprintf(range, sizeof range, " shared memory [0x%llx, 0x%llx)", static_cast<unsigned long long>(e.a),
+                    static_cast<unsigned long long>(e.b));
+      return std::string(e.kind == EventKind::smem_load ? "load" : "store") + range +
+             (e.c > 1 ? " (" + n(e.c) + " accesses)" : "");
+    }
     case EventKind::violation:
       // One violation event per run: the one that stopped it.
       return ending.rule.empty() ? "VIOLATION" : "VIOLATION " + ending.rule + ": " + ending.message;

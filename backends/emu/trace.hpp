@@ -47,6 +47,8 @@ enum class EventKind : std::uint8_t {
   tma_store_done,   // its global writes done    a = bytes (begin = issue step)
   bulk_commit,      // cp.async.bulk.commit_group  a = the group, b = stores in it
   bulk_wait,        // cp.async.bulk.wait_group returned  a = N, b = .read (1/0)
+  smem_load,        // ordinary loads of shared memory (SmemView, plain C++) by one warp at one line in one
+  smem_store,       // step, merged: bytes [a, b) of its CTA's shared memory, c = accesses
   violation,     // the run stopped on a broken rule
 };
 

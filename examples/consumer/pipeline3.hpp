@@ -58,6 +58,7 @@ struct Params {
   std::uint32_t items;
   std::uint32_t key;
   Bug bug;
+  bool check = true;  // the writer checks every output; false: the race checker alone looks at the data
 };
 
 template <wspipe::Backend B, int Stages>
@@ -110,7 +111,7 @@ WSPIPE_HD void kernel(const Params& p) {
       auto slot = out.consume();
       const std::uint32_t v = smem.out_slot[slot.index()];
       const std::uint32_t want = transform(p.input[i], key);
-      B::check(v == want, "pipeline3: output out of sequence", {{"item", i}, {"got", v}, {"want", want}});
+      if (p.check) B::check(v == want, "pipeline3: output out of sequence", {{"item", i}, {"got", v}, {"want", want}});
       p.output[i] = v;
     }
   }

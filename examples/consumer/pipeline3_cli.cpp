@@ -21,7 +21,7 @@ wspipe::cli::Catalogue catalogue() {
   };
   s.variants = {
       {"", "ok", "correct pipeline"},
-      {"early-release", "kernel.check", "the transformer frees its input slot before reading it"},
+      {"early-release", "race.smem", "the transformer frees its input slot before reading it"},
       {"unelected-arrive", "mbarrier.over-arrival", "the transformer signals its output slot with all 32 lanes"},
   };
   s.prepare = [](const std::string& variant, const wspipe::cli::OptionValues& v) {

@@ -22,10 +22,10 @@ std::uint32_t World::access_info(std::int32_t actor, std::int32_t issuer, const 
 
 std::string World::describe_access(const Access& a) const {
   const AccessInfo& i = access_infos_[a.info];
-  const std::string file = rel(i.loc.file_name());
+  const CodeLine at = line_of(i);
   std::string who = actor_name(i.actor);
   if (i.issuer >= 0 && i.issuer != i.actor) who += " (issued by " + actor_name(i.issuer) + ")";
-  return who + ": " + i.what + " at step " + std::to_string(i.step) + ", " + file + ":" + std::to_string(i.loc.line());
+  return who + ": " + i.what + " at step " + std::to_string(i.step) + ", " + rel(at.file) + ":" + std::to_string(at.line);
 }
 
 void World::report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, const std::string& object,
@@ -38,7 +38,7 @@ void World::report_race(const Shadow& s, const Access* other, bool write, std::u
            " is not ordered with an earlier " + theirs.what + (other_wrote ? " (write)" : " (read)") +
            " of the same location by " + actor_name(theirs.actor) +
            ": no barrier, commit or wait orders the two, whatever values this schedule produced",
-       loc, culprit, describe_access(*other));
+       mine.pc != 0 ? line_of(mine) : CodeLine{loc.file_name(), loc.line()}, culprit, describe_access(*other));
 }
 
 bool World::smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
@@ -133,6 +133,7 @@ void World::smem_access(const void* p, std::uint32_t bytes, bool write, const So
   }
   const std::uint32_t info = access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
                                          write ? "ordinary store" : "ordinary load", loc);
+  if (options_.trace) trace_smem(w, static_cast<std::uint32_t>(b - c.smem), bytes, write, {loc.file_name(), loc.line()});
   smem_range_access(w.cta, static_cast<std::uint32_t>(b - c.smem), bytes, write, true, w.id, info, loc, nullptr);
 }
 

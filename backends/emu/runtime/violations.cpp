@@ -30,6 +30,12 @@ namespace wspipe::emu::detail {
 
 void World::fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
                  const Warp* culprit, std::string other) {
+  fail(w, std::move(rule), std::move(object), std::move(message), CodeLine{loc.file_name(), loc.line()}, culprit,
+       std::move(other));
+}
+
+void World::fail(Warp& w, std::string rule, std::string object, std::string message, const CodeLine& at,
+                 const Warp* culprit, std::string other) {
   if (stopping_ || killing_) return;
   const Warp& who = culprit != nullptr ? *culprit : w;
   Violation v;
@@ -38,12 +44,12 @@ void World::fail(Warp& w, std::string rule, std::string object, std::string mess
   v.warp = who.name;
   v.object = std::move(object);
   v.step = step_;
-  v.file = rel(loc.file_name());
-  v.line = loc.line();
+  v.file = rel(at.file);
+  v.line = at.line;
   v.other = std::move(other);
   if (options_.trace)
     record({.step = step_, .warp = static_cast<std::int32_t>(who.id), .kind = EventKind::violation,
-            .file = loc.file_name(), .line = loc.line()});
+            .file = at.file, .line = at.line});
   result_.violations.push_back(std::move(v));
   result_.status = Status::violation;
   end(Status::violation, &w);

@@ -97,6 +97,17 @@ struct Cta {
   ShadowTable<kSmemShadowBlock> smem_shadow;
 };
 
+// A line of source: a SourceLoc's, or the line of a plain C++ access found
+// from the debug information (plain_access.cpp).
+struct CodeLine {
+  const char* file = "";
+  std::uint32_t line = 0;
+};
+// The kernel's line of the instruction at `pc` (a return address into
+// instrumented code): the innermost inlined frame outside the system's
+// headers. Cached per address; file "" when the binary has no line table.
+CodeLine code_line(std::uintptr_t pc);
+
 // What a recorded access was, for race reports.
 struct AccessInfo {
   std::int32_t actor = -1;  // who: a warp, or an engine acting for `issuer`
@@ -104,7 +115,11 @@ struct AccessInfo {
   const char* what = "";
   std::uint64_t step = 0;
   SourceLoc loc{};
+  std::uintptr_t pc = 0;  // a plain access's (plain_access.cpp): then its line, not `loc`, is where it was
 };
+inline CodeLine line_of(const AccessInfo& i) {
+  return i.pc != 0 ? code_line(i.pc) : CodeLine{i.loc.file_name(), i.loc.line()};
+}
 
 // A CTA's large buffers outlive its run: a World's destruction keeps them
 // for the next run on its thread (keep_cta_buffers), whose CTAs take them
@@ -179,6 +194,17 @@ class World : public RunningWarp {
   void fence_proxy_async(const SourceLoc& loc);
   std::uint32_t smem_offset(const void* p);
   void smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc);
+  // A plain C++ access of the running warp, seen through the compiler's
+  // instrumentation (plain_access.cpp): bytes [p, p + bytes), by the
+  // instruction before `pc`. Checked like smem_access where they are in
+  // this warp's CTA's shared memory; nothing else is looked at.
+  void plain_access(std::uintptr_t p, std::size_t bytes, bool write, std::uintptr_t pc);
+  // The trace's event for an ordinary access by `w` at line `at` (SmemView's
+  // or a plain one), merged into the step's event of the same warp, kind and
+  // line where there is one (plain_access.cpp).
+  void trace_smem(const Warp& w, std::uint32_t offset, std::uint32_t bytes, bool write, const CodeLine& at);
+  // The World of the run in progress on this thread, or null.
+  static World* on_this_thread() { return static_cast<World*>(tl_running_); }
 
   // ---- The rooms (room.hpp): each owns its state and rules; a room reaches
   // another only through these and the other room's public functions.
@@ -344,6 +370,8 @@ class World : public RunningWarp {
   // ---- Violations (violations.cpp): the first one stops the run.
   void fail(Warp& w, std::string rule, std::string object, std::string message, const SourceLoc& loc,
             const Warp* culprit = nullptr, std::string other = {});
+  void fail(Warp& w, std::string rule, std::string object, std::string message, const CodeLine& at,
+            const Warp* culprit = nullptr, std::string other = {});
   // Appends an event to the trace. Call sites test options_.trace first,
   // so that an untraced run does not even build the event.
   void record(const Event& e) {
@@ -412,6 +440,9 @@ class World : public RunningWarp {
   [[gnu::noinline]] bool smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t cta,
                                         bool write, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
                                         const Warp* culprit);
+  // plain_access's check, out of line: bytes [offset, offset + bytes) of the
+  // running warp's CTA's shared memory (plain_access.cpp).
+  [[gnu::noinline]] void plain_smem_access(std::uint32_t offset, std::size_t bytes, bool write, std::uintptr_t pc);
   // A CTA's exit (world.cpp): each room checks what it leaves behind.
   void cta_exited(Warp& w);
 
@@ -476,7 +507,12 @@ class World : public RunningWarp {
   void set_current(Warp* w) {
     current_ = w;
     lanes_ = w;
+    // plain_access's first test: the running warp's CTA's shared memory (none between warps).
+    smem_base_ = w != nullptr ? reinterpret_cast<std::uintptr_t>(ctas_[w->cta].smem) : 0;
+    smem_bytes_ = w != nullptr ? ctas_[w->cta].smem_bytes : 0;
   }
+  std::uintptr_t smem_base_ = 0;
+  std::uintptr_t smem_bytes_ = 0;
   boost::fibers::context* main_ctx_ = nullptr;
   FiberStack main_stack_;  // the stack run() was called on
   DirectedAlgorithm* algo_ = nullptr;
