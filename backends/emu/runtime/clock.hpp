@@ -4,13 +4,17 @@
 //
 // Clock components are the emulator's agents, numbered within their
 // cluster (nothing synchronises across clusters, so a clock needs only its
-// cluster's agents, and a step's cost does not grow with the grid): each warp, each warp's
-// tcgen05.ld and tcgen05.st agents (their accesses join the warp only at
-// tcgen05.wait::ld / wait::st), and each CTA's TMA engine and tensor core
-// (an async op carries its issuer's clock and completes on the engine's).
-// Synchronisation builds the edges: an arrive releases its clock into the
-// barrier's phase, a successful wait acquires the completed phase's clock;
-// named and cluster barriers join all participants.
+// cluster's agents, and a step's cost does not grow with the grid): each
+// warp, and each warp's asynchronous agents: its tcgen05.ld and tcgen05.st
+// (their accesses join the warp only at tcgen05.wait::ld / wait::st, which
+// release the agent into the warp and start its next epoch), and its
+// operations on the TMA engine, on the tensor core and on the CLC unit (an
+// operation carries its issuer's clock at issue and is performed on its
+// issuer's agent: the engines are shared by the CTA's warps, and one clock
+// per engine would order one warp's operations after another warp's
+// history). Synchronisation builds the edges: an arrive releases its clock
+// into the barrier's phase, a successful wait acquires the completed
+// phase's clock; named and cluster barriers join all participants.
 //
 // Each location keeps its last write and its latest reads, one per
 // component, up to kReads of them (FastTrack's epochs, without the full

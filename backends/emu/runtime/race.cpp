@@ -15,6 +15,13 @@ void World::release(std::uint32_t comp, Clock& into) {
 
 void World::acquire(std::uint32_t comp, const Clock& from) { join(clocks_[comp], from); }
 
+void World::async_start(std::uint32_t comp, const Clock& issued) {
+  Clock& c = clocks_[comp];
+  const std::uint32_t own = std::max(c[slot_[comp]], issued[slot_[comp]]);
+  c = issued;  // the same size: no allocation
+  c[slot_[comp]] = own;
+}
+
 std::uint32_t World::access_info(std::int32_t actor, std::int32_t issuer, const char* what, const SourceLoc& loc) {
   access_infos_.push_back({.actor = actor, .issuer = issuer, .what = what, .step = step_, .loc = loc});
   return static_cast<std::uint32_t>(access_infos_.size() - 1);

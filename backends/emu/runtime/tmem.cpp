@@ -550,12 +550,16 @@ void TmemRoom::wait(bool loads, const SourceLoc& loc) {
   if (!w_.lanes_agree(w, {.kind = loads ? LaneOp::Kind::tmem_wait_ld : LaneOp::Kind::tmem_wait_st, .loc = loc})) return;
   if (w_.killing() || w_.stopping()) return;
   if (!check_whole_warp(w, loads ? "tcgen05.wait::ld" : "tcgen05.wait::st", loc)) return;
+  // The agent's accesses so far happen before what the warp does next: a
+  // release by the agent into the warp, which also starts the agent's next
+  // epoch, so that a load or store issued after the warp's next arrive is
+  // not covered by that arrive.
   if (loads) {
     w.ld_waited = warps_[w.id].ld_issued;
-    if (w_.options().race_check) w_.acquire(w.id, w_.clock(w_.comp_ld(w)));
+    if (w_.options().race_check) w_.release(w_.comp_ld(w), w_.clock(w.id));
   } else {
     warps_[w.id].st_waited = warps_[w.id].st_issued;
-    if (w_.options().race_check) w_.acquire(w.id, w_.clock(w_.comp_st(w)));
+    if (w_.options().race_check) w_.release(w_.comp_st(w), w_.clock(w.id));
   }
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_wait,

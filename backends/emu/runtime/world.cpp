@@ -73,19 +73,14 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
   clc_ = std::make_unique<ClcRoom>(*this, num_warps() + num_engines());
   const std::uint32_t actors = num_warps() + num_engines() + clc_->actors();
   if (options_.race_check) {
-    // Components: warps, their ld agents, their st agents, engines, the
-    // clusters' CLC units; each numbered within its cluster, in that order.
-    const std::size_t comps = 3 * warps_.size() + num_engines() + clusters_.size();
+    // Components: warps, then each of their agents (comp_ld ... comp_clc),
+    // numbered within their cluster in that order.
+    const std::size_t comps = 6 * warps_.size();
     std::vector<std::uint32_t> cluster_of(comps);
     slot_.assign(comps, 0);
     cluster_comps_.assign(clusters_.size(), 0);
     for (std::size_t k = 0; k < comps; ++k) {
-      const std::size_t w = k % warps_.size();
-      const std::size_t clc = 3 * warps_.size() + num_engines();
-      const std::uint32_t cta = k < 3 * warps_.size() ? warps_[w].cta
-                                : k < clc            ? engines_->engine(static_cast<std::uint32_t>(k - 3 * warps_.size())).cta
-                                                     : clusters_[k - clc].first_cta;
-      cluster_of[k] = ctas_[cta].cluster;
+      cluster_of[k] = ctas_[warps_[k % warps_.size()].cta].cluster;
       slot_[k] = cluster_comps_[cluster_of[k]]++;
     }
     clocks_.resize(comps);

@@ -284,19 +284,28 @@ class World : public RunningWarp {
   }
 
   // ---- The race checker, as the rooms see it (race.cpp, clock.hpp).
-  // Components: warp w -> w, its ld agent -> W+w,
-  // its st agent -> 2W+w, engine e -> 3W+e; engines are actors W+e, e =
-  // 2*cta + (tensor core ? 1 : 0).
+  // Components: warp w -> w, and its asynchronous agents (clock.hpp): its
+  // tcgen05.ld -> W+w, its tcgen05.st -> 2W+w, its operations on the TMA
+  // engine (loads, stores) -> 3W+w, on the tensor core (MMAs, commits) ->
+  // 4W+w, its CLC requests -> 5W+w. An engine (actor W+e, e = 2*cta +
+  // (tensor core ? 1 : 0)) or a CLC unit performs each operation on its
+  // issuer's agent, so that nothing one warp did reaches another through
+  // the engine they share.
   std::uint32_t comp_ld(const Warp& w) const { return num_warps() + w.id; }
   std::uint32_t comp_st(const Warp& w) const { return 2 * num_warps() + w.id; }
-  std::uint32_t comp_engine(std::uint32_t e) const { return 3 * num_warps() + e; }
-  // ..., the clusters' CLC units: one per cluster, after the engines'.
-  std::uint32_t comp_clc(std::uint32_t cluster) const { return 3 * num_warps() + num_engines() + cluster; }
+  std::uint32_t comp_tma(std::uint32_t warp) const { return 3 * num_warps() + warp; }
+  std::uint32_t comp_mma(std::uint32_t warp) const { return 4 * num_warps() + warp; }
+  std::uint32_t comp_clc(std::uint32_t warp) const { return 5 * num_warps() + warp; }
   Clock& clock(std::uint32_t comp) { return clocks_[comp]; }
   // A release by component `comp` into `into`: join, then tick, so that what
   // the component does next is not covered by this release.
   void release(std::uint32_t comp, Clock& into);
   void acquire(std::uint32_t comp, const Clock& from);
+  // Asynchronous agent `comp` starts an operation issued with clock
+  // `issued` (Issued::clock): the operation happens after what its issuer
+  // did before issuing it and after the agent's earlier operations (its own
+  // component), and after nothing else; the caller ticks `comp` when it is done.
+  void async_start(std::uint32_t comp, const Clock& issued);
   std::uint32_t access_info(std::int32_t actor, std::int32_t issuer, const char* what, const SourceLoc& loc);
   std::string describe_access(const Access& a) const;
   const AccessInfo& access_info_of(std::uint32_t info) const { return access_infos_[info]; }
