@@ -496,6 +496,46 @@ TEST(emu_SmemRace, UnsynchronisedStoreAndLoadFireAndABarrierFixesThem) {
   }
 }
 
+// Every reader of a location is kept: warps 0-3 read one word, unordered
+// with each other, and warps 1-3 then tell warp 4, which writes the word.
+// The write races with warp 0's read, the one read not ordered before it,
+// whichever of the four came first (a shadow that kept three readers lost
+// the oldest one). Quiet when warp 0 tells warp 4 too.
+TEST(emu_SmemRace, AWriteRacesWithTheOneUnorderedReaderOfFour) {
+  struct S {
+    SharedMemBarrier read;
+    std::uint32_t x;
+  };
+  auto kernel = [](bool all) {
+    return [all] {
+      auto& s = B::shared_storage<S>();
+      const std::uint32_t w = B::warp_idx();
+      if (w == 4) init_bar(s.read, all ? 4 : 3, "read");
+      B::cluster_sync();
+      SmemView<B, std::uint32_t> x(&s.x, 1);
+      if (w < 4) {
+        B::elect_one([&] { (void)x.load(0); });
+        if (w != 0 || all) B::elect_one([&] { B::arrive(s.read); });
+      } else {
+        B::wait(s.read, 0);
+        B::elect_one([&] { x.store(0, 1); });
+      }
+    };
+  };
+  for (std::uint64_t seed = 0; seed <= 10; ++seed) {
+    const emu::RunOptions o = seed == 0 ? emu::RunOptions{} : with_strategy(emu::StrategyKind::random, seed);
+    auto bad = wspipe::test::run_kernel(5, kernel(false), o, sizeof(S));
+    ASSERT_EQ(outcome(bad), "race.smem") << "seed " << seed << "\n" << bad.report();
+    // Reported at the write, against warp 0's read, or at warp 0's read if
+    // the write came first.
+    const emu::Violation& v = bad.violations[0];
+    EXPECT_TRUE(contains(v.warp, "cta0/w4") ? contains(v.other, "cta0/w0: ordinary load")
+                                            : contains(v.warp, "cta0/w0") && contains(v.other, "cta0/w4"))
+        << bad.report();
+    EXPECT_OK(wspipe::test::run_kernel(5, kernel(true), o, sizeof(S)));
+  }
+}
+
 TEST(emu_SmemRace, AViewOutsideSharedMemoryFires) {
   std::uint32_t line = 0;
   float heap[4] = {};

@@ -60,16 +60,17 @@ bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model:
   const Access a = access_now(comp, info);
   const Clock& clock = clocks_[comp];
   std::uint32_t cta = 0;
+  ReadSets* sets = nullptr;  // the CTA's table's
   // A visit each for writes and reads, small enough to be inlined into the
   // table's loop.
   auto visit_write = [&](Shadow& s, std::uint32_t k) {
-    if (const Access* other = shadow_write(s, clock, a))
+    if (const Access* other = shadow_write(s, *sets, clock, a))
       return smem_word_rare(s, other, k, cta, true, comp, info, loc, culprit);
     s.write_generic = generic;
     return true;
   };
   auto visit_read = [&](Shadow& s, std::uint32_t k) {
-    const Access* other = shadow_read(s, clock, a);
+    const Access* other = shadow_read(s, *sets, clock, a);
     // (A read leaves the shadow's write as it was.)
     if (other == nullptr && (generic || !s.write_generic || s.write.time == 0)) return true;
     return smem_word_rare(s, other, k, cta, false, comp, info, loc, culprit);
@@ -83,6 +84,7 @@ bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model:
     // warps to one word would be reported as conflicting.
     const auto words = static_cast<std::uint32_t>((c.smem_bytes + kSmemWord - 1) / kSmemWord);
     if (c.smem_shadow.empty()) c.smem_shadow.reset(words);
+    sets = &c.smem_shadow.read_sets();
     const std::uint32_t first = r.offset / kSmemWord, last = std::min((r.offset + r.bytes - 1) / kSmemWord + 1, words);
     if (!(write ? c.smem_shadow.access_range(first, last, visit_write)
                 : c.smem_shadow.access_range(first, last, visit_read)))

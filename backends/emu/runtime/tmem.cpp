@@ -345,12 +345,7 @@ bool TmemRoom::dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, st
   if (c.shadow.empty()) return true;
   const Clock& mine = w_.clock(w.id);
   // The first access to these cells not ordered before this warp's clock.
-  auto unordered = [&mine](const Shadow& s) -> const Access* {
-    if (!happens_before(s.write, mine)) return &s.write;
-    for (const Access& r : s.reads)
-      if (!happens_before(r, mine)) return &r;
-    return nullptr;
-  };
+  auto unordered = [&mine, &c](const Shadow& s) { return first_unordered(s, c.shadow.read_sets(), mine); };
   std::uint32_t at = 0;
   auto all_ordered = [&](std::uint32_t first, std::uint32_t last) {  // (`at`: the first that is not)
     at = c.shadow.find_first(first, last, [&](const Shadow& s) { return unordered(s) != nullptr; });
@@ -482,7 +477,8 @@ bool TmemRoom::move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t h
     const Access a = w_.access_now(comp, info);
     const Clock& clock = w_.clock(comp);
     auto visit = [&](Shadow& s, std::uint32_t idx) {
-      const Access* other = store ? shadow_write(s, clock, a) : shadow_read(s, clock, a);
+      const Access* other =
+          store ? shadow_write(s, c.shadow.read_sets(), clock, a) : shadow_read(s, c.shadow.read_sets(), clock, a);
       if (other == nullptr) return true;
       w_.report_race(s, other, store, info,
                      "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
@@ -626,7 +622,7 @@ bool TmemRoom::mma_d_access(const AsyncOp& op, const std::uint32_t* ctas, std::u
     TmemCta& c = ctas_[cta];
     ensure(c);
     auto visit = [&, a = w_.access_now(comp, info)](Shadow& s, std::uint32_t idx) {
-      const Access* other = shadow_write(s, clock, a);
+      const Access* other = shadow_write(s, c.shadow.read_sets(), clock, a);
       if (other == nullptr) return true;
       w_.report_race(s, other, true, info,
                      "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
