@@ -513,6 +513,57 @@ TEST(emu_TmemLdSt, ALoadAfterTheReleasingArriveRacesWithTheNextWriter) { expect_
 
 TEST(emu_TmemLdSt, AStoreAfterTheReleasingArriveRacesWithTheNextReader) { expect_late_access_races(true); }
 
+// tcgen05.st is asynchronous: its source registers must keep their values
+// until tcgen05.wait::st. A change before the wait is reported there,
+// naming the store; a change just before the source fragment goes out of
+// scope, with the store not waited for, is reported at the store. Quiet: a
+// change after the wait, and fragments that go out of scope unchanged
+// (a loop's, one storage reused by the next iteration's).
+enum class StSource { changed_before_wait, changed_after_wait, changed_in_scope, loop_unchanged };
+
+TEST(emu_TmemLdSt, SourceRegistersChangedBeforeWaitStFire) {
+  auto run = [](StSource mode, std::uint32_t& st_line, std::uint32_t& wait_line) {
+    return run_kernel(1, [mode, &st_line, &wait_line] {
+      const std::uint32_t a = alloc1(32);
+      auto fill = [](B::Frag<1>& f, std::uint32_t v) {
+        B::for_each_lane([&](std::uint32_t lane) { f.set(0, v + lane); });
+      };
+      B::Frag<1> f;
+      fill(f, 1);
+      if (mode == StSource::changed_in_scope) {
+        B::Frag<1> g;
+        fill(g, 1);
+        st_line = __LINE__; B::tmem_store<TmemShape::s32x32b, 1>(a, g);
+        fill(g, 2);
+      } else if (mode == StSource::loop_unchanged) {
+        for (std::uint32_t col = 0; col < 2; ++col) {
+          B::Frag<1> g;
+          fill(g, col);
+          B::tmem_store<TmemShape::s32x32b, 1>(a + col, g);
+        }
+      } else {
+        st_line = __LINE__; B::tmem_store<TmemShape::s32x32b, 1>(a, f);
+        if (mode == StSource::changed_before_wait) fill(f, 2);
+      }
+      wait_line = __LINE__; B::tmem_wait_store();
+      if (mode == StSource::changed_after_wait) fill(f, 2);
+      B::tmem_dealloc<1>(a, 32);
+    }, {}, kSmem);
+  };
+  std::uint32_t st = 0, wait = 0;
+  auto before = run(StSource::changed_before_wait, st, wait);
+  EXPECT_VIOLATION_AT(before, "tmem.st-source-changed", wait);
+  EXPECT_TRUE(contains(before.violations[0].message, "register 0 of thread 0 of the fragment stored by the tcgen05.st at ")) << before.report();
+  EXPECT_TRUE(contains(before.violations[0].message, "emu_tmem_test.cpp:" + std::to_string(st) +
+                                                      " changed from 1 to 2 before this tcgen05.wait::st"))
+      << before.report();
+  auto in_scope = run(StSource::changed_in_scope, st, wait);
+  EXPECT_VIOLATION_AT(in_scope, "tmem.st-source-changed", st);
+  EXPECT_TRUE(contains(in_scope.violations[0].message, "before the fragment went out of scope")) << in_scope.report();
+  EXPECT_OK(run(StSource::changed_after_wait, st, wait));
+  EXPECT_OK(run(StSource::loop_unchanged, st, wait));
+}
+
 TEST(emu_TmemLdSt, DeallocWithALoadInFlightFires) {
   std::uint32_t line = 0;
   auto r = run_kernel(1, [&] {

@@ -23,6 +23,13 @@ namespace wspipe::emu {
 template <std::uint32_t N>
 class EmuFrag {
  public:
+  EmuFrag() = default;
+  EmuFrag(const EmuFrag&) = default;
+  EmuFrag& operator=(const EmuFrag&) = default;
+  // The source of a tcgen05.st not yet waited for must not have changed
+  // when it goes (tmem.st-source-changed).
+  ~EmuFrag() { detail::RunningWarp::frag_gone(regs_.data()); }
+
   std::uint32_t reg(std::uint32_t i, SourceLoc loc = SourceLoc::current()) const {
     return regs_[detail::RunningWarp::current().frag_lane(token_, i, N, loc) * N + (i < N ? i : 0)];
   }

@@ -31,6 +31,7 @@ struct WarpLanes {
   std::uint32_t active = ~0u;       // active lanes, as the warp's fiber sees them
   std::uint32_t lane_active = ~0u;  // the same as lane 31's fiber sees them (lane-divergence mode)
   std::uint64_t ld_waited = 0;      // tcgen05.ld of this warp waited for (tcgen05.wait::ld)
+  std::uint32_t st_sources = 0;     // tcgen05.st source fragments the runtime watches (until tcgen05.wait::st)
 };
 
 // The warp running on this thread, as far as EmuBackend's inline paths see
@@ -72,6 +73,15 @@ class RunningWarp {
       return static_cast<std::uint32_t>(std::countr_zero(w.active));
     return frag_lane_checked(token, reg, regs, loc);
   }
+  // A fragment whose registers are at `regs` goes away (EmuFrag's
+  // destructor). A call only while the running warp has a tcgen05.st whose
+  // source the runtime watches (not yet waited for): its registers are
+  // compared with their values at issue one last time.
+  static void frag_gone(const std::uint32_t* regs) {
+    RunningWarp* const r = tl_running_;
+    if (r != nullptr && r->lanes_ != nullptr && r->lanes_->st_sources != 0) [[unlikely]]
+      r->st_source_gone(regs);
+  }
 
  protected:
   RunningWarp() = default;
@@ -81,6 +91,7 @@ class RunningWarp {
 
   // The out-of-line rest of frag_lane: the reports (runtime/tmem.cpp).
   std::uint32_t frag_lane_checked(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc);
+  void st_source_gone(const std::uint32_t* regs);  // runtime/ops.cpp
   [[noreturn]] static void outside_a_warp();
 
   WarpLanes* lanes_ = nullptr;  // the running warp's; null between warps

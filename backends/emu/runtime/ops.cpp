@@ -18,6 +18,8 @@ std::uint32_t RunningWarp::frag_lane_checked(std::uint64_t token, std::uint32_t 
   return static_cast<World*>(this)->frag_lane_report(token, reg, regs, loc);
 }
 
+void RunningWarp::st_source_gone(const std::uint32_t* regs) { static_cast<World*>(this)->tmem().st_source_gone(regs); }
+
 namespace ops {
 namespace {
 World& world() { return World::current(); }

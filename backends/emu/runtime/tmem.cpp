@@ -538,7 +538,48 @@ void TmemRoom::st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, 
   if (!w_.point(w, loc) || !access(w, shape, num, half_split, taddr, true, loc) ||
       !move(w, shape, num, half_split, taddr, true, const_cast<std::uint32_t*>(in), loc))
     return;
-  ++warps_[w.id].st_issued;
+  TmemWarp& t = warps_[w.id];
+  ++t.st_issued;
+  // PTX: tcgen05.st is asynchronous, complete only at tcgen05.wait::st. The
+  // cells were written from the registers as they are now; the registers
+  // must stay so until the wait, which compares them.
+  const std::uint32_t per = tmem_regs(shape, num);
+  t.st_sources.push_back({.regs = in, .per = per, .copy = t.st_copies.size(), .loc = loc});
+  t.st_copies.insert(t.st_copies.end(), in, in + std::size_t{32} * per);
+  ++w.st_sources;
+}
+
+bool TmemRoom::check_st_source(Warp& w, const TmemWarp::StSource& s, const SourceLoc& loc, const char* when) {
+  const std::uint32_t* at_issue = warps_[w.id].st_copies.data() + s.copy;
+  const std::size_t n = std::size_t{32} * s.per;
+  const auto [was, now] = std::mismatch(at_issue, at_issue + n, s.regs);
+  if (was == at_issue + n) return true;
+  const auto i = static_cast<std::uint32_t>(was - at_issue);
+  w_.fail(w, "tmem.st-source-changed", "",
+          "register " + std::to_string(i % s.per) + " of thread " + std::to_string(i / s.per) +
+              " of the fragment stored by the tcgen05.st at " + w_.where(s.loc) + " changed from " +
+              std::to_string(*was) + " to " + std::to_string(*now) + " " + when +
+              ": the store is asynchronous and may read its source registers until tcgen05.wait::st",
+          loc);
+  return false;
+}
+
+void TmemRoom::st_source_gone(const std::uint32_t* regs) {
+  if (w_.killing() || w_.stopping() || w_.in_lane()) return;
+  Warp& w = w_.warp();
+  TmemWarp& t = warps_[w.id];
+  for (std::size_t k = 0; k < t.st_sources.size();) {
+    const TmemWarp::StSource s = t.st_sources[k];
+    if (s.regs != regs) {
+      ++k;
+      continue;
+    }
+    if (!check_st_source(w, s, s.loc, "before the fragment went out of scope, with the store not yet waited for"))
+      return;
+    // Gone: nothing can change it any more. (Its copy stays until the wait.)
+    t.st_sources.erase(t.st_sources.begin() + static_cast<std::ptrdiff_t>(k));
+    --w.st_sources;
+  }
 }
 
 void TmemRoom::wait(bool loads, const SourceLoc& loc) {
@@ -554,7 +595,13 @@ void TmemRoom::wait(bool loads, const SourceLoc& loc) {
     w.ld_waited = warps_[w.id].ld_issued;
     if (w_.options().race_check) w_.release(w_.comp_ld(w), w_.clock(w.id));
   } else {
-    warps_[w.id].st_waited = warps_[w.id].st_issued;
+    TmemWarp& t = warps_[w.id];
+    for (const TmemWarp::StSource& s : t.st_sources)
+      if (!check_st_source(w, s, loc, "before this tcgen05.wait::st")) return;
+    t.st_sources.clear();
+    t.st_copies.clear();
+    w.st_sources = 0;
+    t.st_waited = t.st_issued;
     if (w_.options().race_check) w_.release(w_.comp_st(w), w_.clock(w.id));
   }
   if (w_.options().trace)
