@@ -519,7 +519,7 @@ TEST(emu_TmemLdSt, AStoreAfterTheReleasingArriveRacesWithTheNextReader) { expect
 // scope, with the store not waited for, is reported at the store. Quiet: a
 // change after the wait, and fragments that go out of scope unchanged
 // (a loop's, one storage reused by the next iteration's).
-enum class StSource { changed_before_wait, changed_after_wait, changed_in_scope, loop_unchanged };
+enum class StSource { changed_before_wait, changed_after_wait, changed_in_scope, stored_twice, loop_unchanged };
 
 TEST(emu_TmemLdSt, SourceRegistersChangedBeforeWaitStFire) {
   auto run = [](StSource mode, std::uint32_t& st_line, std::uint32_t& wait_line) {
@@ -530,10 +530,13 @@ TEST(emu_TmemLdSt, SourceRegistersChangedBeforeWaitStFire) {
       };
       B::Frag<1> f;
       fill(f, 1);
-      if (mode == StSource::changed_in_scope) {
+      if (mode == StSource::changed_in_scope || mode == StSource::stored_twice) {
         B::Frag<1> g;
         fill(g, 1);
         st_line = __LINE__; B::tmem_store<TmemShape::s32x32b, 1>(a, g);
+        if (mode == StSource::stored_twice) B::tmem_store<TmemShape::s32x32b, 1>(a + 1, g);
+        B::Frag<1> copy = g;  // a copy's end says nothing of g
+        (void)copy;
         fill(g, 2);
       } else if (mode == StSource::loop_unchanged) {
         for (std::uint32_t col = 0; col < 2; ++col) {
@@ -557,9 +560,11 @@ TEST(emu_TmemLdSt, SourceRegistersChangedBeforeWaitStFire) {
   EXPECT_TRUE(contains(before.violations[0].message, "emu_tmem_test.cpp:" + std::to_string(st) +
                                                       " changed from 1 to 2 before this tcgen05.wait::st"))
       << before.report();
-  auto in_scope = run(StSource::changed_in_scope, st, wait);
-  EXPECT_VIOLATION_AT(in_scope, "tmem.st-source-changed", st);
-  EXPECT_TRUE(contains(in_scope.violations[0].message, "before the fragment went out of scope")) << in_scope.report();
+  for (const StSource mode : {StSource::changed_in_scope, StSource::stored_twice}) {
+    auto in_scope = run(mode, st, wait);
+    EXPECT_VIOLATION_AT(in_scope, "tmem.st-source-changed", st);
+    EXPECT_TRUE(contains(in_scope.violations[0].message, "before the fragment went out of scope")) << in_scope.report();
+  }
   EXPECT_OK(run(StSource::changed_after_wait, st, wait));
   EXPECT_OK(run(StSource::loop_unchanged, st, wait));
 }

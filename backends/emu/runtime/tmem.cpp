@@ -531,22 +531,23 @@ std::uint64_t TmemRoom::ld(TmemShape shape, std::uint32_t num, std::uint32_t hal
   return warps_[w.id].ld_issued;
 }
 
-void TmemRoom::st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-                  const std::uint32_t* in, const SourceLoc& loc) {
+std::uint64_t TmemRoom::st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                           const std::uint32_t* in, const SourceLoc& loc) {
   Warp& w = w_.warp();
-  if (!w_.lanes_agree(w, tmem_op(LaneOp::Kind::tmem_st, shape, num, half_split, taddr, loc))) return;
+  if (!w_.lanes_agree(w, tmem_op(LaneOp::Kind::tmem_st, shape, num, half_split, taddr, loc))) return 0;
   if (!w_.point(w, loc) || !access(w, shape, num, half_split, taddr, true, loc) ||
       !move(w, shape, num, half_split, taddr, true, const_cast<std::uint32_t*>(in), loc))
-    return;
+    return 0;
   TmemWarp& t = warps_[w.id];
   ++t.st_issued;
   // PTX: tcgen05.st is asynchronous, complete only at tcgen05.wait::st. The
   // cells were written from the registers as they are now; the registers
   // must stay so until the wait, which compares them.
   const std::uint32_t per = tmem_regs(shape, num);
-  t.st_sources.push_back({.regs = in, .per = per, .copy = t.st_copies.size(), .loc = loc});
+  t.st_sources.push_back({.st = t.st_issued, .regs = in, .per = per, .copy = t.st_copies.size(), .loc = loc});
   t.st_copies.insert(t.st_copies.end(), in, in + std::size_t{32} * per);
   ++w.st_sources;
+  return t.st_issued;
 }
 
 bool TmemRoom::check_st_source(Warp& w, const TmemWarp::StSource& s, const SourceLoc& loc, const char* when) {
@@ -564,22 +565,23 @@ bool TmemRoom::check_st_source(Warp& w, const TmemWarp::StSource& s, const Sourc
   return false;
 }
 
-void TmemRoom::st_source_gone(const std::uint32_t* regs) {
+void TmemRoom::st_source_gone(std::uint64_t st) {
   if (w_.killing() || w_.stopping() || w_.in_lane()) return;
   Warp& w = w_.warp();
   TmemWarp& t = warps_[w.id];
-  for (std::size_t k = 0; k < t.st_sources.size();) {
-    const TmemWarp::StSource s = t.st_sources[k];
-    if (s.regs != regs) {
-      ++k;
-      continue;
-    }
-    if (!check_st_source(w, s, s.loc, "before the fragment went out of scope, with the store not yet waited for"))
+  const auto it = std::find_if(t.st_sources.begin(), t.st_sources.end(),
+                               [st](const TmemWarp::StSource& s) { return s.st == st; });
+  if (it == t.st_sources.end()) return;  // waited for
+  // This store's entry and those of the fragment's earlier stores: checked
+  // and, the fragment gone, no longer watched (their copies stay until the
+  // wait).
+  const std::uint32_t* const regs = it->regs;
+  for (const TmemWarp::StSource& s : t.st_sources)
+    if (s.regs == regs &&
+        !check_st_source(w, s, s.loc, "before the fragment went out of scope, with the store not yet waited for"))
       return;
-    // Gone: nothing can change it any more. (Its copy stays until the wait.)
-    t.st_sources.erase(t.st_sources.begin() + static_cast<std::ptrdiff_t>(k));
-    --w.st_sources;
-  }
+  w.st_sources -= static_cast<std::uint32_t>(
+      std::erase_if(t.st_sources, [regs](const TmemWarp::StSource& s) { return s.regs == regs; }));
 }
 
 void TmemRoom::wait(bool loads, const SourceLoc& loc) {

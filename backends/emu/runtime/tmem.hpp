@@ -117,6 +117,7 @@ struct TmemWarp {
   std::uint32_t pending_col0 = 0, pending_col1 = 0;
   SourceLoc ld_loc{};
   struct StSource {
+    std::uint64_t st;           // the store's number (st_issued after it)
     const std::uint32_t* regs;  // the fragment's, thread-major
     std::uint32_t per;          // registers per thread
     std::size_t copy;           // where st_copies holds its 32 * per registers at issue
@@ -146,13 +147,14 @@ class TmemRoom : Room {
   void dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc);
   std::uint64_t ld(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
                    std::uint32_t* out, const SourceLoc& loc);
-  void st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr, const std::uint32_t* in,
-          const SourceLoc& loc);
+  // st: returns the store's sequence number in the warp (0: not issued).
+  std::uint64_t st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                   const std::uint32_t* in, const SourceLoc& loc);
   void wait(bool loads, const SourceLoc& loc);
-  // The fragment at `regs` goes away (EmuFrag's destructor) while the warp
-  // has a tcgen05.st source not yet waited for: if it is one, its registers
-  // are checked once more and no longer watched.
-  void st_source_gone(const std::uint32_t* regs);
+  // The source fragment of the warp's tcgen05.st number `st` goes away
+  // (EmuFrag's destructor): if that store is not yet waited for, its
+  // registers are checked once more and no longer watched.
+  void st_source_gone(std::uint64_t st);
   // A fragment register `reg` read before the tcgen05.ld that fills it was
   // waited for (World::frag_lane_report found it).
   void report_ld_without_wait(Warp& w, std::uint32_t reg, const SourceLoc& loc);
