@@ -536,6 +536,47 @@ TEST(emu_SmemRace, AWriteRacesWithTheOneUnorderedReaderOfFour) {
   }
 }
 
+// A race report names the release that let the later access go ahead:
+// warp 0 stores `x`, arrives on `ready` and stores `x` again; warp 1 waits
+// on `ready` and reads `x`. The read is ordered after warp 0's operations up
+// to its arrive, and the second store is not among them. Where nothing of
+// the other warp is ordered before an access, the report says that.
+TEST(emu_SmemRace, TheReportNamesTheReleaseThatLetTheAccessGoAhead) {
+  struct S {
+    SharedMemBarrier ready;
+    std::uint32_t x;
+  };
+  auto run = [](bool wait, std::uint32_t& arrive_line) {
+    return wspipe::test::run_kernel(2, [wait, &arrive_line] {
+      auto& s = B::shared_storage<S>();
+      if (B::warp_idx() == 0) init_bar(s.ready, 1, "ready");
+      if (wait) B::cluster_sync();  // (else the warps never synchronise)
+      SmemView<B, std::uint32_t> x(&s.x, 1);
+      if (B::warp_idx() == 0) {
+        B::elect_one([&] {
+          x.store(0, 1);
+          arrive_line = __LINE__; B::arrive(s.ready);
+          x.store(0, 2);
+        });
+      } else {
+        if (wait) B::wait(s.ready, 0);
+        B::elect_one([&] { (void)x.load(0); });
+      }
+    }, {}, sizeof(S));
+  };
+  std::uint32_t arrive_line = 0;
+  auto r = run(true, arrive_line);
+  ASSERT_EQ(outcome(r), "race.smem") << r.report();
+  EXPECT_TRUE(contains(r.violations[0].message, "the ordinary load is ordered after cta0/w0's operations up to step "))
+      << r.report();
+  EXPECT_TRUE(contains(r.violations[0].message, "emu_async_test.cpp:" + std::to_string(arrive_line) +
+                                                    "), and the ordinary store is not among them"))
+      << r.report();
+  auto unsynced = run(false, arrive_line);
+  ASSERT_EQ(outcome(unsynced), "race.smem") << unsynced.report();
+  EXPECT_TRUE(contains(unsynced.violations[0].message, "; nothing orders any operation of cta0/w")) << unsynced.report();
+}
+
 TEST(emu_SmemRace, AViewOutsideSharedMemoryFires) {
   std::uint32_t line = 0;
   float heap[4] = {};

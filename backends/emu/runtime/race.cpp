@@ -35,16 +35,33 @@ std::string World::describe_access(const Access& a) const {
   return who + ": " + i.what + " at step " + std::to_string(i.step) + ", " + file + ":" + std::to_string(i.loc.line());
 }
 
-void World::report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, const std::string& object,
-                        const SourceLoc& loc, const Warp* culprit) {
+void World::report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, std::uint32_t comp,
+                        const std::string& object, const SourceLoc& loc, const Warp* culprit) {
   const AccessInfo& mine = access_infos_[info];
   const AccessInfo& theirs = access_infos_[other->info];
   const bool other_wrote = other == &s.write;
+  // The cause: what of the earlier access's warp this access is ordered
+  // after. Its clock holds the last epoch of that warp it acquired (through
+  // any chain of releases and waits); where that epoch ended is the
+  // release that let this access go ahead.
+  std::string cause;
+  if (theirs.issuer >= 0) {
+    const Warp& by = warps_[static_cast<std::uint32_t>(theirs.issuer)];
+    const std::uint32_t t = clocks_[comp][slot_[by.id]];
+    if (t == 0 || t > epoch_ends_[by.id].size()) {
+      cause = "; nothing orders any operation of " + by.name + " before the " + mine.what;
+    } else {
+      const EpochEnd& e = epoch_ends_[by.id][t - 1];
+      cause = "; the " + std::string(mine.what) + " is ordered after " + by.name + "'s operations up to step " +
+              std::to_string(e.step) + " (" + where(e.loc) + "), and the " + theirs.what +
+              " is not among them";
+    }
+  }
   fail(*current_, object.rfind("TMEM", 0) == 0 ? "race.tmem" : "race.smem", object,
        std::string(mine.what) + (write ? " (write)" : " (read)") + " by " + actor_name(mine.actor) +
            " is not ordered with an earlier " + theirs.what + (other_wrote ? " (write)" : " (read)") +
            " of the same location by " + actor_name(theirs.actor) +
-           ": no barrier, commit or wait orders the two, whatever values this schedule produced",
+           ": no barrier, commit or wait orders the two, whatever values this schedule produced" + cause,
        loc, culprit, describe_access(*other));
 }
 
@@ -102,7 +119,7 @@ bool World::smem_word_rare(const Shadow& s, const Access* other, std::uint32_t w
     return std::string(buf);
   };
   if (other != nullptr) {
-    report_race(s, other, write, info, object(), loc, culprit);
+    report_race(s, other, write, info, comp, object(), loc, culprit);
     return false;
   }
   // PTX "Proxies": the async proxy (tensor core, TMA) sees a warp's
@@ -151,7 +168,8 @@ void World::fence_proxy_async(const SourceLoc& loc) {
   if (killing_ || stopping_) return;
   if (options_.race_check) {
     w.proxy_fences.push_back(now(w.id));
-    tick(w.id);  // later stores are not covered by this fence
+    w.loc = loc;  // where its epoch ends
+    tick(w.id);   // later stores are not covered by this fence
   }
   if (options_.trace)
     record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::proxy_fence,

@@ -480,7 +480,7 @@ bool TmemRoom::move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t h
       const Access* other =
           store ? shadow_write(s, c.shadow.read_sets(), clock, a) : shadow_read(s, c.shadow.read_sets(), clock, a);
       if (other == nullptr) return true;
-      w_.report_race(s, other, store, info,
+      w_.report_race(s, other, store, info, comp,
                      "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
                          std::to_string(tmem_shadow_col(idx)) + " (" + cta_label(w.cta) + ")",
                      loc, nullptr);
@@ -673,7 +673,7 @@ bool TmemRoom::mma_d_access(const AsyncOp& op, const std::uint32_t* ctas, std::u
     auto visit = [&, a = w_.access_now(comp, info)](Shadow& s, std::uint32_t idx) {
       const Access* other = shadow_write(s, c.shadow.read_sets(), clock, a);
       if (other == nullptr) return true;
-      w_.report_race(s, other, true, info,
+      w_.report_race(s, other, true, info, comp,
                      "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
                          std::to_string(tmem_shadow_col(idx)) + " (" + cta_label(cta) + ")",
                      op.loc, &issuer);

@@ -83,6 +83,7 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
       cluster_of[k] = ctas_[warps_[k % warps_.size()].cta].cluster;
       slot_[k] = cluster_comps_[cluster_of[k]]++;
     }
+    epoch_ends_.resize(warps_.size());
     clocks_.resize(comps);
     for (std::size_t k = 0; k < comps; ++k) {
       clocks_[k].assign(cluster_comps_[cluster_of[k]], 0);

@@ -315,8 +315,12 @@ class World : public RunningWarp {
   Access access_now(std::uint32_t comp, std::uint32_t info) const {
     return {.comp = comp, .slot = slot_[comp], .time = clocks_[comp][slot_[comp]], .info = info};
   }
-  void report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, const std::string& object,
-                   const SourceLoc& loc, const Warp* culprit);
+  // A race of the access `info` by component `comp` with the earlier access
+  // `other`, recorded in `s`. The report names the last operation of the
+  // earlier access's warp that this access is ordered after: the release
+  // that let it go ahead, too early.
+  void report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, std::uint32_t comp,
+                   const std::string& object, const SourceLoc& loc, const Warp* culprit);
   // Shared-memory bytes [offset, offset+bytes) of CTA `cta` accessed by
   // component `comp`; `generic`: a warp's ordinary access; `async_read`: the
   // async proxy reads (checks fence.proxy.async after generic writes).
@@ -329,7 +333,13 @@ class World : public RunningWarp {
                           bool generic, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
                           const Warp* culprit);
   std::size_t clock_size(std::uint32_t cta) const { return cluster_comps_[ctas_[cta].cluster]; }
-  void tick(std::uint32_t comp) { ++clocks_[comp][slot_[comp]]; }
+  // Component `comp` starts its next epoch. A warp's epoch ends at an
+  // operation that hands its clock on (a release, an issue, a fence): where
+  // it was is kept, for the race reports (cause()).
+  void tick(std::uint32_t comp) {
+    if (comp < warps_.size()) epoch_ends_[comp].push_back({.step = step_, .loc = warps_[comp].loc});
+    ++clocks_[comp][slot_[comp]];
+  }
   std::uint32_t now(std::uint32_t comp) const { return clocks_[comp][slot_[comp]]; }
 
   // Co-resident CTAs (LaunchConfig::ctas_per_sm). The SM of CTA `cta`:
@@ -437,6 +447,13 @@ class World : public RunningWarp {
   std::vector<std::uint32_t> slot_;      // per component: its index in its cluster's clocks
   std::vector<std::uint32_t> cluster_comps_;  // per cluster: its components (a clock's size)
   std::vector<AccessInfo> access_infos_;
+  // Per warp, where each of its epochs ended (epoch t at [t - 1]): the step
+  // and the operation's place.
+  struct EpochEnd {
+    std::uint64_t step;
+    SourceLoc loc;
+  };
+  std::vector<std::vector<EpochEnd>> epoch_ends_;
   // The actors that can move, ascending (warps, then engines), and per
   // entry whether it can only time out (spurious try_wait); kept up to date
   // by refresh() from moves_, each actor's Move as last evaluated.
