@@ -577,6 +577,29 @@ TEST(emu_SmemRace, TheReportNamesTheReleaseThatLetTheAccessGoAhead) {
   EXPECT_TRUE(contains(unsynced.violations[0].message, "; nothing orders any operation of cta0/w")) << unsynced.report();
 }
 
+// Shared memory is shadowed per byte: two warps writing different bytes of
+// one word do not conflict; the same byte does, and the report names the
+// bytes that race.
+TEST(emu_SmemRace, SubWordDataOfTwoWarpsDoNotConflict) {
+  struct S {
+    std::uint8_t b[8];
+  };
+  auto kernel = [](std::uint32_t other_byte) {
+    return [other_byte] {
+      auto& s = B::shared_storage<S>();
+      SmemView<B, std::uint8_t> v(s.b, 8);
+      B::elect_one([&] { v.store(B::warp_idx() == 0 ? 5 : other_byte, 1); });
+    };
+  };
+  for (std::uint64_t seed = 0; seed <= 10; ++seed) {
+    const emu::RunOptions o = seed == 0 ? emu::RunOptions{} : with_strategy(emu::StrategyKind::random, seed);
+    EXPECT_OK(wspipe::test::run_kernel(2, kernel(6), o, sizeof(S)));
+    auto bad = wspipe::test::run_kernel(2, kernel(5), o, sizeof(S));
+    ASSERT_EQ(outcome(bad), "race.smem") << bad.report();
+    EXPECT_EQ(bad.violations[0].object, "shared memory [0x5, 0x6) (cta0)");
+  }
+}
+
 TEST(emu_SmemRace, AViewOutsideSharedMemoryFires) {
   std::uint32_t line = 0;
   float heap[4] = {};

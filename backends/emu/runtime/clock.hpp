@@ -314,9 +314,9 @@ class ShadowTable {
   ReadSets read_sets_;
 };
 
-// Shared memory's shadow blocks: 8 words. TMA writes whole tiles, and an MMA
+// Shared memory's shadow blocks: 32 bytes. TMA writes whole tiles, and an MMA
 // reads 32 bytes of K per operand row, which a swizzled layout keeps
 // together. (TMEM's: kTmemShadowBlock, tmem.hpp.)
-constexpr std::uint32_t kSmemShadowBlock = 8;
+constexpr std::uint32_t kSmemShadowBlock = 32;
 
 }  // namespace wspipe::emu::detail

@@ -76,13 +76,13 @@ bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model:
                                const Warp* culprit) {
   const Access a = access_now(comp, info);
   const Clock& clock = clocks_[comp];
-  std::uint32_t cta = 0;
+  std::uint32_t cta = 0, last = 0;
   ReadSets* sets = nullptr;  // the CTA's table's
   // A visit each for writes and reads, small enough to be inlined into the
   // table's loop.
   auto visit_write = [&](Shadow& s, std::uint32_t k) {
     if (const Access* other = shadow_write(s, *sets, clock, a))
-      return smem_word_rare(s, other, k, cta, true, comp, info, loc, culprit);
+      return smem_word_rare(s, other, k, last, cta, true, comp, info, loc, culprit);
     s.write_generic = generic;
     return true;
   };
@@ -90,19 +90,20 @@ bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model:
     const Access* other = shadow_read(s, *sets, clock, a);
     // (A read leaves the shadow's write as it was.)
     if (other == nullptr && (generic || !s.write_generic || s.write.time == 0)) return true;
-    return smem_word_rare(s, other, k, cta, false, comp, info, loc, culprit);
+    return smem_word_rare(s, other, k, last, cta, false, comp, info, loc, culprit);
   };
   for (const model::MmaFootprint::Range& r : ranges) {
     if (r.bytes == 0) continue;
     cta = ctas[r.cta];
     Cta& c = ctas_[cta];
-    // Shadow granularity: 4-byte words, the smallest unit kernels here hand
-    // between warps (a TMEM address, an f32); sub-word accesses by different
-    // warps to one word would be reported as conflicting.
+    // Shadow granularity: bytes, so that sub-word data of different warps in
+    // one word never conflict (it costs no more than 4-byte words did:
+    // docs/performance.md).
     const auto words = static_cast<std::uint32_t>((c.smem_bytes + kSmemWord - 1) / kSmemWord);
     if (c.smem_shadow.empty()) c.smem_shadow.reset(words);
     sets = &c.smem_shadow.read_sets();
-    const std::uint32_t first = r.offset / kSmemWord, last = std::min((r.offset + r.bytes - 1) / kSmemWord + 1, words);
+    const std::uint32_t first = r.offset / kSmemWord;
+    last = std::min((r.offset + r.bytes - 1) / kSmemWord + 1, words);
     if (!(write ? c.smem_shadow.access_range(first, last, visit_write)
                 : c.smem_shadow.access_range(first, last, visit_read)))
       return false;
@@ -110,11 +111,27 @@ bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model:
   return true;
 }
 
-bool World::smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t cta, bool write,
-                           std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit) {
+bool World::smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t last,
+                           std::uint32_t cta, bool write, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
+                           const Warp* culprit) {
+  // The object: `word` and the locations after it, up to `last`, that the
+  // same earlier access makes this one fail on (not yet visited, so in
+  // their state before it).
   auto object = [&] {
+    const ShadowTable<kSmemShadowBlock>& table = ctas_[cta].smem_shadow;
+    const Clock& clock = clocks_[comp];
+    const std::uint32_t same = other != nullptr ? other->info : s.write.info;
+    auto failing = [&](const Shadow& t) -> const Access* {
+      if (other == nullptr) return &t.write;  // the ordinary store the async proxy reads
+      if (!write) return happens_before(t.write, clock) ? nullptr : &t.write;  // a read fails on the write only
+      return first_unordered(t, table.read_sets(), clock);
+    };
+    const std::uint32_t end = table.find_first(word + 1, last, [&](const Shadow& t) {
+      const Access* o = failing(t);
+      return o == nullptr || o->info != same;
+    });
     char buf[96];
-    std::snprintf(buf, sizeof buf, "shared memory [0x%x, 0x%x) (%s)", word * kSmemWord, (word + 1) * kSmemWord,
+    std::snprintf(buf, sizeof buf, "shared memory [0x%x, 0x%x) (%s)", word * kSmemWord, end * kSmemWord,
                   cta_label(cta).c_str());
     return std::string(buf);
   };

@@ -414,13 +414,13 @@ class World : public RunningWarp {
     const std::uint32_t f = version == 2 ? choice_fingerprint_ : step_fingerprint_;
     return f == 0 ? 1 : f;
   }
-  // smem_ranges_access's rare cases at word `word` of CTA `cta`, out of its
-  // per-word loop: the race with `other` (reported), or a read by the async
-  // proxy of an ordinary store's word, whose fence.proxy.async it checks.
-  // False when it reported.
-  [[gnu::noinline]] bool smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t cta,
-                                        bool write, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
-                                        const Warp* culprit);
+  // smem_ranges_access's rare cases at location `word` of CTA `cta` (of an
+  // access up to `last`), out of its per-location loop: the race with
+  // `other` (reported), or a read by the async proxy of an ordinary store's
+  // location, whose fence.proxy.async it checks. False when it reported.
+  [[gnu::noinline]] bool smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t last,
+                                        std::uint32_t cta, bool write, std::uint32_t comp, std::uint32_t info,
+                                        const SourceLoc& loc, const Warp* culprit);
   // A CTA's exit (world.cpp): each room checks what it leaves behind.
   void cta_exited(Warp& w);
 
