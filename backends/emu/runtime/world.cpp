@@ -20,6 +20,11 @@
 
 namespace wspipe::emu::detail {
 
+namespace {
+// The epoch tables of this thread's last World, for the next one.
+thread_local std::vector<std::vector<EpochEnd>> t_epoch_ends;
+}  // namespace
+
 World::World(const LaunchConfig& launch_in, const std::function<void()>& body, const RunOptions& options)
     : launch_(checked_launch(launch_in)), body_(body), options_(options) {
   const LaunchConfig& launch = launch_;  // checked: cluster_shape set, cluster_size its size
@@ -83,6 +88,8 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
       cluster_of[k] = ctas_[warps_[k % warps_.size()].cta].cluster;
       slot_[k] = cluster_comps_[cluster_of[k]]++;
     }
+    epoch_ends_.swap(t_epoch_ends);
+    for (std::vector<EpochEnd>& e : epoch_ends_) e.clear();
     epoch_ends_.resize(warps_.size());
     clocks_.resize(comps);
     for (std::size_t k = 0; k < comps; ++k) {
@@ -144,6 +151,7 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
 
 World::~World() {
   for (Cta& c : ctas_) keep_cta_buffers(c);
+  if (epoch_ends_.size() >= t_epoch_ends.size()) t_epoch_ends.swap(epoch_ends_);
 }
 
 void World::never_run(std::uint32_t cluster) {

@@ -120,6 +120,13 @@ std::byte* take_smem(std::size_t bytes);  // 1024-aligned
 ShadowTable<kSmemShadowBlock> take_smem_shadow();
 void keep_cta_buffers(Cta& c);  // leaves c without them
 
+// Where a warp's clock epoch ended (World::tick): the step and the place
+// of the operation that handed its clock on, for race reports.
+struct EpochEnd {
+  std::uint64_t step;
+  SourceLoc loc;
+};
+
 class DirectedAlgorithm;
 class BarrierRoom;
 class MbarrierRoom;
@@ -447,12 +454,9 @@ class World : public RunningWarp {
   std::vector<std::uint32_t> slot_;      // per component: its index in its cluster's clocks
   std::vector<std::uint32_t> cluster_comps_;  // per cluster: its components (a clock's size)
   std::vector<AccessInfo> access_infos_;
-  // Per warp, where each of its epochs ended (epoch t at [t - 1]): the step
-  // and the operation's place.
-  struct EpochEnd {
-    std::uint64_t step;
-    SourceLoc loc;
-  };
+  // Per warp, where each of its epochs ended (epoch t at [t - 1]). The
+  // tables are this thread's, kept from World to World (world.cpp), so that
+  // a run does not allocate them anew.
   std::vector<std::vector<EpochEnd>> epoch_ends_;
   // The actors that can move, ascending (warps, then engines), and per
   // entry whether it can only time out (spurious try_wait); kept up to date
