@@ -52,6 +52,7 @@ enum class PersistentGemmBug : std::uint8_t {
   store_source_reused,     // the epilogue rewrites a staging buffer without bulk_wait_group_read
   undrained_clc_ring,      // the scheduler warp exits without draining the CLC ring (bug 15)
   pair_mask_unshifted,     // bug 16: accum-full commit mask 0x3, not 0x3 << the pair's first rank
+  accum_released_early,    // the epilogue arrives on accum-empty before its last fragment's tcgen05.ld
 };
 
 inline constexpr std::uint32_t kPgEpilogueWarps = 4;  // warps 0-3
@@ -283,12 +284,19 @@ WSPIPE_HD void persistent_gemm_kernel(const PersistentGemmArgs<B>& args) {
       const TmemAddress base = stage.tmem().address().offset(32 * quarter, 0);
       using Frag = typename B::template Frag<kPgStoreCols>;
       Frag frag[kPgStoresPerTile];
-      for (std::uint32_t j = 0; j < kPgStoresPerTile; ++j)
+      // The bug loads the last fragment after releasing the stage.
+      const std::uint32_t loaded =
+          bug == PersistentGemmBug::accum_released_early ? kPgStoresPerTile - 1 : kPgStoresPerTile;
+      for (std::uint32_t j = 0; j < loaded; ++j)
         frag[j] = B::template tmem_load<TmemShape::s32x32b, kPgStoreCols>(base.offset(0, j * kPgStoreCols).raw());
       B::tmem_wait_load();
       // Early release: the stage's cells are in registers; the MMA warp may
       // start the next tile in it while this warp stores D.
       stage.arrive_empty();
+      for (std::uint32_t j = loaded; j < kPgStoresPerTile; ++j) {
+        frag[j] = B::template tmem_load<TmemShape::s32x32b, kPgStoreCols>(base.offset(0, j * kPgStoreCols).raw());
+        B::tmem_wait_load();
+      }
       for (std::uint32_t j = 0; j < kPgStoresPerTile; ++j, buffer = (buffer + 1) % kPgStagingBuffers) {
         float* staged = s.staging[quarter][buffer];
         // The store issued from this buffer kPgStagingBuffers stores ago

@@ -94,6 +94,10 @@ const PgVariant kVariants[] = {
      "bug 16: cta_group 2 in a 4x1 cluster commits accum-full with mask 0x3, not 0x3 << the pair's first rank: "
      "the pair (2, 3) signals CTAs 0 and 1, whose epilogue reads a stage the next MMA writes (needs clusters of 4)",
      {{"cta-group", 2}, {"cluster", 4}, {"m", 512}}},
+    {"accum-released-early", PersistentGemmBug::accum_released_early, "race.tmem",
+     "the epilogue arrives on accum-empty before it loads the stage's last fragment: the next tile's MMA may "
+     "overwrite the cells that tcgen05.ld still reads",
+     {{"clc-stages", 0}, {"clusters", 1}}},
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -495,6 +496,110 @@ TEST(emu_SmemRace, UnsynchronisedStoreAndLoadFireAndABarrierFixesThem) {
   }
 }
 
+// Every reader of a location is kept: warps 0-3 read one word, unordered
+// with each other, and warps 1-3 then tell warp 4, which writes the word.
+// The write races with warp 0's read, the one read not ordered before it,
+// whichever of the four came first (a shadow that kept three readers lost
+// the oldest one). Quiet when warp 0 tells warp 4 too.
+TEST(emu_SmemRace, AWriteRacesWithTheOneUnorderedReaderOfFour) {
+  struct S {
+    SharedMemBarrier read;
+    std::uint32_t x;
+  };
+  auto kernel = [](bool all) {
+    return [all] {
+      auto& s = B::shared_storage<S>();
+      const std::uint32_t w = B::warp_idx();
+      if (w == 4) init_bar(s.read, all ? 4 : 3, "read");
+      B::cluster_sync();
+      SmemView<B, std::uint32_t> x(&s.x, 1);
+      if (w < 4) {
+        B::elect_one([&] { (void)x.load(0); });
+        if (w != 0 || all) B::elect_one([&] { B::arrive(s.read); });
+      } else {
+        B::wait(s.read, 0);
+        B::elect_one([&] { x.store(0, 1); });
+      }
+    };
+  };
+  for (std::uint64_t seed = 0; seed <= 10; ++seed) {
+    const emu::RunOptions o = seed == 0 ? emu::RunOptions{} : with_strategy(emu::StrategyKind::random, seed);
+    auto bad = wspipe::test::run_kernel(5, kernel(false), o, sizeof(S));
+    ASSERT_EQ(outcome(bad), "race.smem") << "seed " << seed << "\n" << bad.report();
+    // Reported at the write, against warp 0's read, or at warp 0's read if
+    // the write came first.
+    const emu::Violation& v = bad.violations[0];
+    EXPECT_TRUE(contains(v.warp, "cta0/w4") ? contains(v.other, "cta0/w0: ordinary load")
+                                            : contains(v.warp, "cta0/w0") && contains(v.other, "cta0/w4"))
+        << bad.report();
+    EXPECT_OK(wspipe::test::run_kernel(5, kernel(true), o, sizeof(S)));
+  }
+}
+
+// A race report names the release that let the later access go ahead:
+// warp 0 stores `x`, arrives on `ready` and stores `x` again; warp 1 waits
+// on `ready` and reads `x`. The read is ordered after warp 0's operations up
+// to its arrive, and the second store is not among them. Where nothing of
+// the other warp is ordered before an access, the report says that.
+TEST(emu_SmemRace, TheReportNamesTheReleaseThatLetTheAccessGoAhead) {
+  struct S {
+    SharedMemBarrier ready;
+    std::uint32_t x;
+  };
+  auto run = [](bool wait, std::uint32_t& arrive_line) {
+    return wspipe::test::run_kernel(2, [wait, &arrive_line] {
+      auto& s = B::shared_storage<S>();
+      if (B::warp_idx() == 0) init_bar(s.ready, 1, "ready");
+      if (wait) B::cluster_sync();  // (else the warps never synchronise)
+      SmemView<B, std::uint32_t> x(&s.x, 1);
+      if (B::warp_idx() == 0) {
+        B::elect_one([&] {
+          x.store(0, 1);
+          arrive_line = __LINE__; B::arrive(s.ready);
+          x.store(0, 2);
+        });
+      } else {
+        if (wait) B::wait(s.ready, 0);
+        B::elect_one([&] { (void)x.load(0); });
+      }
+    }, {}, sizeof(S));
+  };
+  std::uint32_t arrive_line = 0;
+  auto r = run(true, arrive_line);
+  ASSERT_EQ(outcome(r), "race.smem") << r.report();
+  EXPECT_TRUE(contains(r.violations[0].message, "the ordinary load is ordered after cta0/w0's operations up to step "))
+      << r.report();
+  EXPECT_TRUE(contains(r.violations[0].message, "emu_async_test.cpp:" + std::to_string(arrive_line) +
+                                                    "), and the ordinary store is not among them"))
+      << r.report();
+  auto unsynced = run(false, arrive_line);
+  ASSERT_EQ(outcome(unsynced), "race.smem") << unsynced.report();
+  EXPECT_TRUE(contains(unsynced.violations[0].message, "; nothing orders any operation of cta0/w")) << unsynced.report();
+}
+
+// Shared memory is shadowed per byte: two warps writing different bytes of
+// one word do not conflict; the same byte does, and the report names the
+// bytes that race.
+TEST(emu_SmemRace, SubWordDataOfTwoWarpsDoNotConflict) {
+  struct S {
+    std::uint8_t b[8];
+  };
+  auto kernel = [](std::uint32_t other_byte) {
+    return [other_byte] {
+      auto& s = B::shared_storage<S>();
+      SmemView<B, std::uint8_t> v(s.b, 8);
+      B::elect_one([&] { v.store(B::warp_idx() == 0 ? 5 : other_byte, 1); });
+    };
+  };
+  for (std::uint64_t seed = 0; seed <= 10; ++seed) {
+    const emu::RunOptions o = seed == 0 ? emu::RunOptions{} : with_strategy(emu::StrategyKind::random, seed);
+    EXPECT_OK(wspipe::test::run_kernel(2, kernel(6), o, sizeof(S)));
+    auto bad = wspipe::test::run_kernel(2, kernel(5), o, sizeof(S));
+    ASSERT_EQ(outcome(bad), "race.smem") << bad.report();
+    EXPECT_EQ(bad.violations[0].object, "shared memory [0x5, 0x6) (cta0)");
+  }
+}
+
 TEST(emu_SmemRace, AViewOutsideSharedMemoryFires) {
   std::uint32_t line = 0;
   float heap[4] = {};
@@ -770,6 +875,157 @@ TEST(emu_Tensor, CommitArrivesOnlyAfterTheEarlierMmasCompleted) {
     }
   }
   EXPECT_EQ(arrives, 3u);  // empty[0] twice, accum_full once
+}
+
+// ------------------------------------------------- one agent per issuer
+
+// A CTA's warps share its TMA engine and tensor core, but nothing one warp
+// did reaches another through them: each operation is performed on its
+// issuer's agent, which carries the issuer's clock at issue and no other
+// warp's (docs/emulator-models.md, "The happens-before race checker").
+// Each test runs the default schedule and random seeds 1-10; the bug must
+// be reported on every one and the fix on none.
+void expect_race_on_every_schedule(const std::function<emu::RunResult(emu::RunOptions)>& bad,
+                                   const std::function<emu::RunResult(emu::RunOptions)>& good, const char* rule) {
+  for (std::uint64_t seed = 0; seed <= 10; ++seed) {
+    const emu::RunOptions o = seed == 0 ? emu::RunOptions{} : with_strategy(emu::StrategyKind::random, seed);
+    auto r = bad(o);
+    EXPECT_EQ(outcome(r), rule) << "seed " << seed << "\n" << r.report();
+    auto ok = good(o);
+    EXPECT_EQ(ok.status, emu::Status::ok) << "seed " << seed << "\n" << ok.report();
+  }
+}
+
+// Warp 0 stores into `x`, then copies a tile into `y`; warp 1 copies a tile
+// into `x`. The engine completes both, and warp 1's copy is not ordered
+// after warp 0's store, whichever it completes first.
+TEST(emu_EngineAgents, ACopyIsNotOrderedAfterAnotherIssuersStore) {
+  struct S {
+    alignas(1024) std::uint8_t x[1024];
+    alignas(1024) std::uint8_t y[1024];
+    SharedMemBarrier full[2];
+  };
+  std::vector<std::uint8_t> g(64 * 64);
+  const TensorMap m = wspipe::test::tensor_map_2d(g.data(), ElemType::u8, 64, 64, 64, 16);
+  auto run = [&](bool ordered) {
+    return [&m, ordered](emu::RunOptions o) {
+      return wspipe::test::run_kernel(2, [&m, ordered] {
+        auto& s = B::shared_storage<S>();
+        const std::uint32_t w = B::warp_idx();
+        if (w == 0) {
+          init_bar(s.full[0], 1, "full0");
+          init_bar(s.full[1], 1, "full1");
+          B::fence_init();
+        }
+        B::cluster_sync();
+        if (w == 0) {
+          SmemView<B, std::uint8_t> x(s.x, sizeof s.x);
+          B::elect_one([&] { x.store(0, 1); });
+          if (ordered) B::named_arrive(1, 64);  // the fix: warp 1 copies after the store
+        } else if (ordered) {
+          B::named_sync(1, 64);
+        }
+        B::elect_one([&] {
+          B::arrive_expect_tx(s.full[w], 1024);
+          B::tma_load(m, w == 0 ? s.y : s.x, s.full[w], {{0, 0}});
+        });
+        B::wait(s.full[w], 0);
+      }, o, sizeof(S));
+    };
+  };
+  expect_race_on_every_schedule(run(false), run(true), "race.smem");
+}
+
+// Warp 0's TMA store reads `y`; warp 2 waits for warp 1's copy into `x`
+// and then writes `y`. The copy's completion orders nothing of warp 0's
+// store: warp 2 must wait for the store's read itself.
+TEST(emu_EngineAgents, ACopysCompletionReleasesNoOtherIssuersStore) {
+  struct S {
+    alignas(1024) std::uint8_t x[1024];
+    alignas(1024) std::uint8_t y[1024];
+    SharedMemBarrier full;
+  };
+  std::vector<std::uint8_t> g(64 * 64), out(64 * 64);
+  const TensorMap in_map = wspipe::test::tensor_map_2d(g.data(), ElemType::u8, 64, 64, 64, 16);
+  const TensorMap out_map = wspipe::test::tensor_map_2d(out.data(), ElemType::u8, 64, 64, 64, 16);
+  auto run = [&](bool ordered) {
+    return [&, ordered](emu::RunOptions o) {
+      return wspipe::test::run_kernel(3, [&, ordered] {
+        auto& s = B::shared_storage<S>();
+        const std::uint32_t w = B::warp_idx();
+        if (w == 0) {
+          init_bar(s.full, 1, "full");
+          B::fence_init();
+        }
+        B::cluster_sync();
+        if (w == 0) {
+          B::elect_one([&] {
+            B::tma_store<2>(out_map, s.y, {{0, 0}});
+            B::bulk_commit_group();
+            B::bulk_wait_group_read<0>();
+          });
+          if (ordered) B::named_arrive(1, 64);  // the fix: the store has read `y`
+        } else if (w == 1) {
+          B::elect_one([&] {
+            B::arrive_expect_tx(s.full, 1024);
+            B::tma_load(in_map, s.x, s.full, {{0, 0}});
+          });
+        } else {
+          B::wait(s.full, 0);
+          if (ordered) B::named_sync(1, 64);
+          SmemView<B, std::uint8_t> y(s.y, sizeof s.y);
+          B::elect_one([&] { y.store(0, 1); });
+        }
+      }, o, sizeof(S));
+    };
+  };
+  expect_race_on_every_schedule(run(false), run(true), "race.smem");
+}
+
+// Warp 1 issues an MMA and tells warp 0, which commits: tcgen05.commit
+// tracks the executing thread's own earlier MMAs (PTX "tcgen05.commit"),
+// so warp 0's commit does not order warp 1's MMA before warp 0's load of D.
+TEST(emu_EngineAgents, ACommitTracksOnlyItsIssuersMmas) {
+  struct S {
+    alignas(1024) std::uint16_t a[128 * 64];
+    SharedMemBarrier issued, done;
+    std::uint32_t tmem_base;
+  };
+  auto run = [](bool own_commit) {
+    return [own_commit](emu::RunOptions o) {
+      return wspipe::test::run_kernel(2, [own_commit] {
+        auto& s = B::shared_storage<S>();
+        if (B::warp_idx() == 0) {
+          init_bar(s.issued, 1, "issued");
+          init_bar(s.done, 1, "done");
+          B::fence_init();
+          B::tmem_alloc<1>(&s.tmem_base, 64);
+        }
+        B::cluster_sync();
+        if (B::warp_idx() == 1) {
+          const std::uint32_t idesc = InstrDescriptor{.m = 128, .n = 64}.encode();
+          B::elect_one([&] {
+            B::mma<MmaKind::f16, 1>(s.tmem_base, Gemm::desc(s.a, 0), Gemm::desc(s.a, 0), idesc, false);
+            if (own_commit)
+              B::mma_commit<1>(s.done);  // the fix: the MMA's issuer commits
+            else
+              B::arrive(s.issued);
+          });
+          return;
+        }
+        if (!own_commit) {
+          B::wait(s.issued, 0);
+          B::elect_one([&] { B::mma_commit<1>(s.done); });
+        }
+        B::wait(s.done, 0);
+        auto d = B::tmem_load<TmemShape::s32x32b, 1>(s.tmem_base);
+        B::tmem_wait_load();
+        (void)d;
+        B::tmem_dealloc<1>(s.tmem_base, 64);
+      }, o, sizeof(S));
+    };
+  };
+  expect_race_on_every_schedule(run(false), run(true), "race.tmem");
 }
 
 TEST(emu_Tensor, SameSeedSameTrace) {

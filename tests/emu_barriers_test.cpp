@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/emu/emu.hpp"
+#include "core/smem.hpp"
 #include "emu_test_util.hpp"
 #include "examples/ring.hpp"
 
@@ -219,6 +220,56 @@ TEST(emu_NamedBarrier, ArriveDoesNotBlockAndPublishesToTheSyncingWarp) {
         with_strategy(emu::StrategyKind::random, seed), kSmem);
     EXPECT_OK(r) << "seed " << seed;
   }
+}
+
+// A bar.sync acquires the instance it arrived in, not a later one. Warps 0
+// and 1 bar.sync instance 0 of named barrier 1; warp 1 then tells warp 2,
+// which writes `x` and bar.arrives with warp 1's second bar.arrive on
+// instance 1. Warp 0 reads `x` after its bar.sync: unordered with the
+// write, also when warp 0 returns only after instance 1 completed (it once
+// acquired instance 1 then, which carries the write). Quiet when warp 0
+// reads before its bar.sync.
+TEST(emu_NamedBarrier, SyncAcquiresTheInstanceItArrivedInNotALaterOne) {
+  struct S {
+    SharedMemBarrier passed;
+    std::uint32_t x;
+  };
+  auto kernel = [](bool read_after_sync) {
+    return [read_after_sync] {
+      auto& s = B::shared_storage<S>();
+      const std::uint32_t w = B::warp_idx();
+      if (w == 1) init_bar(s.passed, 1, "passed");
+      B::cluster_sync();
+      wspipe::SmemView<B, std::uint32_t> x(&s.x, 1);
+      if (w == 0) {
+        if (!read_after_sync) B::elect_one([&] { (void)x.load(0); });
+        B::named_sync(1, 64);
+        if (read_after_sync) B::elect_one([&] { (void)x.load(0); });
+      } else if (w == 1) {
+        B::named_sync(1, 64);
+        elected_arrive(s.passed);
+        B::named_arrive(1, 64);
+      } else {
+        B::wait(s.passed, 0);
+        B::elect_one([&] { x.store(0, 1); });
+        B::named_arrive(1, 64);
+      }
+    };
+  };
+  bool later = false;  // some schedule ran warp 0 on only after instance 1 completed
+  for (std::uint64_t seed = 0; seed <= 16; ++seed) {
+    emu::RunOptions o = seed == 0 ? emu::RunOptions{} : with_strategy(emu::StrategyKind::random, seed);
+    o.trace = true;
+    auto bad = run_kernel(3, kernel(true), o, sizeof(S));
+    ASSERT_EQ(outcome(bad), "race.smem") << "seed " << seed << "\n" << bad.report();
+    std::size_t completed = 0;  // instances completed so far (an arrive that brings in the last thread)
+    for (const auto& e : bad.trace.events) {
+      if (e.kind == emu::EventKind::named_arrive && e.c == e.b) ++completed;
+      if (e.kind == emu::EventKind::named_pass && e.warp == 0) later |= completed == 2;
+    }
+    EXPECT_OK(run_kernel(3, kernel(false), o, sizeof(S)));
+  }
+  EXPECT_TRUE(later);
 }
 
 // bar.sync / bar.arrive are warp-collective in the programming model

@@ -13,6 +13,7 @@
 
 #include "backends/emu/emu.hpp"
 #include "core/clc.hpp"
+#include "core/smem.hpp"
 #include "emu_test_util.hpp"
 
 namespace {
@@ -619,6 +620,52 @@ TEST(ClcLaunch, CanceledClusterNeverRuns) {
     ASSERT_EQ(outcome(r), "ok") << r.report();
     for (const std::uint32_t c : *canceled) EXPECT_EQ((*ran)[c], 0u) << "seed " << seed;
     EXPECT_EQ((*ran)[0] + (*ran)[1] + (*ran)[2] + canceled->size(), 3u) << "seed " << seed;
+  }
+}
+
+// Two warps' requests complete on the cluster's CLC unit, each on its
+// issuer's agent: warp 1's response, and the wait that acquires it, are not
+// ordered after what warp 0 did before its own request, whichever request
+// completes first. Quiet when a named barrier orders warp 0's store first.
+TEST(emu_Clc, AResponseIsNotOrderedAfterAnotherIssuersStore) {
+  struct S {
+    ClcResponse resp[2];
+    SharedMemBarrier full[2];
+    std::uint32_t x;
+  };
+  auto kernel = [](bool ordered) {
+    return [ordered] {
+      auto& s = B::shared_storage<S>();
+      const std::uint32_t w = B::warp_idx();
+      if (w == 0) {
+        init_bar(s.full[0], 1, "clc_full0");
+        init_bar(s.full[1], 1, "clc_full1");
+        B::fence_init();
+      }
+      B::cluster_sync();
+      wspipe::SmemView<B, std::uint32_t> x(&s.x, 1);
+      if (w == 0) {
+        B::elect_one([&] { x.store(0, 7); });
+        if (ordered) B::named_arrive(1, 64);
+      } else if (ordered) {
+        B::named_sync(1, 64);
+      }
+      B::elect_one([&] {
+        B::arrive_expect_tx(s.full[w], sizeof(ClcResponse));
+        B::clc_try_cancel(s.resp[w], s.full[w]);
+      });
+      B::wait(s.full[w], 0);
+      if (w == 1) B::elect_one([&] { (void)x.load(0); });
+    };
+  };
+  for (std::uint64_t seed = 0; seed <= 10; ++seed) {
+    emu::RunOptions o = seed == 0 ? default_policy() : with_strategy(emu::StrategyKind::random, seed);
+    emu::LaunchConfig l = launch(1, 0, 1, 2);
+    l.smem_bytes = sizeof(S);
+    auto bad = emu::run(l, kernel(false), o);
+    EXPECT_EQ(outcome(bad), "race.smem") << "seed " << seed << "\n" << bad.report();
+    auto good = emu::run(l, kernel(true), o);
+    EXPECT_EQ(good.status, emu::Status::ok) << "seed " << seed << "\n" << good.report();
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <numeric>
 #include <optional>
 #include <vector>
@@ -32,21 +33,42 @@ struct Conflict {
 
 // One access to `at` (in that order) by `comp` with clock `c`: per location,
 // as the World's callbacks do it.
-std::optional<Conflict> plain_access(std::vector<Shadow>& shadows, const std::vector<std::uint32_t>& at, bool write,
-                                     const Clock& c, const Access& a) {
+std::optional<Conflict> plain_access(std::vector<Shadow>& shadows, ReadSets& sets, const std::vector<std::uint32_t>& at,
+                                     bool write, const Clock& c, const Access& a) {
   for (std::uint32_t i : at) {
     Shadow& s = shadows[i];
-    if (const Access* other = write ? shadow_write(s, c, a) : shadow_read(s, c, a)) return Conflict{i, *other};
+    if (const Access* other = write ? shadow_write(s, sets, c, a) : shadow_read(s, sets, c, a))
+      return Conflict{i, *other};
   }
   return std::nullopt;
+}
+
+// A location's state: its write and its reads (the read epoch, or the read
+// set's reads in their order), whatever handles name them.
+struct State {
+  Access write;
+  std::vector<Access> reads;
+  bool write_generic;
+  bool operator==(const State&) const = default;
+};
+State state(const Shadow& s, const ReadSets& sets) {
+  State st{.write = s.write, .reads = {}, .write_generic = s.write_generic};
+  if (s.readers != 0) {
+    const auto r = sets.reads(s.readers);
+    st.reads.assign(r.begin(), r.end());
+  } else if (s.read.time != 0) {
+    st.reads.push_back(s.read);
+  }
+  return st;
 }
 
 template <std::uint32_t kBlock>
 std::optional<Conflict> table_access(ShadowTable<kBlock>& table, const std::vector<std::uint32_t>& at, bool write,
                                      const Clock& c, const Access& a) {
   std::optional<Conflict> found;
+  ReadSets& sets = table.read_sets();
   auto visit = [&](Shadow& s, std::uint32_t i) {
-    if (const Access* other = write ? shadow_write(s, c, a) : shadow_read(s, c, a)) {
+    if (const Access* other = write ? shadow_write(s, sets, c, a) : shadow_read(s, sets, c, a)) {
       found = Conflict{i, *other};
       return false;
     }
@@ -62,6 +84,7 @@ void agrees_with_plain_model(std::uint32_t size) {
   ShadowTable<kBlock> table;
   table.reset(size);
   std::vector<Shadow> plain(size);
+  ReadSets plain_sets;
   std::vector<Clock> clocks(kComps, Clock(kComps, 0));
   for (std::uint32_t k = 0; k < kComps; ++k) clocks[k][k] = 1;
 
@@ -85,11 +108,12 @@ void agrees_with_plain_model(std::uint32_t size) {
     std::vector<std::uint32_t> at(last - first);
     std::iota(at.begin(), at.end(), first);
     const Access a{.comp = comp, .slot = comp, .time = clocks[comp][comp], .info = static_cast<std::uint32_t>(step)};
-    const auto want = plain_access(plain, at, write, clocks[comp], a);
+    const auto want = plain_access(plain, plain_sets, at, write, clocks[comp], a);
     const auto got = table_access(table, at, write, clocks[comp], a);
     RC_ASSERT(got == want);
     if (want) return;  // the run stops at its first conflict
-    for (std::uint32_t i = 0; i < size; ++i) RC_ASSERT(table.at(i) == plain[i]);
+    for (std::uint32_t i = 0; i < size; ++i)
+      RC_ASSERT(state(table.at(i), table.read_sets()) == state(plain[i], plain_sets));
     ++clocks[comp][comp];  // the agent's next access is a new epoch
   }
 }
@@ -106,10 +130,11 @@ TEST(emu_ShadowTable, WholeBlockAccessesStayUniform) {
   table.reset(64);
   Clock engine{1, 0}, warp{0, 1};
   int visits = 0;
+  ReadSets& sets = table.read_sets();
   auto count = [&](const Clock& c, const Access& a, bool write) {
-    return [&visits, &c, a, write](Shadow& s, std::uint32_t) {
+    return [&visits, &sets, &c, a, write](Shadow& s, std::uint32_t) {
       ++visits;
-      return (write ? shadow_write(s, c, a) : shadow_read(s, c, a)) == nullptr;
+      return (write ? shadow_write(s, sets, c, a) : shadow_read(s, sets, c, a)) == nullptr;
     };
   };
   ASSERT_TRUE(table.access_range(0, 64, count(engine, {.comp = 0, .slot = 0, .time = 1}, true)));  // a tile written
@@ -124,10 +149,93 @@ TEST(emu_ShadowTable, WholeBlockAccessesStayUniform) {
   EXPECT_FALSE(table.access_range(0, 64, [&](Shadow& s, std::uint32_t i) {
     ++visits;
     where = i;
-    return shadow_write(s, warp, {.comp = 1, .slot = 1, .time = 1}) == nullptr;
+    return shadow_write(s, sets, warp, {.comp = 1, .slot = 1, .time = 1}) == nullptr;
   }));
   EXPECT_EQ(visits, 1);
   EXPECT_EQ(where, 0u);
+}
+
+// Every reader is kept: any number of concurrent reads of a location, and a
+// write conflicts with exactly those not ordered before it (the oldest of
+// them first). A read ordered after earlier ones replaces them, and reads
+// totally ordered again take no read set.
+TEST(emu_ShadowTable, EveryConcurrentReaderIsKept) {
+  constexpr std::uint32_t kAgents = 6;
+  ReadSets sets;
+  Shadow s;
+  std::vector<Clock> clocks(kAgents, Clock(kAgents, 0));
+  for (std::uint32_t k = 0; k < kAgents; ++k) clocks[k][k] = 1;
+  // `from` releases into `to` (and goes on in a new epoch).
+  auto sync = [&](std::uint32_t to, std::uint32_t from) {
+    join(clocks[to], clocks[from]);
+    ++clocks[from][from];
+  };
+  std::uint32_t info = 0;
+  auto read = [&](std::uint32_t k) {
+    return shadow_read(s, sets, clocks[k], {.comp = k, .slot = k, .time = clocks[k][k], .info = info++});
+  };
+  auto write = [&](std::uint32_t k) {
+    return shadow_write(s, sets, clocks[k], {.comp = k, .slot = k, .time = clocks[k][k], .info = info++});
+  };
+  for (std::uint32_t k = 0; k < 5; ++k) ASSERT_EQ(read(k), nullptr);
+  ASSERT_NE(s.readers, 0u);
+  EXPECT_EQ(sets.reads(s.readers).size(), 5u);
+  // Agent 5 has acquired agents 1-4 after their reads: its write races
+  // with agent 0's read alone.
+  for (std::uint32_t k = 1; k < 5; ++k) sync(5, k);
+  const Access* other = write(5);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->comp, 0u);
+  EXPECT_EQ(other->info, 0u);
+  // Ordered after agent 0 too, it writes; reads ordered one after the
+  // other are one epoch.
+  sync(5, 0);
+  ASSERT_EQ(write(5), nullptr);
+  EXPECT_EQ(s.readers, 0u);
+  EXPECT_EQ(s.write.comp, 5u);
+  // Agent `k`, after acquiring each of `after`, reads: no race; whether
+  // the location then holds one read epoch (agent k's) or a read set.
+  auto read_after = [&](std::uint32_t k, std::initializer_list<std::uint32_t> after) {
+    for (const std::uint32_t from : after) sync(k, from);
+    EXPECT_EQ(read(k), nullptr);
+    return s.readers == 0 && s.read.comp == k;
+  };
+  EXPECT_TRUE(read_after(2, {5}));
+  EXPECT_TRUE(read_after(3, {2}));
+  // A concurrent read makes a set again; a read ordered after both ends it.
+  EXPECT_FALSE(read_after(4, {5}));
+  EXPECT_TRUE(read_after(1, {3, 4}));
+}
+
+// A block split while its reads are a set shares that set among its
+// locations; a read of one location changes its own copy only.
+TEST(emu_ShadowTable, ASplitBlockSharesItsReadSetUntilOneLocationChanges) {
+  ShadowTable<4> table;
+  table.reset(8);
+  ReadSets& sets = table.read_sets();
+  std::vector<Clock> clocks(3, Clock(3, 0));
+  for (std::uint32_t k = 0; k < 3; ++k) clocks[k][k] = 1;
+  auto read = [&](std::uint32_t k, std::uint32_t first, std::uint32_t last) {
+    const Access a{.comp = k, .slot = k, .time = 1, .info = k};
+    return table.access_range(first, last, [&](Shadow& s, std::uint32_t) {
+      return shadow_read(s, sets, clocks[k], a) == nullptr;
+    });
+  };
+  ASSERT_TRUE(read(0, 0, 4));
+  ASSERT_TRUE(read(1, 0, 4));  // the whole block: one set
+  ASSERT_TRUE(read(2, 1, 2));  // location 1 only
+  EXPECT_EQ(sets.reads(table.at(0).readers).size(), 2u);
+  EXPECT_EQ(sets.reads(table.at(1).readers).size(), 3u);
+  EXPECT_EQ(sets.reads(table.at(3).readers).size(), 2u);
+  // A write to the whole block by an agent ordered after agents 0 and 1
+  // finds agent 2's read at location 1.
+  join(clocks[0], clocks[1]);
+  std::uint32_t where = 99;
+  EXPECT_FALSE(table.access_range(0, 4, [&](Shadow& s, std::uint32_t i) {
+    where = i;
+    return shadow_write(s, sets, clocks[0], {.comp = 0, .slot = 0, .time = 1}) == nullptr;
+  }));
+  EXPECT_EQ(where, 1u);
 }
 
 // The TMEM shadow's tiling (runtime/tmem.hpp): every cell has its own index, which

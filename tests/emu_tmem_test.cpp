@@ -457,6 +457,118 @@ TEST(emu_TmemLdSt, ReleaseBeforeWaitLdFires) {
   EXPECT_OK(good);
 }
 
+// A tcgen05.ld or st issued after the warp's arrive is not ordered before
+// what that arrive releases, though an earlier one of the same kind was
+// waited for: tcgen05.wait::ld / wait::st release the load or store agent
+// into the warp and start its next epoch. Warp 1 accesses lanes 32-63,
+// arrives, and accesses them again ("late"); warp 5 (the same lane quarter)
+// waits for the arrive and then accesses them the other way. Reported on
+// every schedule (whichever of the two comes first), quiet when the arrive
+// comes after both.
+void expect_late_access_races(bool store_first) {
+  auto kernel = [store_first](bool late) {
+    return [store_first, late] {
+      auto& s = smem();
+      const std::uint32_t w = B::warp_idx();
+      if (w == 0) {
+        init_bar(s.bar[0], 1, "accum_empty");
+        B::fence_init();
+        B::tmem_alloc<1>(&s.tmem_base, 32);
+      }
+      B::cluster_sync();
+      const std::uint32_t cells = tmem_addr(32, wspipe::tmem_col(s.tmem_base));
+      auto access = [&](bool store) {
+        if (store) {
+          B::tmem_store<TmemShape::s32x32b, 1>(cells, B::Frag<1>{});
+          B::tmem_wait_store();
+        } else {
+          auto f = B::tmem_load<TmemShape::s32x32b, 1>(cells);
+          B::tmem_wait_load();
+          (void)f;
+        }
+      };
+      if (w == 1) {
+        access(store_first);
+        if (late) B::elect_one([&] { B::arrive(s.bar[0]); });
+        access(store_first);
+        if (!late) B::elect_one([&] { B::arrive(s.bar[0]); });
+      } else if (w == 5) {
+        B::wait(s.bar[0], 0);
+        access(!store_first);
+      }
+      B::cluster_sync();
+      if (w == 0) B::tmem_dealloc<1>(s.tmem_base, 32);
+    };
+  };
+  for (std::uint64_t seed = 0; seed <= 10; ++seed) {
+    const emu::RunOptions o = seed == 0 ? emu::RunOptions{} : with_strategy(emu::StrategyKind::random, seed);
+    auto bad = run_kernel(6, kernel(true), o, kSmem);
+    EXPECT_EQ(outcome(bad), "race.tmem") << "seed " << seed << "\n" << bad.report();
+    auto good = run_kernel(6, kernel(false), o, kSmem);
+    EXPECT_OK(good);
+  }
+}
+
+TEST(emu_TmemLdSt, ALoadAfterTheReleasingArriveRacesWithTheNextWriter) { expect_late_access_races(false); }
+
+TEST(emu_TmemLdSt, AStoreAfterTheReleasingArriveRacesWithTheNextReader) { expect_late_access_races(true); }
+
+// tcgen05.st is asynchronous: its source registers must keep their values
+// until tcgen05.wait::st. A change before the wait is reported there,
+// naming the store; a change just before the source fragment goes out of
+// scope, with the store not waited for, is reported at the store. Quiet: a
+// change after the wait, and fragments that go out of scope unchanged
+// (a loop's, one storage reused by the next iteration's).
+enum class StSource { changed_before_wait, changed_after_wait, changed_in_scope, stored_twice, loop_unchanged };
+
+TEST(emu_TmemLdSt, SourceRegistersChangedBeforeWaitStFire) {
+  auto run = [](StSource mode, std::uint32_t& st_line, std::uint32_t& wait_line) {
+    return run_kernel(1, [mode, &st_line, &wait_line] {
+      const std::uint32_t a = alloc1(32);
+      auto fill = [](B::Frag<1>& f, std::uint32_t v) {
+        B::for_each_lane([&](std::uint32_t lane) { f.set(0, v + lane); });
+      };
+      B::Frag<1> f;
+      fill(f, 1);
+      if (mode == StSource::changed_in_scope || mode == StSource::stored_twice) {
+        B::Frag<1> g;
+        fill(g, 1);
+        st_line = __LINE__; B::tmem_store<TmemShape::s32x32b, 1>(a, g);
+        if (mode == StSource::stored_twice) B::tmem_store<TmemShape::s32x32b, 1>(a + 1, g);
+        B::Frag<1> copy = g;  // a copy's end says nothing of g
+        (void)copy;
+        fill(g, 2);
+      } else if (mode == StSource::loop_unchanged) {
+        for (std::uint32_t col = 0; col < 2; ++col) {
+          B::Frag<1> g;
+          fill(g, col);
+          B::tmem_store<TmemShape::s32x32b, 1>(a + col, g);
+        }
+      } else {
+        st_line = __LINE__; B::tmem_store<TmemShape::s32x32b, 1>(a, f);
+        if (mode == StSource::changed_before_wait) fill(f, 2);
+      }
+      wait_line = __LINE__; B::tmem_wait_store();
+      if (mode == StSource::changed_after_wait) fill(f, 2);
+      B::tmem_dealloc<1>(a, 32);
+    }, {}, kSmem);
+  };
+  std::uint32_t st = 0, wait = 0;
+  auto before = run(StSource::changed_before_wait, st, wait);
+  EXPECT_VIOLATION_AT(before, "tmem.st-source-changed", wait);
+  EXPECT_TRUE(contains(before.violations[0].message, "register 0 of thread 0 of the fragment stored by the tcgen05.st at ")) << before.report();
+  EXPECT_TRUE(contains(before.violations[0].message, "emu_tmem_test.cpp:" + std::to_string(st) +
+                                                      " changed from 1 to 2 before this tcgen05.wait::st"))
+      << before.report();
+  for (const StSource mode : {StSource::changed_in_scope, StSource::stored_twice}) {
+    auto in_scope = run(mode, st, wait);
+    EXPECT_VIOLATION_AT(in_scope, "tmem.st-source-changed", st);
+    EXPECT_TRUE(contains(in_scope.violations[0].message, "before the fragment went out of scope")) << in_scope.report();
+  }
+  EXPECT_OK(run(StSource::changed_after_wait, st, wait));
+  EXPECT_OK(run(StSource::loop_unchanged, st, wait));
+}
+
 TEST(emu_TmemLdSt, DeallocWithALoadInFlightFires) {
   std::uint32_t line = 0;
   auto r = run_kernel(1, [&] {

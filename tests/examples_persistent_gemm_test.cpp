@@ -113,6 +113,22 @@ TEST(examples_PersistentGemm, UnshiftedPairMaskIsCaught) {
   expect_caught("unshifted-pair-mask", "race.tmem");
 }
 
+TEST(examples_PersistentGemm, AccumReleasedEarlyIsCaught) { expect_caught("accum-released-early", "race.tmem"); }
+
+// The late tcgen05.ld comes after the arrive that frees its stage: on the
+// default schedule and every seed the next tile's MMA overwrites the cells
+// it read, unordered, whichever of the two comes first (the race checker
+// once counted such a load as ordered before the arrive).
+TEST(examples_PersistentGemm, AccumReleasedEarlyRacesOnEverySchedule) {
+  const ex::OptionValues v = options({}, "accum-released-early");
+  for (std::uint64_t seed = 0; seed <= 8; ++seed) {
+    emu::RunOptions o;
+    if (seed > 0) o = wspipe::test::with_strategy(emu::StrategyKind::random, seed);
+    const auto r = emu::run(scenario().prepare("accum-released-early", v), o);
+    EXPECT_EQ(emu::outcome(r), "race.tmem") << "seed " << seed << "\n" << r.report();
+  }
+}
+
 TEST(examples_PersistentGemm, ScenarioRejectsWhatItCannotRun) {
   const ex::Scenario& s = scenario();
   EXPECT_THROW(s.prepare("", options({{"n", 96}})), std::invalid_argument);

@@ -23,6 +23,23 @@ namespace wspipe::emu {
 template <std::uint32_t N>
 class EmuFrag {
  public:
+  EmuFrag() = default;
+  // A copy holds the registers, not the tcgen05.st that watches them.
+  EmuFrag(const EmuFrag& o) : regs_(o.regs_), token_(o.token_) {}
+  EmuFrag& operator=(const EmuFrag& o) {
+    regs_ = o.regs_;
+    token_ = o.token_;
+    return *this;
+  }
+  // The source of a tcgen05.st not yet waited for must not have changed
+  // when it goes (tmem.st-source-changed). (The store's number, not this
+  // object's address, goes to the runtime: a fragment that no store read
+  // keeps its registers in registers.)
+  ~EmuFrag() {
+    if (st_ != 0) [[unlikely]]
+      detail::RunningWarp::frag_gone(st_);
+  }
+
   std::uint32_t reg(std::uint32_t i, SourceLoc loc = SourceLoc::current()) const {
     return regs_[detail::RunningWarp::current().frag_lane(token_, i, N, loc) * N + (i < N ? i : 0)];
   }
@@ -36,6 +53,7 @@ class EmuFrag {
   friend struct EmuBackend;
   std::array<std::uint32_t, 32 * N> regs_{};  // thread-major: regs_[thread * N + i]
   std::uint64_t token_ = 0;                   // the tcgen05.ld that fills it; 0: none
+  mutable std::uint64_t st_ = 0;              // the latest tcgen05.st that read it (its number in the warp); 0: none
 };
 
 struct EmuBackend {
@@ -179,7 +197,7 @@ struct EmuBackend {
   static void tmem_store(std::uint32_t taddr, const Frag<tmem_regs(S, Num)>& f, SourceLoc loc = SourceLoc::current()) {
     static_assert(tmem_num_valid(S, Num), "tmem_store<Shape, Num>: Num must be a power of 2 in [1, 128] with at "
                                           "most 128 registers per thread (16x128b stops at 64, 16x256b at 32)");
-    detail::ops::tmem_st(S, Num, HalfSplit, taddr, f.regs_.data(), loc);
+    f.st_ = detail::ops::tmem_st(S, Num, HalfSplit, taddr, f.regs_.data(), loc);
   }
   static void tmem_wait_load(SourceLoc loc = SourceLoc::current()) { detail::ops::tmem_wait(true, loc); }
   static void tmem_wait_store(SourceLoc loc = SourceLoc::current()) {

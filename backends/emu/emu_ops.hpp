@@ -32,6 +32,7 @@ struct WarpLanes {
   std::uint32_t active = ~0u;       // active lanes, as the warp's fiber sees them
   std::uint32_t lane_active = ~0u;  // the same as lane 31's fiber sees them (lane-divergence mode)
   std::uint64_t ld_waited = 0;      // tcgen05.ld of this warp waited for (tcgen05.wait::ld)
+  std::uint32_t st_sources = 0;     // tcgen05.st source fragments the runtime watches (until tcgen05.wait::st)
 };
 
 // The warp running on this thread, as far as EmuBackend's inline paths see
@@ -73,6 +74,15 @@ class RunningWarp {
       return static_cast<std::uint32_t>(std::countr_zero(w.active));
     return frag_lane_checked(token, reg, regs, loc);
   }
+  // The source fragment of the running warp's tcgen05.st number `st` goes
+  // away (EmuFrag's destructor). A call only while the warp has a store
+  // whose source the runtime watches (not yet waited for): its registers
+  // are compared with their values at issue one last time.
+  static void frag_gone(std::uint64_t st) {
+    RunningWarp* const r = tl_running_;
+    if (r != nullptr && r->lanes_ != nullptr && r->lanes_->st_sources != 0) [[unlikely]]
+      r->st_source_gone(st);
+  }
 
  protected:
   RunningWarp() = default;
@@ -82,6 +92,7 @@ class RunningWarp {
 
   // The out-of-line rest of frag_lane: the reports (runtime/tmem.cpp).
   std::uint32_t frag_lane_checked(std::uint64_t token, std::uint32_t reg, std::uint32_t regs, const SourceLoc& loc);
+  void st_source_gone(std::uint64_t st);  // runtime/ops.cpp
   [[noreturn]] static void outside_a_warp();
 
   WarpLanes* lanes_ = nullptr;  // the running warp's; null between warps
@@ -140,8 +151,11 @@ void tmem_dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const 
 // number in this warp (the fragment's token).
 std::uint64_t tmem_ld(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
                       std::uint32_t* out, const SourceLoc& loc);
-void tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-             const std::uint32_t* in, const SourceLoc& loc);
+// tcgen05.st from in[thread * regs + reg]; returns the store's sequence
+// number in this warp (0: not issued), under which the runtime watches `in`
+// until tcgen05.wait::st.
+std::uint64_t tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                      const std::uint32_t* in, const SourceLoc& loc);
 void tmem_wait(bool loads, const SourceLoc& loc);
 
 // tensor core and TMA

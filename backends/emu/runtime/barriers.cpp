@@ -2,6 +2,8 @@
 // (barrier.cluster.arrive + wait); the rules named named.* and cluster.*.
 #include "backends/emu/runtime/barriers.hpp"
 
+#include <algorithm>
+
 #include "backends/emu/runtime/util.hpp"
 #include "backends/emu/runtime/world.hpp"
 
@@ -54,6 +56,7 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
   if (race_check) {
     if (nb.acc.empty()) nb.acc.assign(w_.clock_size(w.cta), 0);
     w_.release(w.id, nb.acc);
+    if (sync) ++nb.syncing;
   }
   if (trace)
     w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::named_arrive, .a = id,
@@ -64,17 +67,27 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
     ++nb.gen;
     w_.mark_list(w_.named_list(w.cta, id));
     if (race_check) {
-      nb.done.swap(nb.acc);
+      if (nb.syncing > 0) nb.done.push_back({.gen = gen, .clock = std::move(nb.acc), .waiting = nb.syncing});
+      nb.syncing = 0;
+      nb.acc.swap(nb.spare);
       nb.acc.assign(w_.clock_size(w.cta), 0);
     }
   }
   if (!sync) return;
   if (!w_.point(w, Block::named, static_cast<std::int32_t>(id), 0, gen, loc)) return;
   w_.touch(World::Res::named, (std::uint64_t{w.cta} << 8) | id);
-  // bar.sync has acquire semantics over the barrier's participants. (If the
-  // barrier has completed again meanwhile, this acquires the later instance:
-  // more than it should, which can only hide a race.)
-  if (race_check) w_.acquire(w.id, named_[w.cta][id].done);
+  // bar.sync has acquire semantics over the barrier's participants: those
+  // of the instance it arrived in, generation `gen`, though the barrier may
+  // have completed again before this warp returns.
+  if (race_check) {
+    std::vector<NamedBarrier::Completed>& done = named_[w.cta][id].done;
+    const auto it = std::find_if(done.begin(), done.end(), [gen](const auto& d) { return d.gen == gen; });
+    w_.acquire(w.id, it->clock);
+    if (--it->waiting == 0) {
+      named_[w.cta][id].spare = std::move(it->clock);
+      done.erase(it);
+    }
+  }
   if (trace)
     w_.record({.step = w_.step(), .begin = w.since + 1, .warp = static_cast<std::int32_t>(w.id),
                .kind = EventKind::named_pass, .a = id, .file = loc.file_name(), .line = loc.line()});

@@ -18,12 +18,26 @@ namespace wspipe::emu::detail {
 struct NamedBarrier {
   std::uint32_t expected = 0;  // thread count of the barrier instance in progress
   std::uint32_t arrived = 0;
+  std::uint32_t syncing = 0;   // bar.sync arrivals of the instance in progress
   std::uint64_t gen = 0;
-  Clock acc, done;  // releases of the instance in progress; of the last completed one
+  Clock acc;  // releases of the instance in progress
+  // The completed instances that bar.sync arrivals have still to pass: a
+  // bar.sync acquires the instance it arrived in, though the barrier may
+  // have completed again before it returns.
+  struct Completed {
+    std::uint64_t gen;
+    Clock clock;
+    std::uint32_t waiting;  // its bar.sync arrivals that have not passed
+  };
+  std::vector<Completed> done;
+  Clock spare;  // a passed instance's clock, reused
 };
 
 // A cluster's barrier (barrier.cluster.arrive + wait). The threads it waits
 // for are the cluster's threads that have not exited (Cluster::live_threads).
+// (It cannot complete again before every waiter has passed: each one's
+// thread has to arrive on the next instance, so `done` is the instance they
+// arrived in.)
 struct ClusterBarrier {
   std::uint32_t arrived = 0;
   std::uint64_t gen = 0;

@@ -15,8 +15,9 @@
 //    remain, and kernels that assume more are caught.
 //  - With max_active_clusters = 0 every cluster runs from the start and a
 //    try_cancel completes at once, failed: there is nothing to cancel.
-// The completion writes the response with an async-proxy write (the CLC
-// unit's race-checker component carries the issuer's clock) and performs
+// The completion writes the response with an async-proxy write (on the
+// issuer's CLC agent, World::comp_clc, which carries the issuer's clock at
+// issue and no other warp's) and performs
 // complete_tx(16) on the barrier, which releases it: a read of the response
 // not ordered after a wait on that phase is a race.
 #include "backends/emu/runtime/clc.hpp"
@@ -231,8 +232,8 @@ void ClcRoom::complete(ClcRequest& req, std::uint32_t cluster, bool grant, std::
     value.word[2] = value.word[3] = 0;
   }
   const bool race_check = w_.options().race_check;
-  const std::uint32_t comp = w_.comp_clc(cluster);
-  if (race_check) join(w_.clock(comp), req.clock);
+  const std::uint32_t comp = w_.comp_clc(req.issuer);
+  if (race_check) w_.async_start(comp, req.clock);
   const std::uint32_t info =
       race_check ? w_.access_info(actor, static_cast<std::int32_t>(req.issuer), "try_cancel response", req.loc) : 0;
   const Cluster& cl = w_.cluster(cluster);

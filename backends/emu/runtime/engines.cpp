@@ -94,8 +94,9 @@ bool EngineRoom::step(std::uint32_t e) {
   Engine& eng = engines_[e];
   AsyncOp op = std::move(eng.queue.front());
   eng.queue.pop_front();
-  const std::uint32_t comp = w_.comp_engine(e);
-  if (w_.options().race_check) join(w_.clock(comp), op.clock);
+  const bool tensor = op.kind == AsyncOp::Kind::mma || op.kind == AsyncOp::Kind::commit;
+  const std::uint32_t comp = tensor ? w_.comp_mma(op.issuer) : w_.comp_tma(op.issuer);
+  if (w_.options().race_check) w_.async_start(comp, op.clock);
   switch (op.kind) {
     case AsyncOp::Kind::tma:
       w_.tma_load().complete(op, e);

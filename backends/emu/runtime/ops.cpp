@@ -18,6 +18,8 @@ std::uint32_t RunningWarp::frag_lane_checked(std::uint64_t token, std::uint32_t 
   return static_cast<World*>(this)->frag_lane_report(token, reg, regs, loc);
 }
 
+void RunningWarp::st_source_gone(std::uint64_t st) { static_cast<World*>(this)->tmem().st_source_gone(st); }
+
 namespace ops {
 namespace {
 World& world() { return World::current(); }
@@ -82,9 +84,9 @@ std::uint64_t tmem_ld(TmemShape shape, std::uint32_t num, std::uint32_t half_spl
                       std::uint32_t* out, const SourceLoc& loc) {
   return world().tmem().ld(shape, num, half_split, taddr, out, loc);
 }
-void tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-             const std::uint32_t* in, const SourceLoc& loc) {
-  world().tmem().st(shape, num, half_split, taddr, in, loc);
+std::uint64_t tmem_st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                      const std::uint32_t* in, const SourceLoc& loc) {
+  return world().tmem().st(shape, num, half_split, taddr, in, loc);
 }
 void tmem_wait(bool loads, const SourceLoc& loc) { world().tmem().wait(loads, loc); }
 

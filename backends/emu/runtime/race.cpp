@@ -15,6 +15,13 @@ void World::release(std::uint32_t comp, Clock& into) {
 
 void World::acquire(std::uint32_t comp, const Clock& from) { join(clocks_[comp], from); }
 
+void World::async_start(std::uint32_t comp, const Clock& issued) {
+  Clock& c = clocks_[comp];
+  const std::uint32_t own = std::max(c[slot_[comp]], issued[slot_[comp]]);
+  c = issued;  // the same size: no allocation
+  c[slot_[comp]] = own;
+}
+
 std::uint32_t World::access_info(std::int32_t actor, std::int32_t issuer, const char* what, const SourceLoc& loc) {
   access_infos_.push_back({.actor = actor, .issuer = issuer, .what = what, .step = step_, .loc = loc});
   return static_cast<std::uint32_t>(access_infos_.size() - 1);
@@ -28,16 +35,33 @@ std::string World::describe_access(const Access& a) const {
   return who + ": " + i.what + " at step " + std::to_string(i.step) + ", " + rel(at.file) + ":" + std::to_string(at.line);
 }
 
-void World::report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, const std::string& object,
-                        const SourceLoc& loc, const Warp* culprit) {
+void World::report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, std::uint32_t comp,
+                        const std::string& object, const SourceLoc& loc, const Warp* culprit) {
   const AccessInfo& mine = access_infos_[info];
   const AccessInfo& theirs = access_infos_[other->info];
   const bool other_wrote = other == &s.write;
+  // The cause: what of the earlier access's warp this access is ordered
+  // after. Its clock holds the last epoch of that warp it acquired (through
+  // any chain of releases and waits); where that epoch ended is the
+  // release that let this access go ahead.
+  std::string cause;
+  if (theirs.issuer >= 0) {
+    const Warp& by = warps_[static_cast<std::uint32_t>(theirs.issuer)];
+    const std::uint32_t t = clocks_[comp][slot_[by.id]];
+    if (t == 0 || t > epoch_ends_[by.id].size()) {
+      cause = "; nothing orders any operation of " + by.name + " before the " + mine.what;
+    } else {
+      const EpochEnd& e = epoch_ends_[by.id][t - 1];
+      cause = "; the " + std::string(mine.what) + " is ordered after " + by.name + "'s operations up to step " +
+              std::to_string(e.step) + " (" + where(e.loc) + "), and the " + theirs.what +
+              " is not among them";
+    }
+  }
   fail(*current_, object.rfind("TMEM", 0) == 0 ? "race.tmem" : "race.smem", object,
        std::string(mine.what) + (write ? " (write)" : " (read)") + " by " + actor_name(mine.actor) +
            " is not ordered with an earlier " + theirs.what + (other_wrote ? " (write)" : " (read)") +
            " of the same location by " + actor_name(theirs.actor) +
-           ": no barrier, commit or wait orders the two, whatever values this schedule produced",
+           ": no barrier, commit or wait orders the two, whatever values this schedule produced" + cause,
        mine.pc != 0 ? line_of(mine) : CodeLine{loc.file_name(), loc.line()}, culprit, describe_access(*other));
 }
 
@@ -52,31 +76,34 @@ bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model:
                                const Warp* culprit) {
   const Access a = access_now(comp, info);
   const Clock& clock = clocks_[comp];
-  std::uint32_t cta = 0;
+  std::uint32_t cta = 0, last = 0;
+  ReadSets* sets = nullptr;  // the CTA's table's
   // A visit each for writes and reads, small enough to be inlined into the
   // table's loop.
   auto visit_write = [&](Shadow& s, std::uint32_t k) {
-    if (const Access* other = shadow_write(s, clock, a))
-      return smem_word_rare(s, other, k, cta, true, comp, info, loc, culprit);
+    if (const Access* other = shadow_write(s, *sets, clock, a))
+      return smem_word_rare(s, other, k, last, cta, true, comp, info, loc, culprit);
     s.write_generic = generic;
     return true;
   };
   auto visit_read = [&](Shadow& s, std::uint32_t k) {
-    const Access* other = shadow_read(s, clock, a);
+    const Access* other = shadow_read(s, *sets, clock, a);
     // (A read leaves the shadow's write as it was.)
     if (other == nullptr && (generic || !s.write_generic || s.write.time == 0)) return true;
-    return smem_word_rare(s, other, k, cta, false, comp, info, loc, culprit);
+    return smem_word_rare(s, other, k, last, cta, false, comp, info, loc, culprit);
   };
   for (const model::MmaFootprint::Range& r : ranges) {
     if (r.bytes == 0) continue;
     cta = ctas[r.cta];
     Cta& c = ctas_[cta];
-    // Shadow granularity: 4-byte words, the smallest unit kernels here hand
-    // between warps (a TMEM address, an f32); sub-word accesses by different
-    // warps to one word would be reported as conflicting.
+    // Shadow granularity: bytes, so that sub-word data of different warps in
+    // one word never conflict (it costs no more than 4-byte words did:
+    // docs/performance.md).
     const auto words = static_cast<std::uint32_t>((c.smem_bytes + kSmemWord - 1) / kSmemWord);
     if (c.smem_shadow.empty()) c.smem_shadow.reset(words);
-    const std::uint32_t first = r.offset / kSmemWord, last = std::min((r.offset + r.bytes - 1) / kSmemWord + 1, words);
+    sets = &c.smem_shadow.read_sets();
+    const std::uint32_t first = r.offset / kSmemWord;
+    last = std::min((r.offset + r.bytes - 1) / kSmemWord + 1, words);
     if (!(write ? c.smem_shadow.access_range(first, last, visit_write)
                 : c.smem_shadow.access_range(first, last, visit_read)))
       return false;
@@ -84,16 +111,32 @@ bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model:
   return true;
 }
 
-bool World::smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t cta, bool write,
-                           std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit) {
+bool World::smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t last,
+                           std::uint32_t cta, bool write, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
+                           const Warp* culprit) {
+  // The object: `word` and the locations after it, up to `last`, that the
+  // same earlier access makes this one fail on (not yet visited, so in
+  // their state before it).
   auto object = [&] {
+    const ShadowTable<kSmemShadowBlock>& table = ctas_[cta].smem_shadow;
+    const Clock& clock = clocks_[comp];
+    const std::uint32_t same = other != nullptr ? other->info : s.write.info;
+    auto failing = [&](const Shadow& t) -> const Access* {
+      if (other == nullptr) return &t.write;  // the ordinary store the async proxy reads
+      if (!write) return happens_before(t.write, clock) ? nullptr : &t.write;  // a read fails on the write only
+      return first_unordered(t, table.read_sets(), clock);
+    };
+    const std::uint32_t end = table.find_first(word + 1, last, [&](const Shadow& t) {
+      const Access* o = failing(t);
+      return o == nullptr || o->info != same;
+    });
     char buf[96];
-    std::snprintf(buf, sizeof buf, "shared memory [0x%x, 0x%x) (%s)", word * kSmemWord, (word + 1) * kSmemWord,
+    std::snprintf(buf, sizeof buf, "shared memory [0x%x, 0x%x) (%s)", word * kSmemWord, end * kSmemWord,
                   cta_label(cta).c_str());
     return std::string(buf);
   };
   if (other != nullptr) {
-    report_race(s, other, write, info, object(), loc, culprit);
+    report_race(s, other, write, info, comp, object(), loc, culprit);
     return false;
   }
   // PTX "Proxies": the async proxy (tensor core, TMA) sees a warp's
@@ -143,7 +186,8 @@ void World::fence_proxy_async(const SourceLoc& loc) {
   if (killing_ || stopping_) return;
   if (options_.race_check) {
     w.proxy_fences.push_back(now(w.id));
-    tick(w.id);  // later stores are not covered by this fence
+    w.loc = loc;  // where its epoch ends
+    tick(w.id);   // later stores are not covered by this fence
   }
   if (options_.trace)
     record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::proxy_fence,

@@ -109,7 +109,7 @@ void TensorCoreRoom::complete_mma(AsyncOp& op, std::uint32_t e) {
       return;
     }
   }
-  const std::uint32_t comp = w_.comp_engine(e);
+  const std::uint32_t comp = w_.comp_mma(op.issuer);
   const std::uint32_t ctas[2] = {target(0), target(op.cta_group - 1)};
   if (w_.options().race_check) {
     const std::uint32_t info = w_.access_info(actor, static_cast<std::int32_t>(op.issuer), "tcgen05.mma", op.loc);
@@ -144,7 +144,7 @@ void TensorCoreRoom::complete_commit(AsyncOp& op, std::uint32_t e) {
     }
     // Arrive-on with count 1 once the earlier MMAs completed: they did, the
     // tensor core runs in order.
-    if (!w_.mbar().arrive_on(static_cast<std::uint32_t>(id), 1, 0, cta != cta0, w_.comp_engine(e), actor, op.loc,
+    if (!w_.mbar().arrive_on(static_cast<std::uint32_t>(id), 1, 0, cta != cta0, w_.comp_mma(op.issuer), actor, op.loc,
                              &issuer))
       return;
   }

@@ -79,7 +79,7 @@ void TmaLoadRoom::complete(AsyncOp& op, std::uint32_t e) {
       return;
     }
     if (w_.options().race_check &&
-        !w_.smem_range_access(cta, op.dst_offset, bytes, true, false, w_.comp_engine(e), info, op.loc, &issuer))
+        !w_.smem_range_access(cta, op.dst_offset, bytes, true, false, w_.comp_tma(op.issuer), info, op.loc, &issuer))
       return;
     model::tma_copy(op.map, op.coords, w_.cta(cta).smem, op.dst_offset);
     if (w_.options().trace)
@@ -94,7 +94,7 @@ void TmaLoadRoom::complete(AsyncOp& op, std::uint32_t e) {
       return;
     }
     if (w_.mbar().tx_overshoot(static_cast<std::uint32_t>(id), bytes, op)) return;
-    if (!w_.mbar().complete_tx(static_cast<std::uint32_t>(id), bytes, w_.comp_engine(e), actor, op, 0)) return;
+    if (!w_.mbar().complete_tx(static_cast<std::uint32_t>(id), bytes, w_.comp_tma(op.issuer), actor, op, 0)) return;
   }
 }
 

@@ -171,7 +171,7 @@ bool TmaStoreRoom::complete(AsyncOp& op, std::uint32_t e) {
   Warp& issuer = w_.warp_at(op.issuer);
   const std::uint32_t cta = w_.engines().engine(e).cta;
   const auto bytes = static_cast<std::uint32_t>(tma_box_bytes(op.map));  // tma_check bounded it by smem
-  const std::uint32_t comp = w_.comp_engine(e);
+  const std::uint32_t comp = w_.comp_tma(op.issuer);
   BulkGroup& g = groups_[op.issuer][op.group];
   w_.mark(op.issuer);  // a bulk wait of the issuer may be satisfied now
   // A step done: the group's completion of it (what wait_group acquires)

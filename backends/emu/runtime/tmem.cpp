@@ -357,12 +357,7 @@ bool TmemRoom::dealloc_ordered(Warp& w, std::uint32_t cta, std::uint32_t col, st
   if (c.shadow.empty()) return true;
   const Clock& mine = w_.clock(w.id);
   // The first access to these cells not ordered before this warp's clock.
-  auto unordered = [&mine](const Shadow& s) -> const Access* {
-    if (!happens_before(s.write, mine)) return &s.write;
-    for (const Access& r : s.reads)
-      if (!happens_before(r, mine)) return &r;
-    return nullptr;
-  };
+  auto unordered = [&mine, &c](const Shadow& s) { return first_unordered(s, c.shadow.read_sets(), mine); };
   std::uint32_t at = 0;
   auto all_ordered = [&](std::uint32_t first, std::uint32_t last) {  // (`at`: the first that is not)
     at = c.shadow.find_first(first, last, [&](const Shadow& s) { return unordered(s) != nullptr; });
@@ -494,9 +489,10 @@ bool TmemRoom::move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t h
     const Access a = w_.access_now(comp, info);
     const Clock& clock = w_.clock(comp);
     auto visit = [&](Shadow& s, std::uint32_t idx) {
-      const Access* other = store ? shadow_write(s, clock, a) : shadow_read(s, clock, a);
+      const Access* other =
+          store ? shadow_write(s, c.shadow.read_sets(), clock, a) : shadow_read(s, c.shadow.read_sets(), clock, a);
       if (other == nullptr) return true;
-      w_.report_race(s, other, store, info,
+      w_.report_race(s, other, store, info, comp,
                      "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
                          std::to_string(tmem_shadow_col(idx)) + " (" + cta_label(w.cta) + ")",
                      loc, nullptr);
@@ -547,14 +543,57 @@ std::uint64_t TmemRoom::ld(TmemShape shape, std::uint32_t num, std::uint32_t hal
   return warps_[w.id].ld_issued;
 }
 
-void TmemRoom::st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
-                  const std::uint32_t* in, const SourceLoc& loc) {
+std::uint64_t TmemRoom::st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                           const std::uint32_t* in, const SourceLoc& loc) {
   Warp& w = w_.warp();
-  if (!w_.lanes_agree(w, tmem_op(LaneOp::Kind::tmem_st, shape, num, half_split, taddr, loc))) return;
+  if (!w_.lanes_agree(w, tmem_op(LaneOp::Kind::tmem_st, shape, num, half_split, taddr, loc))) return 0;
   if (!w_.point(w, loc) || !access(w, shape, num, half_split, taddr, true, loc) ||
       !move(w, shape, num, half_split, taddr, true, const_cast<std::uint32_t*>(in), loc))
-    return;
-  ++warps_[w.id].st_issued;
+    return 0;
+  TmemWarp& t = warps_[w.id];
+  ++t.st_issued;
+  // PTX: tcgen05.st is asynchronous, complete only at tcgen05.wait::st. The
+  // cells were written from the registers as they are now; the registers
+  // must stay so until the wait, which compares them.
+  const std::uint32_t per = tmem_regs(shape, num);
+  t.st_sources.push_back({.st = t.st_issued, .regs = in, .per = per, .copy = t.st_copies.size(), .loc = loc});
+  t.st_copies.insert(t.st_copies.end(), in, in + std::size_t{32} * per);
+  ++w.st_sources;
+  return t.st_issued;
+}
+
+bool TmemRoom::check_st_source(Warp& w, const TmemWarp::StSource& s, const SourceLoc& loc, const char* when) {
+  const std::uint32_t* at_issue = warps_[w.id].st_copies.data() + s.copy;
+  const std::size_t n = std::size_t{32} * s.per;
+  const auto [was, now] = std::mismatch(at_issue, at_issue + n, s.regs);
+  if (was == at_issue + n) return true;
+  const auto i = static_cast<std::uint32_t>(was - at_issue);
+  w_.fail(w, "tmem.st-source-changed", "",
+          "register " + std::to_string(i % s.per) + " of thread " + std::to_string(i / s.per) +
+              " of the fragment stored by the tcgen05.st at " + w_.where(s.loc) + " changed from " +
+              std::to_string(*was) + " to " + std::to_string(*now) + " " + when +
+              ": the store is asynchronous and may read its source registers until tcgen05.wait::st",
+          loc);
+  return false;
+}
+
+void TmemRoom::st_source_gone(std::uint64_t st) {
+  if (w_.killing() || w_.stopping() || w_.in_lane()) return;
+  Warp& w = w_.warp();
+  TmemWarp& t = warps_[w.id];
+  const auto it = std::find_if(t.st_sources.begin(), t.st_sources.end(),
+                               [st](const TmemWarp::StSource& s) { return s.st == st; });
+  if (it == t.st_sources.end()) return;  // waited for
+  // This store's entry and those of the fragment's earlier stores: checked
+  // and, the fragment gone, no longer watched (their copies stay until the
+  // wait).
+  const std::uint32_t* const regs = it->regs;
+  for (const TmemWarp::StSource& s : t.st_sources)
+    if (s.regs == regs &&
+        !check_st_source(w, s, s.loc, "before the fragment went out of scope, with the store not yet waited for"))
+      return;
+  w.st_sources -= static_cast<std::uint32_t>(
+      std::erase_if(t.st_sources, [regs](const TmemWarp::StSource& s) { return s.regs == regs; }));
 }
 
 void TmemRoom::wait(bool loads, const SourceLoc& loc) {
@@ -562,12 +601,22 @@ void TmemRoom::wait(bool loads, const SourceLoc& loc) {
   if (!w_.lanes_agree(w, {.kind = loads ? LaneOp::Kind::tmem_wait_ld : LaneOp::Kind::tmem_wait_st, .loc = loc})) return;
   if (w_.killing() || w_.stopping()) return;
   if (!check_whole_warp(w, loads ? "tcgen05.wait::ld" : "tcgen05.wait::st", loc)) return;
+  // The agent's accesses so far happen before what the warp does next: a
+  // release by the agent into the warp, which also starts the agent's next
+  // epoch, so that a load or store issued after the warp's next arrive is
+  // not covered by that arrive.
   if (loads) {
     w.ld_waited = warps_[w.id].ld_issued;
-    if (w_.options().race_check) w_.acquire(w.id, w_.clock(w_.comp_ld(w)));
+    if (w_.options().race_check) w_.release(w_.comp_ld(w), w_.clock(w.id));
   } else {
-    warps_[w.id].st_waited = warps_[w.id].st_issued;
-    if (w_.options().race_check) w_.acquire(w.id, w_.clock(w_.comp_st(w)));
+    TmemWarp& t = warps_[w.id];
+    for (const TmemWarp::StSource& s : t.st_sources)
+      if (!check_st_source(w, s, loc, "before this tcgen05.wait::st")) return;
+    t.st_sources.clear();
+    t.st_copies.clear();
+    w.st_sources = 0;
+    t.st_waited = t.st_issued;
+    if (w_.options().race_check) w_.release(w_.comp_st(w), w_.clock(w.id));
   }
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_wait,
@@ -634,9 +683,9 @@ bool TmemRoom::mma_d_access(const AsyncOp& op, const std::uint32_t* ctas, std::u
     TmemCta& c = ctas_[cta];
     ensure(c);
     auto visit = [&, a = w_.access_now(comp, info)](Shadow& s, std::uint32_t idx) {
-      const Access* other = shadow_write(s, clock, a);
+      const Access* other = shadow_write(s, c.shadow.read_sets(), clock, a);
       if (other == nullptr) return true;
-      w_.report_race(s, other, true, info,
+      w_.report_race(s, other, true, info, comp,
                      "TMEM lane " + std::to_string(tmem_shadow_lane(idx)) + ", column " +
                          std::to_string(tmem_shadow_col(idx)) + " (" + cta_label(cta) + ")",
                      op.loc, &issuer);

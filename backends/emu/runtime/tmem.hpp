@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -109,11 +110,22 @@ struct TmemCta {
 
 // A warp's tcgen05.ld / st issued and waited for (its loads waited for are
 // WarpLanes::ld_waited, which the inline fragment path reads), the columns
-// of those not waited for, and where the latest load was issued.
+// of those not waited for, and where the latest load was issued; the
+// source fragments of its stores not yet waited for, with their registers
+// at issue (WarpLanes::st_sources counts them).
 struct TmemWarp {
   std::uint64_t ld_issued = 0, st_issued = 0, st_waited = 0;
   std::uint32_t pending_col0 = 0, pending_col1 = 0;
   SourceLoc ld_loc{};
+  struct StSource {
+    std::uint64_t st;           // the store's number (st_issued after it)
+    const std::uint32_t* regs;  // the fragment's, thread-major
+    std::uint32_t per;          // registers per thread
+    std::size_t copy;           // where st_copies holds its 32 * per registers at issue
+    SourceLoc loc;
+  };
+  std::vector<StSource> st_sources;
+  std::vector<std::uint32_t> st_copies;
 };
 
 // A CTA's TMEM cells (kTmemLanes * kTmemColumns, zeroed) and shadow table
@@ -136,9 +148,14 @@ class TmemRoom : Room {
   void dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, const SourceLoc& loc);
   std::uint64_t ld(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
                    std::uint32_t* out, const SourceLoc& loc);
-  void st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr, const std::uint32_t* in,
-          const SourceLoc& loc);
+  // st: returns the store's sequence number in the warp (0: not issued).
+  std::uint64_t st(TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr,
+                   const std::uint32_t* in, const SourceLoc& loc);
   void wait(bool loads, const SourceLoc& loc);
+  // The source fragment of the warp's tcgen05.st number `st` goes away
+  // (EmuFrag's destructor): if that store is not yet waited for, its
+  // registers are checked once more and no longer watched.
+  void st_source_gone(std::uint64_t st);
   // A fragment register `reg` read before the tcgen05.ld that fills it was
   // waited for (World::frag_lane_report found it).
   void report_ld_without_wait(Warp& w, std::uint32_t reg, const SourceLoc& loc);
@@ -189,6 +206,9 @@ class TmemRoom : Room {
   // cells) after access() passed; false on a race.
   bool move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t half_split, std::uint32_t taddr, bool store,
             std::uint32_t* regs, const SourceLoc& loc);
+  // A tcgen05.st's source registers are still those it was issued with
+  // (false: tmem.st-source-changed reported at `loc`, `when` saying when).
+  bool check_st_source(Warp& w, const TmemWarp::StSource& s, const SourceLoc& loc, const char* when);
   // Writes into their cells, and forgets, the deferred accumulators with a
   // cell of CTA `cta` in lanes [lane0, lane0 + lanes) x columns [col0, col0 + cols).
   void settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lanes, std::uint32_t col0, std::uint32_t cols);

@@ -15,7 +15,7 @@ namespace wspipe::emu::detail {
 // or overwritten barrier does not decode to a live entry.
 inline constexpr std::uint64_t kTag = 0x57535042ull << 32;  // "WSPB"
 inline constexpr std::uint64_t kKillOpLimit = 50'000'000;
-inline constexpr std::uint32_t kSmemWord = 4;  // bytes per shared-memory shadow
+inline constexpr std::uint32_t kSmemWord = 1;  // bytes per shared-memory shadow: one, so no two warps' data share one
 
 inline std::uint32_t lanes(std::uint32_t mask) { return static_cast<std::uint32_t>(std::popcount(mask)); }
 

@@ -20,6 +20,11 @@
 
 namespace wspipe::emu::detail {
 
+namespace {
+// The epoch tables of this thread's last World, for the next one.
+thread_local std::vector<std::vector<EpochEnd>> t_epoch_ends;
+}  // namespace
+
 World::World(const LaunchConfig& launch_in, const std::function<void()>& body, const RunOptions& options)
     : launch_(checked_launch(launch_in)), body_(body), options_(options) {
   const LaunchConfig& launch = launch_;  // checked: cluster_shape set, cluster_size its size
@@ -79,21 +84,19 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
   clc_ = std::make_unique<ClcRoom>(*this, num_warps() + num_engines());
   const std::uint32_t actors = num_warps() + num_engines() + clc_->actors();
   if (options_.race_check) {
-    // Components: warps, their ld agents, their st agents, engines, the
-    // clusters' CLC units; each numbered within its cluster, in that order.
-    const std::size_t comps = 3 * warps_.size() + num_engines() + clusters_.size();
+    // Components: warps, then each of their agents (comp_ld ... comp_clc),
+    // numbered within their cluster in that order.
+    const std::size_t comps = 6 * warps_.size();
     std::vector<std::uint32_t> cluster_of(comps);
     slot_.assign(comps, 0);
     cluster_comps_.assign(clusters_.size(), 0);
     for (std::size_t k = 0; k < comps; ++k) {
-      const std::size_t w = k % warps_.size();
-      const std::size_t clc = 3 * warps_.size() + num_engines();
-      const std::uint32_t cta = k < 3 * warps_.size() ? warps_[w].cta
-                                : k < clc            ? engines_->engine(static_cast<std::uint32_t>(k - 3 * warps_.size())).cta
-                                                     : clusters_[k - clc].first_cta;
-      cluster_of[k] = ctas_[cta].cluster;
+      cluster_of[k] = ctas_[warps_[k % warps_.size()].cta].cluster;
       slot_[k] = cluster_comps_[cluster_of[k]]++;
     }
+    epoch_ends_.swap(t_epoch_ends);
+    for (std::vector<EpochEnd>& e : epoch_ends_) e.clear();
+    epoch_ends_.resize(warps_.size());
     clocks_.resize(comps);
     for (std::size_t k = 0; k < comps; ++k) {
       clocks_[k].assign(cluster_comps_[cluster_of[k]], 0);
@@ -173,6 +176,7 @@ void World::stream_trace() {
 
 World::~World() {
   for (Cta& c : ctas_) keep_cta_buffers(c);
+  if (epoch_ends_.size() >= t_epoch_ends.size()) t_epoch_ends.swap(epoch_ends_);
 }
 
 void World::never_run(std::uint32_t cluster) {

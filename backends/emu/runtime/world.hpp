@@ -136,6 +136,13 @@ std::byte* take_smem(std::size_t bytes);  // 1024-aligned
 ShadowTable<kSmemShadowBlock> take_smem_shadow();
 void keep_cta_buffers(Cta& c);  // leaves c without them
 
+// Where a warp's clock epoch ended (World::tick): the step and the place
+// of the operation that handed its clock on, for race reports.
+struct EpochEnd {
+  std::uint64_t step;
+  SourceLoc loc;
+};
+
 class DirectedAlgorithm;
 class BarrierRoom;
 class MbarrierRoom;
@@ -311,19 +318,28 @@ class World : public RunningWarp {
   }
 
   // ---- The race checker, as the rooms see it (race.cpp, clock.hpp).
-  // Components: warp w -> w, its ld agent -> W+w,
-  // its st agent -> 2W+w, engine e -> 3W+e; engines are actors W+e, e =
-  // 2*cta + (tensor core ? 1 : 0).
+  // Components: warp w -> w, and its asynchronous agents (clock.hpp): its
+  // tcgen05.ld -> W+w, its tcgen05.st -> 2W+w, its operations on the TMA
+  // engine (loads, stores) -> 3W+w, on the tensor core (MMAs, commits) ->
+  // 4W+w, its CLC requests -> 5W+w. An engine (actor W+e, e = 2*cta +
+  // (tensor core ? 1 : 0)) or a CLC unit performs each operation on its
+  // issuer's agent, so that nothing one warp did reaches another through
+  // the engine they share.
   std::uint32_t comp_ld(const Warp& w) const { return num_warps() + w.id; }
   std::uint32_t comp_st(const Warp& w) const { return 2 * num_warps() + w.id; }
-  std::uint32_t comp_engine(std::uint32_t e) const { return 3 * num_warps() + e; }
-  // ..., the clusters' CLC units: one per cluster, after the engines'.
-  std::uint32_t comp_clc(std::uint32_t cluster) const { return 3 * num_warps() + num_engines() + cluster; }
+  std::uint32_t comp_tma(std::uint32_t warp) const { return 3 * num_warps() + warp; }
+  std::uint32_t comp_mma(std::uint32_t warp) const { return 4 * num_warps() + warp; }
+  std::uint32_t comp_clc(std::uint32_t warp) const { return 5 * num_warps() + warp; }
   Clock& clock(std::uint32_t comp) { return clocks_[comp]; }
   // A release by component `comp` into `into`: join, then tick, so that what
   // the component does next is not covered by this release.
   void release(std::uint32_t comp, Clock& into);
   void acquire(std::uint32_t comp, const Clock& from);
+  // Asynchronous agent `comp` starts an operation issued with clock
+  // `issued` (Issued::clock): the operation happens after what its issuer
+  // did before issuing it and after the agent's earlier operations (its own
+  // component), and after nothing else; the caller ticks `comp` when it is done.
+  void async_start(std::uint32_t comp, const Clock& issued);
   std::uint32_t access_info(std::int32_t actor, std::int32_t issuer, const char* what, const SourceLoc& loc);
   std::string describe_access(const Access& a) const;
   const AccessInfo& access_info_of(std::uint32_t info) const { return access_infos_[info]; }
@@ -333,8 +349,12 @@ class World : public RunningWarp {
   Access access_now(std::uint32_t comp, std::uint32_t info) const {
     return {.comp = comp, .slot = slot_[comp], .time = clocks_[comp][slot_[comp]], .info = info};
   }
-  void report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, const std::string& object,
-                   const SourceLoc& loc, const Warp* culprit);
+  // A race of the access `info` by component `comp` with the earlier access
+  // `other`, recorded in `s`. The report names the last operation of the
+  // earlier access's warp that this access is ordered after: the release
+  // that let it go ahead, too early.
+  void report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, std::uint32_t comp,
+                   const std::string& object, const SourceLoc& loc, const Warp* culprit);
   // Shared-memory bytes [offset, offset+bytes) of CTA `cta` accessed by
   // component `comp`; `generic`: a warp's ordinary access; `async_read`: the
   // async proxy reads (checks fence.proxy.async after generic writes).
@@ -347,7 +367,13 @@ class World : public RunningWarp {
                           bool generic, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
                           const Warp* culprit);
   std::size_t clock_size(std::uint32_t cta) const { return cluster_comps_[ctas_[cta].cluster]; }
-  void tick(std::uint32_t comp) { ++clocks_[comp][slot_[comp]]; }
+  // Component `comp` starts its next epoch. A warp's epoch ends at an
+  // operation that hands its clock on (a release, an issue, a fence): where
+  // it was is kept, for the race reports (cause()).
+  void tick(std::uint32_t comp) {
+    if (comp < warps_.size()) epoch_ends_[comp].push_back({.step = step_, .loc = warps_[comp].loc});
+    ++clocks_[comp][slot_[comp]];
+  }
   std::uint32_t now(std::uint32_t comp) const { return clocks_[comp][slot_[comp]]; }
 
   // Co-resident CTAs (LaunchConfig::ctas_per_sm). The SM of CTA `cta`:
@@ -433,13 +459,13 @@ class World : public RunningWarp {
     const std::uint32_t f = version == 2 ? choice_fingerprint_ : step_fingerprint_;
     return f == 0 ? 1 : f;
   }
-  // smem_ranges_access's rare cases at word `word` of CTA `cta`, out of its
-  // per-word loop: the race with `other` (reported), or a read by the async
-  // proxy of an ordinary store's word, whose fence.proxy.async it checks.
-  // False when it reported.
-  [[gnu::noinline]] bool smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t cta,
-                                        bool write, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
-                                        const Warp* culprit);
+  // smem_ranges_access's rare cases at location `word` of CTA `cta` (of an
+  // access up to `last`), out of its per-location loop: the race with
+  // `other` (reported), or a read by the async proxy of an ordinary store's
+  // location, whose fence.proxy.async it checks. False when it reported.
+  [[gnu::noinline]] bool smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t last,
+                                        std::uint32_t cta, bool write, std::uint32_t comp, std::uint32_t info,
+                                        const SourceLoc& loc, const Warp* culprit);
   // plain_access's check, out of line: bytes [offset, offset + bytes) of the
   // running warp's CTA's shared memory (plain_access.cpp).
   [[gnu::noinline]] void plain_smem_access(std::uint32_t offset, std::size_t bytes, bool write, std::uintptr_t pc);
@@ -472,6 +498,10 @@ class World : public RunningWarp {
   std::vector<std::uint32_t> slot_;      // per component: its index in its cluster's clocks
   std::vector<std::uint32_t> cluster_comps_;  // per cluster: its components (a clock's size)
   std::vector<AccessInfo> access_infos_;
+  // Per warp, where each of its epochs ended (epoch t at [t - 1]). The
+  // tables are this thread's, kept from World to World (world.cpp), so that
+  // a run does not allocate them anew.
+  std::vector<std::vector<EpochEnd>> epoch_ends_;
   // The actors that can move, ascending (warps, then engines), and per
   // entry whether it can only time out (spurious try_wait); kept up to date
   // by refresh() from moves_, each actor's Move as last evaluated.
