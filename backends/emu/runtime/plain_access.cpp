@@ -15,12 +15,14 @@
 // runtime owns these names: they are not defined here, and plain accesses
 // are not checked by wspipe.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -146,6 +148,29 @@ class LineTable {
 
 CodeLine code_line(std::uintptr_t pc) { return LineTable::instance().at(pc); }
 
+namespace {
+
+// code_line through a small per-thread cache in front of the table's lock.
+CodeLine cached_line(std::uintptr_t pc) {
+  struct Slot {
+    std::uintptr_t pc = 0;
+    CodeLine line;
+  };
+  thread_local std::array<Slot, 256> cache{};
+  Slot& s = cache[(pc >> 1) % cache.size()];
+  if (s.pc != pc) s = {pc, code_line(pc)};
+  return s.line;
+}
+
+// How many of the latest records an access looks through for its line's.
+constexpr std::size_t kInfoLookBack = 8;
+
+bool same_line(const CodeLine& a, const CodeLine& b) {
+  return a.line != 0 && a.line == b.line && (a.file == b.file || std::strcmp(a.file, b.file) == 0);
+}
+
+}  // namespace
+
 // ------------------------------------------------------------ the checking
 
 void World::plain_access(std::uintptr_t p, std::size_t bytes, bool write, std::uintptr_t pc) {
@@ -162,25 +187,34 @@ void World::plain_smem_access(std::uint32_t offset, std::size_t bytes, bool writ
   if (in_lane_ || !options_.race_check || killing_ || stopping_) return;
   Warp& w = *current_;
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, ctas_[w.cta].smem_bytes - offset));
-  // One record per instruction and step: a loop's accesses share it. Named
-  // as SmemView's accesses are (both are the generic proxy's ordinary
-  // accesses; the line tells them apart): an element read through a view's
-  // read_range is the plain load that follows it, which then stands for both.
+  // One record per source line and step: a loop's accesses share it, also
+  // where the compiler unrolled it into several instructions, so that the
+  // records grow with the steps, not with the accesses (a million-item ring
+  // held 8 a item). Named as SmemView's accesses are (both are the generic
+  // proxy's ordinary accesses; the line tells them apart): an element read
+  // through a view's read_range is the plain load that follows it, which
+  // then stands for both.
   const char* const what = write ? "ordinary store" : "ordinary load";
-  std::uint32_t info = 0;
-  if (!access_infos_.empty() && access_infos_.back().pc == pc && access_infos_.back().step == step_ &&
-      access_infos_.back().actor == static_cast<std::int32_t>(w.id) && access_infos_.back().what == what) {
-    info = static_cast<std::uint32_t>(access_infos_.size() - 1);
-  } else {
-    access_infos_.push_back(
-        {.actor = static_cast<std::int32_t>(w.id), .issuer = static_cast<std::int32_t>(w.id), .what = what,
-         .step = step_, .loc = {}, .pc = pc});
+  const auto actor = static_cast<std::int32_t>(w.id);
+  std::optional<std::uint32_t> info;
+  const CodeLine at = cached_line(pc);
+  for (std::size_t i = access_infos_.size(), looked = 0; i-- > 0 && looked < kInfoLookBack; ++looked) {
+    const AccessInfo& a = access_infos_[i];
+    if (a.step != step_) break;
+    if (a.pc == 0 || a.actor != actor || a.what != what) continue;
+    if (a.pc == pc || same_line(cached_line(a.pc), at)) {
+      info = static_cast<std::uint32_t>(i);
+      break;
+    }
+  }
+  if (!info) {
+    access_infos_.push_back({.actor = actor, .issuer = actor, .what = what, .step = step_, .loc = {}, .pc = pc});
     info = static_cast<std::uint32_t>(access_infos_.size() - 1);
   }
   if (options_.trace) trace_smem(w, offset, n, write, code_line(pc));
   // (The location argument serves the async proxy's reads only; a race of
   // this access is reported at the line of `info`'s pc.)
-  smem_range_access(w.cta, offset, n, write, true, w.id, info, SourceLoc::current(), nullptr);
+  smem_range_access(w.cta, offset, n, write, true, w.id, *info, SourceLoc::current(), nullptr);
 }
 
 void World::trace_smem(const Warp& w, std::uint32_t offset, std::uint32_t bytes, bool write, const CodeLine& at) {
