@@ -760,7 +760,7 @@ TEST_P(models_mma_reference, ChainsAreBitExactAndFoundAgain) {
 
 // The memo's size follows what it saves: entries never asked for again
 // stop at the floor (a single run's MMAs all differ), entries found again
-// earn twice their bytes of room, and a memo whose kept entries went a
+// earn kEarnFactor times their bytes of room, and a memo whose kept entries went a
 // whole run without a hit, while it refused new ones, starts over.
 TEST(models_mma, MemoGrowsByWhatItSaves) {
   constexpr std::size_t kValues = std::size_t{1} << 17;  // 1 MiB of doubles, not exact floats
@@ -781,21 +781,34 @@ TEST(models_mma, MemoGrowsByWhatItSaves) {
   EXPECT_TRUE(found(memo, 0));
   EXPECT_FALSE(found(memo, 99));
 
-  // The next run finds what was kept: it earns twice its bytes of room.
+  // The next run finds what was kept: it earns kEarnFactor times its bytes
+  // of room, here more than the 100 entries need.
+  MmaMemo probe(std::size_t{4} << 30);  // (the allowance under a budget that does not cap it)
+  probe.begin_run();
+  probe.insert(key(0), products);
+  probe.begin_run();
+  ASSERT_TRUE(found(probe, 0));
+  EXPECT_EQ(probe.allowance(), MmaMemo::kFloorBytes + MmaMemo::kEarnFactor * probe.bytes());
   memo.begin_run();
   std::uint32_t hits = 0;
   for (std::uint32_t i = 0; i < 100; ++i) hits += found(memo, i) ? 1 : 0;
   EXPECT_EQ(hits, kept);
   EXPECT_EQ(memo.earned(), memo.bytes());
-  EXPECT_EQ(memo.allowance(), MmaMemo::kFloorBytes + 2 * memo.bytes());
+  EXPECT_EQ(memo.allowance(), std::min(memo.budget(), MmaMemo::kFloorBytes + MmaMemo::kEarnFactor * memo.bytes()));
   for (std::uint32_t i = 0; i < 100; ++i)
     if (!found(memo, i)) memo.insert(key(i), products);
-  EXPECT_GT(memo.entries(), 2 * kept);  // three times the room, less the entries' overhead
+  EXPECT_EQ(memo.entries(), 100u);
   EXPECT_LE(memo.bytes(), memo.allowance());
-  memo.begin_run();
+  // The budget caps what it earns.
+  MmaMemo small(std::size_t{48} << 20);
+  small.begin_run();
+  for (std::uint32_t i = 0; i < 100; ++i) small.insert(key(i), products);
+  small.begin_run();
   for (std::uint32_t i = 0; i < 100; ++i)
-    if (!found(memo, i)) memo.insert(key(i), products);
-  EXPECT_EQ(memo.entries(), 100u);  // the rest fits a run later
+    if (!found(small, i)) small.insert(key(i), products);
+  EXPECT_EQ(small.allowance(), small.budget());
+  EXPECT_LE(small.bytes(), small.budget());
+  EXPECT_GT(small.entries(), kept);
 
   // Another kernel: its MMAs miss and are refused for a whole run; the
   // memo starts over at the next, and the new MMAs get the floor.

@@ -95,18 +95,19 @@ using AccumRef = std::shared_ptr<const Accum>;
 // a hit gives bit for bit what computing the MMA again would. It also keeps
 // the accumulator chains (Accum) it has seen, under the same budget.
 //
-// Its size follows what it saves: it may hold kFloorBytes, plus twice the
-// bytes of the entries that were asked for again, up to the budget. A
-// single run, whose MMAs all differ, keeps no more than the floor; an
-// exploration, whose runs repeat the MMAs, earns the room for its whole
-// working set a run or two later (each run triples what the last one
-// earned). A memo that refused entries during a whole run without finding
-// one it kept from the runs before starts over at the next run
-// (begin_run), so that a thread
-// moving on to another kernel is not stuck with the last one's MMAs.
+// Its size follows what it saves: it may hold kFloorBytes, plus
+// kEarnFactor times the bytes of the entries that were asked for again, up
+// to the budget. A single run, whose MMAs all differ, keeps no more than
+// the floor; an exploration, whose runs repeat the MMAs, earns room for
+// 16 times its first run's 32 MiB in its second run, which covers the
+// working set of the largest catalogue kernels. A memo that refused
+// entries during a whole run without finding one it kept from the runs
+// before starts over at the next run (begin_run), so that a thread moving
+// on to another kernel is not stuck with the last one's MMAs.
 class MmaMemo {
  public:
   static constexpr std::size_t kFloorBytes = std::size_t{32} << 20;
+  static constexpr std::size_t kEarnFactor = 16;
 
   explicit MmaMemo(std::size_t budget_bytes = 0) : budget_(budget_bytes) {}
   MmaMemo(const MmaMemo&) = delete;
@@ -121,8 +122,8 @@ class MmaMemo {
   // A run begins: start over if the last run was refused entries and
   // found none of those kept before it.
   void begin_run();
-  // What it may hold now: min(budget, kFloorBytes + 2 * earned()).
-  std::size_t allowance() const { return std::min(budget_, kFloorBytes + 2 * earned_); }
+  // What it may hold now: min(budget, kFloorBytes + kEarnFactor * earned()).
+  std::size_t allowance() const { return std::min(budget_, kFloorBytes + kEarnFactor * earned_); }
   std::size_t earned() const { return earned_; }  // bytes of the entries found again
   std::size_t bytes() const { return bytes_; }
   std::size_t entries() const { return entries_; }
