@@ -561,7 +561,9 @@ done
 
 # persistent-gemm: wspipe_persistent_gemm_cg<G>_x<X>_y<Y>_clc<C>
 # (examples/persistent_gemm.hpp, docs/tile-scheduler.md). The epilogue:
-# four tcgen05.ld.32x32b.x16 (its 32 lanes by 64 columns), then per
+# four tcgen05.ld.32x32b.x16 (its 32 lanes by 64 columns; a fifth, on the
+# accum-released-early variant's path, loads the last fragment after the
+# release, a run-time branch the device code keeps), then per
 # 16-column piece cp.async.bulk.wait_group.read 1 (DEPBAR.LE SB0, 0x1: the
 # staging buffer's previous store has read it), fence.proxy.async, a TMA
 # store and its commit_group; one full wait_group 0 before exit. The
@@ -582,7 +584,7 @@ for fn in $(awk -F'\t' '$1 ~ /^wspipe_persistent_gemm_/ { print $1 }' "$tmp/ops"
   c=${BASH_REMATCH[4]}
   cta=$([ "$g" = 2 ] && echo '\.2CTA' || echo '')
   example_common "$fn" "$g" UTCHMMA checked
-  expect_count "$fn" "${I}LDTM\.x16 R[0-9]+, tmem\[" 4 'epilogue: four tcgen05.ld.32x32b.x16'
+  expect_count "$fn" "${I}LDTM\.x16 R[0-9]+, tmem\[" 5 'epilogue: four tcgen05.ld.32x32b.x16, and the variant'"'"'s late one'
   expect_count "$fn" "${I}UTMASTG\.2D \[UR[0-9]+\], \[UR[0-9]+\]$" 4 'epilogue: four TMA stores (tma_store<2>)'
   expect_count "$fn" "${I}UTMACMDFLUSH$" 4 'epilogue: a bulk_commit_group per store'
   expect_count "$fn" "${I}DEPBAR\.LE SB0, 0x1$" 4 'epilogue: bulk_wait_group_read<1> before each staging write'
