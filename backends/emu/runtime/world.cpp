@@ -232,7 +232,13 @@ void World::finish(Warp& w) {
 
 RunResult World::run() {
   algo_ = &algorithm();
-  RunningWarp* const outer = tl_running_;
+  // This run is the thread's until it returns or throws (a fiber stack or a
+  // buffer that cannot be allocated): the access hooks (plain_access.cpp)
+  // must never find a World that is gone.
+  struct Restore {
+    RunningWarp* outer;
+    ~Restore() { tl_running_ = outer; }
+  } const restore{tl_running_};
   tl_running_ = this;
   main_ctx_ = boost::fibers::context::active();
   main_stack_ = this_stack();
@@ -281,7 +287,6 @@ RunResult World::run() {
   }
   set_current(nullptr);
   algo_->collect_terminated();
-  tl_running_ = outer;
 
   if (escaped_) std::rethrow_exception(escaped_);
   if (!mismatch_.empty()) throw ScheduleMismatch("schedule does not fit this run: " + mismatch_);
