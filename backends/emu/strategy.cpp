@@ -90,10 +90,10 @@ class Pct final : public Strategy {
     for (std::uint32_t i = 1; i < depth; ++i) change_.push_back(1 + rng_.next() % k);
   }
   std::optional<std::uint32_t> pick(const Choice& c) override {
-    std::uint32_t best = highest(c, false);
+    std::size_t best = highest(c, false);
     for (std::size_t i = 0; i < change_.size(); ++i) {
       if (change_[i] == c.step) {
-        priority_[best] = static_cast<std::uint32_t>(i + 1);
+        priority_[c.enabled[best]] = static_cast<std::uint32_t>(i + 1);
         best = highest(c, false);
       }
     }
@@ -102,33 +102,27 @@ class Pct final : public Strategy {
     // progress, so plain PCT would run it until the step budget reports a
     // livelock that no GPU shows. After kSpinTurns time-outs in a row, the
     // highest-priority actor that can progress takes one step.
-    if (c.spin == nullptr || !spinning(c, best)) {
+    if (!spins(c, best)) {
       spins_ = 0;
-      return best;
+      return c.enabled[best];
     }
-    if (++spins_ <= kSpinTurns) return best;
-    const std::uint32_t peer = highest(c, true);
-    if (!spinning(c, peer)) spins_ = 0;
-    return peer;
+    if (++spins_ <= kSpinTurns) return c.enabled[best];
+    const std::size_t peer = highest(c, true);
+    if (!spins(c, peer)) spins_ = 0;
+    return c.enabled[peer];
   }
 
  private:
   static constexpr std::uint32_t kSpinTurns = 2;
-  static bool spinning(const Choice& c, std::uint32_t actor) {
-    const std::uint32_t* it = std::lower_bound(c.enabled, c.enabled + c.n, actor);
-    return c.spin != nullptr && c.spin[it - c.enabled] != 0;
-  }
-  // The enabled actor of highest priority; with `progressing`, among those
-  // that can progress, if any can.
-  std::uint32_t highest(const Choice& c, bool progressing) const {
-    std::uint32_t best = c.enabled[0];
-    bool best_spins = progressing && c.spin != nullptr && c.spin[0] != 0;
+  static bool spins(const Choice& c, std::size_t i) { return c.spin != nullptr && c.spin[i] != 0; }
+  // The position in c.enabled of the actor of highest priority; with
+  // `progressing`, among those that can progress, if any can.
+  std::size_t highest(const Choice& c, bool progressing) const {
+    std::size_t best = 0;
     for (std::size_t i = 1; i < c.n; ++i) {
-      const bool spins = progressing && c.spin != nullptr && c.spin[i] != 0;
-      if ((best_spins && !spins) || (best_spins == spins && priority_[c.enabled[i]] > priority_[best])) {
-        best = c.enabled[i];
-        best_spins = spins;
-      }
+      const bool demote_best = progressing && spins(c, best) && !spins(c, i);
+      const bool same_kind = !progressing || spins(c, best) == spins(c, i);
+      if (demote_best || (same_kind && priority_[c.enabled[i]] > priority_[c.enabled[best]])) best = i;
     }
     return best;
   }
