@@ -1203,13 +1203,132 @@ TEST(emu_MbarTryWait, SpuriousFailuresHappenAndTheRetryLoopFinishes) {
   EXPECT_GT(total, 0) << "try_wait never timed out with spurious_try_wait on";
 }
 
-TEST(emu_MbarTryWait, WithoutTheOptionTryWaitWaitsWhileAnotherWarpCanCompleteThePhase) {
+TEST(emu_MbarTryWait, WithTimeOutsOffTryWaitWaitsWhileAnotherWarpCanCompleteThePhase) {
   for (std::uint64_t seed = 1; seed <= 16; ++seed) {
     int falses = 0;
-    auto r = spin_kernel(wspipe::test::with_strategy(emu::StrategyKind::random, seed), &falses);
+    auto opts = wspipe::test::with_strategy(emu::StrategyKind::random, seed);
+    opts.spurious_try_wait = false;
+    auto r = spin_kernel(opts, &falses);
     EXPECT_OK(r) << "seed " << seed;
     EXPECT_EQ(falses, 0) << "seed " << seed;
   }
+}
+
+// A consumer whose try_wait-false branch reads the slot anyway: PTX lets
+// try_wait time out whenever its time limit runs out, so that read can come
+// before the producer's store is released to it. Time-outs are on by
+// default (RunOptions::spurious_try_wait), so every strategy explores them.
+// With `correct`, the consumer spins until the wait passes.
+emu::KernelFactory false_branch_kernel(bool correct) {
+  return [correct] {
+    emu::Kernel k;
+    k.launch.warps_per_cta = 2;
+    k.launch.smem_bytes = 256;
+    k.body = [correct] {
+      struct Slot {
+        SharedMemBarrier full;
+        int data;
+      };
+      auto& s = B::shared_storage<Slot>();
+      if (B::warp_idx() == 0) init_bar(s.full, 1);
+      B::cluster_sync();
+      if (B::warp_idx() == 0) {
+        B::elect_one([&] { s.data = 42; });
+        elected_arrive(s.full);
+      } else if (correct) {
+        while (!B::try_wait(s.full, 0)) {
+        }
+        B::check(s.data == 42, "the slot holds the producer's value");
+      } else {
+        const bool ready = B::try_wait(s.full, 0);
+        (void)ready;  // the bug: the false branch reads the slot too
+        B::check(s.data == 42, "the slot holds the producer's value");
+      }
+    };
+    return k;
+  };
+}
+
+TEST(emu_MbarTryWait, AWrongFalseBranchIsFoundByTheDefaultExploration) {
+  emu::ExploreOptions o;  // the default portfolio, time-outs on by default
+  o.runs = 100;
+  o.jobs = 1;
+  o.shrink_seconds = 2;
+  const auto r = emu::explore(false_branch_kernel(false), o);
+  ASSERT_FALSE(r.ok()) << "the read on try_wait's false branch was not found in 100 runs";
+  EXPECT_LT(r.failure->run, 20u);
+  const std::string what = outcome(r.failure->result);
+  EXPECT_TRUE(what == "race.smem" || what == "kernel.check") << r.failure->result.report();
+  // The time-out is the one preemption the bug needs.
+  EXPECT_EQ(r.failure->result.preemptions(), 1u) << r.failure->result.report();
+  EXPECT_TRUE(r.failure->result.spurious_try_wait);
+}
+
+TEST(emu_MbarTryWait, WithoutTimeOutsTheWrongFalseBranchIsNeverTaken) {
+  emu::ExploreOptions o;
+  o.runs = 100;
+  o.jobs = 1;
+  o.spurious_try_wait = false;  // the default before issue 23: the blind spot
+  EXPECT_TRUE(emu::explore(false_branch_kernel(false), o).ok());
+}
+
+TEST(emu_MbarTryWait, TheExhaustiveSearchBranchesOnTimeOuts) {
+  emu::ExploreOptions o;
+  o.portfolio = {{emu::StrategyKind::exhaustive}};
+  o.seconds = 0;
+  o.shrink = false;
+  o.preemptions = 0;  // a time-out is a preemption: bound 0 takes none
+  auto r = emu::explore(false_branch_kernel(false), o);
+  EXPECT_TRUE(r.ok() && r.complete);
+  o.preemptions = 1;
+  r = emu::explore(false_branch_kernel(false), o);
+  ASSERT_FALSE(r.ok()) << "bound 1 did not branch on the time-out";
+  // The correct spin loop: every schedule within three preemptions (three
+  // time-outs, or switches) is clean, and the search completes.
+  o.preemptions = 3;
+  r = emu::explore(false_branch_kernel(true), o);
+  EXPECT_TRUE(r.ok()) << r.failure->result.report();
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.verdict(), emu::Verdict::verified);
+}
+
+TEST(emu_MbarTryWait, TheCorrectSpinLoopExploresCleanByDefault) {
+  emu::ExploreOptions o;
+  o.runs = 200;
+  o.jobs = 1;
+  const auto r = emu::explore(false_branch_kernel(true), o);
+  EXPECT_TRUE(r.ok()) << r.failure->result.report();
+  EXPECT_EQ(r.runs, 200u);
+}
+
+// A schedule printed before time-outs were on by default (version 3, no
+// --spurious-try-wait on its line) replays as it was recorded: without them.
+TEST(emu_MbarTryWait, AVersion3ScheduleReplaysWithoutTimeOuts) {
+  emu::RunOptions off;
+  off.spurious_try_wait = false;
+  int checked = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    off.strategy = wspipe::test::with_strategy(emu::StrategyKind::random, seed).strategy;
+    const auto recorded = emu::run(false_branch_kernel(true)(), off);
+    ASSERT_EQ(recorded.status, emu::Status::ok) << recorded.report();
+    // The same deviations as a version 4 token replay with time-outs on:
+    // where the consumer waited in try_wait, that run takes other steps
+    // (the waiter could time out there), and the replay is refused.
+    const emu::Schedule v4(recorded.schedule.deviations(), recorded.schedule.check());
+    try {
+      (void)emu::replay(false_branch_kernel(true)(), v4, emu::RunOptions{});
+      continue;  // the consumer never waited: both modes take the same steps
+    } catch (const emu::ScheduleMismatch&) {
+    }
+    EXPECT_NO_THROW((void)emu::replay(false_branch_kernel(true)(), v4, off)) << "seed " << seed;
+    const emu::Schedule v3(recorded.schedule.deviations(), recorded.schedule.check(), 3);
+    ASSERT_EQ(v3.encode().rfind("3:", 0), 0u);
+    const auto again = emu::replay(false_branch_kernel(true)(), v3, emu::RunOptions{});  // time-outs on
+    EXPECT_FALSE(again.spurious_try_wait) << "seed " << seed;
+    EXPECT_EQ(again.steps, recorded.steps) << "seed " << seed;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << "no seed made the consumer wait in try_wait";
 }
 
 TEST(emu_MbarTryWait, SpinningOnAPhaseThatNeverCompletesIsADeadlock) {

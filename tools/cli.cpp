@@ -356,7 +356,9 @@ std::string option_values(const Plan& p) {
   return out;
 }
 
-std::string replay_command(const std::string& prog, const Plan& p, const emu::Schedule& s) {
+// The command that replays `r`, with the try_wait mode it ran in (a
+// version 3 schedule may have replayed without spurious time-outs).
+std::string replay_command(const std::string& prog, const Plan& p, const emu::RunResult& r) {
   std::vector<std::string> args = {"replay", p.display};
   for (const auto& spec : p.scenario->options) {
     args.push_back("--" + spec.name);
@@ -365,7 +367,9 @@ std::string replay_command(const std::string& prog, const Plan& p, const emu::Sc
   std::vector<std::string> launch;
   if (p.max_active_clusters) launch.insert(launch.end(), {"--max-active-clusters", std::to_string(*p.max_active_clusters)});
   if (p.ctas_per_sm) launch.insert(launch.end(), {"--ctas-per-sm", std::to_string(*p.ctas_per_sm)});
-  return emu::replay_command(emu::SettingsFront::flags, p.settings.run_options(), s, prog, args, launch);
+  emu::RunOptions run = p.settings.run_options();
+  run.spurious_try_wait = r.spurious_try_wait;
+  return emu::replay_command(emu::SettingsFront::flags, run, r.schedule, prog, args, launch);
 }
 
 // What a command reports: the run shown (if any) and, for explore, how it
@@ -433,7 +437,7 @@ std::string json_result(const Plan& p, const Outcome& o, const std::string& prog
   if (!o.explored) j.emplace_back("runs", "1");
   j.insert(j.end(), result.begin(), result.end());
   emu::insert_after(j, "outcome", {"expect", json_quote(p.variant->expect)});
-  emu::insert_after(j, "schedule", {"replay", o.run ? json_quote(replay_command(prog, p, o.run->schedule)) : "null"});
+  emu::insert_after(j, "schedule", {"replay", o.run ? json_quote(replay_command(prog, p, *o.run)) : "null"});
   return emu::to_json(j);
 }
 
@@ -466,7 +470,7 @@ void print_report(std::ostream& out, const Plan& p, const Outcome& o, const Trac
   out << "expected outcome of " << p.display << ": " << p.variant->expect << "\n";
   out << "schedule: " << r->schedule.encode() << "\n";
   if (o.explored) out << emu::shrunk_line(o.explored->failure->shrink);
-  out << "replay:   " << replay_command(prog, p, r->schedule) << "\n";
+  out << "replay:   " << replay_command(prog, p, *r) << "\n";
   if (trace.written) out << "trace:    " << *p.trace_file << "\n";
 }
 

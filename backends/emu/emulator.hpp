@@ -3,6 +3,7 @@
 // what happened.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -68,15 +69,24 @@ std::size_t memory_charged();
 struct RunOptions {
   StrategyParams strategy;
   std::uint64_t max_steps = 5'000'000;  // step budget; running out is reported as a livelock
+  // A run still going at this time stops where it is (looked at every 4,096
+  // steps): RunResult::stopped, and pruned, since it says nothing about the
+  // kernel. The shrinker gives its runs the end of its time, so that a run
+  // that livelocks cannot take it past its budget. Default: never.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   bool trace = true;
   // With `trace`: where the events go while the run goes (TraceFileSink
   // writes a file). The run then keeps only about its last 65,536 events
   // in RunResult::trace (enough for its report), however long it is.
   // Not owned; null: the run keeps every event.
   TraceSink* trace_sink = nullptr;
-  // try_wait may return false on a phase that has not completed yet (the
-  // hardware's suspend time limit), instead of blocking until it does.
-  bool spurious_try_wait = false;
+  // try_wait may return false on a phase that has not completed yet, as
+  // PTX allows (its suspend time limit ran out): a time-out is then a
+  // choice every strategy can make, and the exhaustive search branches on
+  // it (each counts as a preemption). The default policy never takes one.
+  // Off: try_wait blocks while another actor could still complete the
+  // phase, and times out only when nothing else can move.
+  bool spurious_try_wait = true;
   // The happens-before race checker (vector clocks and shadow state of TMEM
   // cells and shared-memory chunks). Off: no race reports, faster runs.
   bool race_check = true;
@@ -172,6 +182,12 @@ struct RunResult {
   // The strategy abandoned the run as equivalent to one already explored
   // (exhaustive search): its status means nothing.
   bool pruned = false;
+  // The run reached RunOptions::deadline and stopped there (pruned too).
+  bool stopped = false;
+  // Whether try_wait could time out spuriously in this run: its options'
+  // spurious_try_wait, which replay() turns off for a version 2 or 3
+  // schedule recorded without it. A replay line names the mode it had.
+  bool spurious_try_wait = true;
 
   // The report a person reads: the status, then the violation or what each
   // blocked warp waits on and the last events on that object.

@@ -291,6 +291,22 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
   options.strategy.replay = schedule;
   options.strategy.strict = true;
   options.trace = true;
+  // Schedules of versions 2 and 3 were recorded when try_wait timed out
+  // spuriously only where the replay line said --spurious-try-wait: with
+  // time-outs now on by default, such a schedule is tried first without
+  // them (one run, no trace), and replayed in whichever mode it fits.
+  if (schedule.version() <= 3 && options.spurious_try_wait) {
+    RunOptions probe = options;
+    probe.trace = false;
+    probe.trace_sink = nullptr;
+    probe.spurious_try_wait = false;
+    try {
+      (void)run(kernel, probe);
+      options.spurious_try_wait = false;
+    } catch (const ScheduleMismatch&) {
+      // recorded with time-outs on: replayed as given
+    }
+  }
   return run(kernel, options);
 }
 
@@ -322,6 +338,10 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
   // Runs `o` (trace off); keeps its run if it is a smaller run of the target.
   auto keep_if_smaller = [&](RunOptions o) {
     o.trace = false;
+    // A candidate that livelocks runs to its step budget: it stops at the
+    // end of the shrink's time instead (RunOptions::deadline).
+    o.deadline = std::min(o.deadline, t0 + std::chrono::duration_cast<SteadyClock::duration>(
+                                               std::chrono::duration<double>(seconds)));
     RunResult r = run(make(), o);
     ++st.replays;
     if (r.pruned || outcome(r) != target || !smaller(r, best)) return false;

@@ -205,7 +205,9 @@ ExploreResult explore(const KernelFactory& make, const ExploreOptions& options);
 ExploreResult explore(const Kernel& kernel, const ExploreOptions& options);
 
 // Re-runs `schedule` strictly (throws ScheduleMismatch when it does not fit
-// this kernel and options), with the trace on.
+// this kernel and options), with the trace on. A schedule of version 2 or 3
+// (recorded before spurious try_wait time-outs were on by default) is
+// replayed without them if it fits so (RunResult::spurious_try_wait says).
 RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions options);
 
 // Shrinks `failing` (a run of `make`'s kernel with options `base`) to a

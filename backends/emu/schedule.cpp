@@ -59,7 +59,9 @@ std::optional<Schedule> Schedule::decode(std::string_view text, std::string* err
   Schedule s;
   if (version == "2") {
     s.version_ = 2;
-  } else if (version != "3") {
+  } else if (version == "3") {
+    s.version_ = 3;
+  } else if (version != "4") {
     return fail(0, "unsupported version \"" + std::string(version) + "\" (this build reads versions " +
                        std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")");
   }

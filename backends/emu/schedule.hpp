@@ -19,7 +19,7 @@ namespace wspipe::emu {
 // with the same kernel and options reproduces the run step for step. A
 // schedule with few deviations prints short; shrinking removes them.
 //
-// Text encoding, version 3:  "3:" CHECK ":" DEVIATIONS, or "3:" DEVIATIONS
+// Text encoding, version 4:  "4:" CHECK ":" DEVIATIONS, or "4:" DEVIATIONS
 // without the check. CHECK is 8 hex digits, the fingerprint of the run the
 // schedule was recorded from: every step it took, each as the set of actors
 // that could move there (and which of them could only time out), including
@@ -27,9 +27,14 @@ namespace wspipe::emu {
 // is refused as a schedule of another kernel or configuration. DEVIATIONS
 // is one token per deviation, in order: the number of default choices since
 // the previous deviation (omitted when 0), then the actor: a letter for
-// 0..51 (a-z, A-Z) or a decimal number in braces ("{60}"). "3:3b12a" = take
+// 0..51 (a-z, A-Z) or a decimal number in braces ("{60}"). "4:3b12a" = take
 // the default at choice points 0-2, actor 1 at 3, the default at 4-15,
 // actor 0 at 16, then the default to the end.
+//
+// Version 3 (read, never written): the same encoding and check, recorded
+// when try_wait timed out spuriously only with --spurious-try-wait (now the
+// default, RunOptions::spurious_try_wait). replay() runs a version 3 token
+// without time-outs where it fits so, with them otherwise.
 //
 // Version 2 (read, never written): the same deviations; its CHECK covers
 // only the choice points, so a run that differs at steps where one actor
@@ -37,7 +42,7 @@ namespace wspipe::emu {
 // checked as it was recorded, against the fingerprint of the choice points.
 class Schedule {
  public:
-  static constexpr int kVersion = 3;      // what a new schedule encodes as
+  static constexpr int kVersion = 4;      // what a new schedule encodes as
   static constexpr int kOldestVersion = 2;  // the oldest decode() reads
 
   struct Deviation {

@@ -125,8 +125,13 @@ const Setting kSettings[] = {
      "step budget per run; running out is a livelock (default 5000000)", false,
      [](SettingsState& s, std::string_view t) { s.options.max_steps = parse_whole_number(t, 1, kNoMax); }},
     {"spurious-try-wait", "WSPIPE_SPURIOUS_TRY_WAIT", "run.spurious_try_wait = true", "",
-     "try_wait may time out on an incomplete phase", false,
-     [](SettingsState& s, std::string_view t) { s.options.spurious_try_wait = parse_switch(t); }},
+     "try_wait may time out on an incomplete phase, as PTX allows\n"
+     "(the default; a time-out is a choice every strategy explores)",
+     false, [](SettingsState& s, std::string_view t) { s.options.spurious_try_wait = parse_switch(t); }},
+    {"no-spurious-try-wait", "WSPIPE_NO_SPURIOUS_TRY_WAIT", "run.spurious_try_wait = false", "",
+     "try_wait times out only when nothing else can move\n"
+     "(fewer schedules; the default before issue 23)",
+     false, [](SettingsState& s, std::string_view t) { s.options.spurious_try_wait = !parse_switch(t); }},
     {"mma-memo-mib", "WSPIPE_MMA_MEMO_MIB", "run.mma_memo_bytes = {} MiB", "N",
      "most memory per thread for the MMAs already computed (products\n"
      "and accumulator chains), reused when an MMA's operands repeat;\n"

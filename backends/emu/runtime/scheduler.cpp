@@ -239,6 +239,12 @@ bool World::dispatch(Warp* self) {
       end(Status::livelock, self);
       return false;
     }
+    if ((step_ & 4095) == 0 && options_.deadline != std::chrono::steady_clock::time_point::max() &&
+        std::chrono::steady_clock::now() >= options_.deadline) [[unlikely]] {
+      result_.pruned = result_.stopped = true;
+      end(Status::ok, self);
+      return false;
+    }
     refresh();
     if (sched_check_) check_enabled();
     // An actor that can only time out (spurious try_wait) does not count as

@@ -258,6 +258,7 @@ RunResult World::run() {
                 "this one for a schedule of its own";
   }
   result_.steps = step_;
+  result_.spurious_try_wait = options_.spurious_try_wait;
   result_.choices = choices_;
   result_.schedule.set_check(fingerprint(result_.schedule.version()));
   if (result_.status == Status::deadlock || result_.status == Status::livelock) {
