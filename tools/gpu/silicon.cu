@@ -1398,6 +1398,8 @@ int run_conformance(const std::string& device, std::uint64_t seed, std::uint32_t
 // A blocking wait of a multi-warp program gives up after this long: far
 // beyond any wait that can pass (the programs' waits all can, docs/silicon.md).
 constexpr std::uint64_t kMwWaitNs = 20'000'000;
+// Programs per child process: each child has the host timeout of 300 s.
+constexpr std::uint32_t kMwProgramsPerChild = 100;
 
 // Runs programs [from, to) of `seed`, `reps` repetitions each (one CTA
 // each, one launch per program), printing for program i "S i" as it
@@ -1467,12 +1469,15 @@ int run_conformance_mw(const std::string& device, std::uint64_t seed, std::uint3
   const auto start = std::chrono::steady_clock::now();
   for (std::uint32_t from = 0; from < count;) {
     ++children;
-    const ChildResult r = in_child([&] { return conformance_mw_child(seed, from, count, reps); }, 300);
+    const std::uint32_t to = std::min(count, from + kMwProgramsPerChild);
+    const ChildResult r = in_child([&] { return conformance_mw_child(seed, from, to, reps); }, 300);
     // Programs the child finished go to the file; the one it was running
     // when it failed, died or was killed is recorded as such, and the next
     // child starts after it.
-    std::uint32_t next = count;
+    std::uint32_t next = to;
+    std::uint32_t done = from;  // programs before it are in `body`
     std::string block;
+    std::size_t block_outcomes = 0;
     std::istringstream lines(r.output);
     std::string line;
     bool open = false;
@@ -1483,17 +1488,20 @@ int run_conformance_mw(const std::string& device, std::uint64_t seed, std::uint3
         open = true;
         current = i;
         block.clear();
+        block_outcomes = 0;
       } else if (line.rfind("O ", 0) == 0 && open) {
         block += line + "\n";
-        ++outcomes;
+        ++block_outcomes;
       } else if (line.rfind("E ", 0) == 0 && open) {
         body += "P " + std::to_string(current) + "\n" + block;
+        outcomes += block_outcomes;
         open = false;
+        done = current + 1;
       } else if (line.rfind("F ", 0) == 0 && open) {
         body += "P " + std::to_string(current) + " failed: " + line.substr(line.find(' ', 2) + 1) + "\n";
         ++failed;
         open = false;
-        next = current + 1;
+        next = done = current + 1;
       }
     }
     if (open) {  // died or killed inside a program
@@ -1501,10 +1509,14 @@ int run_conformance_mw(const std::string& device, std::uint64_t seed, std::uint3
               (r.kind == ChildResult::timed_out ? std::string("hung (host timeout)") : "the process died") + "\n";
       ++failed;
       next = current + 1;
-    } else if (next == count && (r.kind != ChildResult::exited || r.code != 0)) {
-      std::printf("conformance-mw child from program %u failed (%s, exit %d):\n%s\n", from,
-                  r.kind == ChildResult::timed_out ? "timed out" : "died", r.code, r.output.c_str());
-      return 1;
+    } else if (r.kind != ChildResult::exited || r.code != 0) {
+      // Between programs: go on after the last one done, unless none was.
+      if (done == from) {
+        std::printf("conformance-mw child from program %u failed (%s, exit %d):\n%s\n", from,
+                    r.kind == ChildResult::timed_out ? "timed out" : "died", r.code, r.output.c_str());
+        return 1;
+      }
+      next = done;
     }
     from = next;
   }
