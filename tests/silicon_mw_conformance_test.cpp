@@ -35,7 +35,6 @@
 #include <vector>
 
 #include "backends/emu/emu.hpp"
-#include "backends/emu/exhaustive.hpp"
 #include "emu_test_util.hpp"
 #include "tools/gpu/mw_program.hpp"
 
@@ -206,7 +205,7 @@ struct SearchBudget {
   // sought is reached or max_random have run. A bounded search that stops
   // early explores variations of the end of one schedule (depth first);
   // random schedules reach the rest sooner.
-  std::uint64_t min_random = 1000, max_random = 20000;
+  std::uint64_t min_random = 1000, max_random = 10000;
 };
 
 SearchBudget budget_from_env() {
@@ -235,31 +234,26 @@ Reached reach(const MwProgram& p, const SearchBudget& budget, const std::set<std
       ++found;
     }
   };
-  emu::RunOptions ro;
-  ro.trace = false;
-  ro.race_check = false;
-  ro.spurious_try_wait = true;
-  ro.max_steps = 100'000;
-  emu::detail::ExhaustiveSearch search(budget.bound, /*reduce=*/false);
-  ro.strategy.kind = emu::StrategyKind::exhaustive;
-  ro.strategy.shared = &search;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (;;) {
-    const emu::RunResult r = emu::run(kernel, ro);
-    if (!r.pruned) {
-      ++got.exhaustive_runs;
-      note(r);
-    }
-    if (!search.advance()) {
-      got.complete = true;
-      break;
-    }
-    if (got.exhaustive_runs >= budget.max_runs ||
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > budget.max_seconds) {
-      break;
-    }
-  }
-  ro.strategy = {};
+  // The exhaustive search through explore(), which stops at a failure (a
+  // deadlock or a rule): the programs have none (ProgramsAreDefined...), and
+  // the random runs below go on regardless.
+  emu::ExploreOptions xo;
+  xo.race_check = false;
+  xo.spurious_try_wait = true;
+  xo.max_steps = 100'000;
+  xo.portfolio = {{emu::StrategyKind::exhaustive}};
+  xo.preemptions = budget.bound;
+  xo.reduce = false;
+  xo.runs = budget.max_runs;
+  xo.seconds = budget.max_seconds;
+  xo.jobs = 1;
+  xo.shrink = false;
+  xo.on_run = [&](std::uint64_t, const emu::RunResult& r) {
+    ++got.exhaustive_runs;
+    note(r);
+  };
+  got.complete = emu::explore(kernel, xo).complete;
+  emu::RunOptions ro = xo.run_options();
   ro.strategy.kind = emu::StrategyKind::random;
   for (std::uint64_t i = 0; i < budget.max_random && (i < budget.min_random || found < sought.size()); ++i) {
     ro.strategy.seed = emu::run_seed(1, i);
