@@ -1518,6 +1518,9 @@ int run_conformance_mw(const std::string& device, std::uint64_t seed, std::uint3
       }
       next = done;
     }
+    std::printf("conformance-mw: programs %u-%u done (%.1f s)\n", from, next - 1,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    std::fflush(stdout);
     from = next;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
