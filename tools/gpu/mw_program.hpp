@@ -272,12 +272,15 @@ inline MwProgram mw_program(std::uint64_t seed, std::uint32_t index) {
     ++pt.phase;
   };
 
-  const std::uint32_t walk_cap = kMwMaxOps - 3 * kMwMaxBars;  // room for the end
+  // Room for the end: at most 3 operations per barrier (a wait for a
+  // completed phase, then an arrival and a wait; or an arrival, the owed
+  // bytes and a wait). A step of the walk adds at most 2 (a spin and a wait).
+  const std::uint32_t walk_cap = kMwMaxOps - 3 * kMwMaxBars;
   const std::uint32_t target = p.warps * (3 + pick(7));
   std::uint32_t total = 0;
   for (std::uint32_t guard = 0; total < target && guard < 1000; ++guard) {
     const std::uint32_t w = pick(p.warps);
-    if (p.ops[w].size() >= walk_cap) continue;
+    if (p.ops[w].size() + 2 > walk_cap) continue;
     const std::size_t before = p.ops[w].size();
     const std::uint32_t b = pick(p.bars);
     const auto bar = static_cast<std::uint8_t>(b);

@@ -1429,7 +1429,12 @@ int conformance_mw_child(std::uint64_t seed, std::uint32_t from, std::uint32_t t
     MwBounds bounds{};
     for (std::uint32_t w = 0; w < mw::kMwMaxWarps; ++w) {
       bounds.begin[w] = static_cast<std::uint32_t>(flat.size());
-      if (w < p.warps) flat.insert(flat.end(), p.ops[w].begin(), p.ops[w].end());
+      if (w >= p.warps) continue;
+      if (p.ops[w].size() > mw::kMwMaxOps) {  // the observation slots per warp; the generator keeps within
+        std::printf("program %u: warp %u has %zu operations, more than %u\n", i, w, p.ops[w].size(), mw::kMwMaxOps);
+        return 3;
+      }
+      flat.insert(flat.end(), p.ops[w].begin(), p.ops[w].end());
     }
     bounds.begin[mw::kMwMaxWarps] = static_cast<std::uint32_t>(flat.size());
     for (std::uint32_t b = 0; b < mw::kMwMaxBars; ++b) bounds.count[b] = p.count[b];
