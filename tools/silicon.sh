@@ -2,7 +2,7 @@
 # tools/silicon.sh [ARGS...]: build wspipe_silicon (tools/gpu/silicon.cu)
 # with nvcc alone and run it: `all` by default, or the ARGS given
 # (ring | tile-reduce | tma-store | clusters | variants | conformance
-# [--seed S] [--count N]);
+# [--seed S] [--count N] | conformance-mw [--seed S] [--count N] [--reps R]);
 # `tools/silicon.sh ring-cost [ITEMS] [REPS]` builds and runs the
 # abstraction's cost benchmark (tools/gpu/ring_cost.cu) instead. For a GPU machine
 # that has the CUDA toolkit but not the rest of wspipe's dependencies (no

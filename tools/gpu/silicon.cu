@@ -18,13 +18,17 @@
 //   wspipe_silicon conformance [--seed S] [--count N]
 //                                N mbarrier programs (mbar_program.hpp), every wait's result; programs
 //                                that trap are isolated in processes of their own
-//   wspipe_silicon all           all six
+//   wspipe_silicon conformance-mw [--seed S] [--count N] [--reps R]
+//                                N multi-warp mbarrier programs (mw_program.hpp), each run R times
+//                                with varied delays: the set of outcomes seen, with counts
+//   wspipe_silicon all           all six (not conformance-mw)
 //
 // Results go to stdout and, as files, to $WSPIPE_SILICON_OUT (default: the
 // working directory): ring.txt, tile_reduce.txt, tma_store.txt,
-// clusters.txt, variants.txt, mbarrier_conformance.txt. The
-// conformance file is what tests/silicon_conformance_test.cpp compares the
-// emulator with (tests/data/).
+// clusters.txt, variants.txt, mbarrier_conformance.txt,
+// mbarrier_mw_conformance.txt. The conformance files are what
+// tests/silicon_conformance_test.cpp and silicon_mw_conformance_test.cpp
+// compare the emulator with (tests/data/).
 //
 // Exit: 0 all as expected; 1 a failure; 2 bad usage; 77 no sm_90+ GPU here
 // (the message names what was found), so that CTest skips.
@@ -43,6 +47,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -51,6 +56,9 @@
 #include <exception>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -66,6 +74,7 @@
 #include "examples/tile_reduce.hpp"
 #include "tools/gpu/device_buffer.hpp"
 #include "tools/gpu/mbar_program.hpp"
+#include "tools/gpu/mw_program.hpp"
 
 namespace {
 
@@ -78,6 +87,8 @@ using wspipe::gpu::DeviceBuffer;
 using wspipe::gpu::DeviceEvent;
 using wspipe::silicon::MbarOp;
 using wspipe::silicon::MbarOpKind;
+using wspipe::silicon::MwOp;
+using wspipe::silicon::MwOpKind;
 
 // ------------------------------------------------------------------ kernels
 
@@ -153,6 +164,116 @@ __global__ void mbar_program_kernel(const MbarOp* ops, const std::uint32_t* begi
     }
   }
   out[n] = '\0';
+}
+
+namespace mw = wspipe::silicon;
+
+struct MwStorage {
+  SharedMemBarrier bar[mw::kMwMaxBars];
+  std::uint32_t slot[mw::kMwSlots];
+  alignas(128) std::uint8_t dst[mw::kMwMaxBars][mw::kMwCopyBytes];
+};
+
+// One multi-warp program: its warps' operations are ops[begin[w], begin[w + 1]).
+struct MwBounds {
+  std::uint32_t begin[mw::kMwMaxWarps + 1];
+  std::uint32_t count[mw::kMwMaxBars];
+  std::uint32_t bars;
+};
+
+__device__ std::uint64_t mw_now() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// The delay before operation `op` of warp `warp` in repetition `rep`: none
+// in every eighth repetition (the tightest races) and in 40% of the others'
+// operations, else 2^0..2^11 ns, now and then 10 us; the same (rep, warp,
+// op) always gets the same.
+__device__ std::uint32_t mw_delay(std::uint32_t rep, std::uint32_t warp, std::uint32_t op) {
+  if (rep % 8 == 0) return 0;
+  std::uint64_t z = (static_cast<std::uint64_t>(rep) << 32 | warp << 8 | op) + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  const std::uint32_t r = static_cast<std::uint32_t>(z % 100);
+  if (r < 40) return 0;
+  if (r < 45) return 10000;
+  return 1u << ((z >> 8) % 12);
+}
+
+// One repetition per CTA (blockIdx.x is its number): thread 0 initialises
+// the barriers, lane 0 of each warp then issues that warp's operations with
+// a delay before each. obs gets kMwMaxOps words per warp, in program order:
+// each observing operation's value and each blocking wait's (1 passed,
+// kMwNoPass gave up after `wait_ns`, which ends the warp).
+__global__ void mw_program_kernel(const MwOp* ops, const __grid_constant__ MwBounds bounds,
+                                  const __grid_constant__ CUtensorMap map, const std::uint8_t* src,
+                                  std::uint32_t* obs, std::uint64_t wait_ns) {
+  auto& s = B::shared_storage<MwStorage>();
+  const std::uint32_t warp = threadIdx.x / 32;
+  if (threadIdx.x == 0) {
+    for (std::uint32_t b = 0; b < bounds.bars; ++b) B::init(s.bar[b], bounds.count[b]);
+    for (std::uint32_t& v : s.slot) v = 0;
+    for (auto& d : s.dst) {
+      for (std::uint8_t& v : d) v = 0;
+    }
+    B::fence_proxy_async();  // the zeroes before the copies' bytes
+  }
+  __syncthreads();
+  if (threadIdx.x % 32 != 0) return;
+  std::uint32_t* out = obs + (static_cast<std::size_t>(blockIdx.x) * mw::kMwMaxWarps + warp) * mw::kMwMaxOps;
+  std::uint32_t n = 0;
+  volatile std::uint32_t* slot = s.slot;
+  for (std::uint32_t i = bounds.begin[warp]; i < bounds.begin[warp + 1]; ++i) {
+    const MwOp op = ops[i];
+    if (const std::uint32_t ns = mw_delay(blockIdx.x, warp, i - bounds.begin[warp])) __nanosleep(ns);
+    SharedMemBarrier& bar = s.bar[op.bar];
+    switch (op.kind) {
+      case MwOpKind::arrive:
+        (void)::cuda::ptx::mbarrier_arrive(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
+                                           ::cuda::ptx::space_shared, &bar.raw, 1u);
+        break;
+      case MwOpKind::arrive_expect_tx: B::arrive_expect_tx(bar, op.arg); break;
+      case MwOpKind::expect_tx: B::expect_tx(bar, op.arg); break;
+      case MwOpKind::complete_tx: B::complete_tx(bar, op.arg); break;
+      case MwOpKind::bulk_copy:
+        ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, s.dst[op.bar] + 16 * op.dst,
+                                   src + op.value, op.arg, &bar.raw);
+        break;
+      case MwOpKind::tma_copy: {
+        wspipe::TmaCoords at;
+        at.c[0] = static_cast<std::int32_t>(op.value / 4);
+        B::tma_load<1, 1>(map, s.dst[op.bar], bar, at);
+        break;
+      }
+      case MwOpKind::try_wait: out[n++] = B::try_wait(bar, op.arg) ? 1 : 0; break;
+      case MwOpKind::test_wait: out[n++] = B::test_wait(bar, op.arg) ? 1 : 0; break;
+      case MwOpKind::spin: {
+        std::uint32_t passed = 0;
+        for (std::uint32_t t = 1; t <= op.tries && passed == 0; ++t) passed = B::try_wait(bar, op.arg) ? t : 0;
+        out[n++] = passed;
+        break;
+      }
+      case MwOpKind::wait: {
+        const std::uint64_t start = mw_now();
+        while (!B::try_wait(bar, op.arg)) {
+          if (mw_now() - start > wait_ns) {
+            out[n] = mw::kMwNoPass;
+            return;
+          }
+        }
+        out[n++] = 1;
+        break;
+      }
+      case MwOpKind::store: slot[op.arg] = op.value; break;
+      case MwOpKind::load: out[n++] = slot[op.arg]; break;
+      case MwOpKind::load_copy:
+        out[n++] = reinterpret_cast<volatile const std::uint32_t*>(s.dst[op.bar])[op.arg];
+        break;
+    }
+  }
 }
 
 // -------------------------------------------------------------- processes
@@ -1272,6 +1393,155 @@ int run_conformance(const std::string& device, std::uint64_t seed, std::uint32_t
   return 0;
 }
 
+// ----------------------------------------------------- multi-warp conformance
+
+// A blocking wait of a multi-warp program gives up after this long: far
+// beyond any wait that can pass (the programs' waits all can, docs/silicon.md).
+constexpr std::uint64_t kMwWaitNs = 20'000'000;
+// Programs per child process: each child has the host timeout of 300 s.
+constexpr std::uint32_t kMwProgramsPerChild = 100;
+
+// Runs programs [from, to) of `seed`, `reps` repetitions each (one CTA
+// each, one launch per program), printing for program i "S i" as it
+// starts, "O <runs> <outcome>" per distinct outcome, then "E i". A launch
+// that fails prints "F i <error>" and ends the child (its context is lost).
+int conformance_mw_child(std::uint64_t seed, std::uint32_t from, std::uint32_t to, std::uint32_t reps) {
+  std::vector<std::uint32_t> words(mw::kMwSourceBytes / 4);
+  for (std::uint32_t i = 0; i < words.size(); ++i) words[i] = mw::kMwSourceBase + i;
+  const auto d_src = DeviceBuffer<std::uint32_t>::copy_of(words);
+  const auto* src = reinterpret_cast<const std::uint8_t*>(d_src.get());
+  // The tma_copy map: the source as f32, one box of 16 (64 bytes).
+  wspipe::TensorMap m;
+  m.global = d_src.get();
+  m.dtype = wspipe::ElemType::f32;
+  m.rank = 1;
+  m.dims[0] = mw::kMwSourceBytes / 4;
+  m.box[0] = mw::kMwTmaBytes / 4;
+  const CUtensorMap map = wspipe::cuda::make_tma_map(m);
+  const std::size_t per_rep = static_cast<std::size_t>(mw::kMwMaxWarps) * mw::kMwMaxOps;
+  DeviceBuffer<std::uint32_t> d_obs(per_rep * reps);
+  std::vector<std::uint32_t> obs(per_rep * reps);
+  for (std::uint32_t i = from; i < to; ++i) {
+    std::printf("S %u\n", i);
+    std::fflush(stdout);
+    const mw::MwProgram p = mw::mw_program(seed, i);
+    std::vector<MwOp> flat;
+    MwBounds bounds{};
+    for (std::uint32_t w = 0; w < mw::kMwMaxWarps; ++w) {
+      bounds.begin[w] = static_cast<std::uint32_t>(flat.size());
+      if (w >= p.warps) continue;
+      if (p.ops[w].size() > mw::kMwMaxOps) {  // the observation slots per warp; the generator keeps within
+        std::printf("program %u: warp %u has %zu operations, more than %u\n", i, w, p.ops[w].size(), mw::kMwMaxOps);
+        return 3;
+      }
+      flat.insert(flat.end(), p.ops[w].begin(), p.ops[w].end());
+    }
+    bounds.begin[mw::kMwMaxWarps] = static_cast<std::uint32_t>(flat.size());
+    for (std::uint32_t b = 0; b < mw::kMwMaxBars; ++b) bounds.count[b] = p.count[b];
+    bounds.bars = p.bars;
+    if (flat.empty()) flat.push_back({MwOpKind::load});  // never read: a buffer of one
+    const auto d_ops = DeviceBuffer<MwOp>::copy_of(flat);
+    d_obs.fill_bytes(0);
+    const wspipe::cuda::ClusterLaunch cfg{dim3(reps), dim3(32 * p.warps), dim3(1), nullptr};
+    cudaError_t e = wspipe::cuda::launch_cluster<MwStorage>(mw_program_kernel, cfg, d_ops.get(), bounds, map, src,
+                                                            d_obs.get(), kMwWaitNs);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaMemcpy(obs.data(), d_obs.get(), obs.size() * 4, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+      std::printf("F %u %s\n", i, cudaGetErrorString(e));
+      return 0;
+    }
+    std::map<std::string, std::uint32_t> seen;
+    for (std::uint32_t r = 0; r < reps; ++r) {
+      std::array<std::vector<std::uint32_t>, mw::kMwMaxWarps> per_warp;
+      for (std::uint32_t w = 0; w < p.warps; ++w) {
+        const std::uint32_t* at = &obs[(static_cast<std::size_t>(r) * mw::kMwMaxWarps + w) * mw::kMwMaxOps];
+        per_warp[w].assign(at, at + mw::observation_count(p, w));
+      }
+      ++seen[mw::outcome_text(p, per_warp)];
+    }
+    for (const auto& [outcome, runs] : seen) std::printf("O %u %s\n", runs, outcome.c_str());
+    std::printf("E %u\n", i);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+int run_conformance_mw(const std::string& device, std::uint64_t seed, std::uint32_t count, std::uint32_t reps) {
+  std::string body;  // the file's per-program part
+  std::uint32_t failed = 0, children = 0;
+  std::size_t outcomes = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint32_t from = 0; from < count;) {
+    ++children;
+    const std::uint32_t to = std::min(count, from + kMwProgramsPerChild);
+    const ChildResult r = in_child([&] { return conformance_mw_child(seed, from, to, reps); }, 300);
+    // Programs the child finished go to the file; the one it was running
+    // when it failed, died or was killed is recorded as such, and the next
+    // child starts after it.
+    std::uint32_t next = to;
+    std::uint32_t done = from;  // programs before it are in `body`
+    std::string block;
+    std::size_t block_outcomes = 0;
+    std::istringstream lines(r.output);
+    std::string line;
+    bool open = false;
+    std::uint32_t current = 0;
+    while (std::getline(lines, line)) {
+      unsigned i = 0;
+      if (line.rfind("S ", 0) == 0 && std::sscanf(line.c_str(), "S %u", &i) == 1) {
+        open = true;
+        current = i;
+        block.clear();
+        block_outcomes = 0;
+      } else if (line.rfind("O ", 0) == 0 && open) {
+        block += line + "\n";
+        ++block_outcomes;
+      } else if (line.rfind("E ", 0) == 0 && open) {
+        body += "P " + std::to_string(current) + "\n" + block;
+        outcomes += block_outcomes;
+        open = false;
+        done = current + 1;
+      } else if (line.rfind("F ", 0) == 0 && open) {
+        body += "P " + std::to_string(current) + " failed: " + line.substr(line.find(' ', 2) + 1) + "\n";
+        ++failed;
+        open = false;
+        next = done = current + 1;
+      }
+    }
+    if (open) {  // died or killed inside a program
+      body += "P " + std::to_string(current) + " failed: " +
+              (r.kind == ChildResult::timed_out ? std::string("hung (host timeout)") : "the process died") + "\n";
+      ++failed;
+      next = current + 1;
+    } else if (r.kind != ChildResult::exited || r.code != 0) {
+      // Between programs: go on after the last one done, unless none was.
+      if (done == from) {
+        std::printf("conformance-mw child from program %u failed (%s, exit %d):\n%s\n", from,
+                    r.kind == ChildResult::timed_out ? "timed out" : "died", r.code, r.output.c_str());
+        return 1;
+      }
+      next = done;
+    }
+    std::printf("conformance-mw: programs %u-%u done (%.1f s)\n", from, next - 1,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    std::fflush(stdout);
+    from = next;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("conformance-mw: %u programs (seed %llu) x %u repetitions in %.1f s, %u processes: %zu outcomes, "
+              "%u programs failed\n",
+              count, static_cast<unsigned long long>(seed), reps, secs, children, outcomes, failed);
+  write_file("mbarrier_mw_conformance.txt",
+             "# wspipe multi-warp mbarrier conformance: the outcomes silicon showed, per program\n# device: " +
+                 device + "\n# seed: " + std::to_string(seed) + "\n# count: " + std::to_string(count) +
+                 "\n# reps: " + std::to_string(reps) +
+                 "\n# format: 'P <index>' then one 'O <runs> <outcome>' per distinct outcome (mw_program.hpp, "
+                 "outcome_text); 'P <index> failed: <why>' when its launch failed\n" +
+                 body);
+  return failed == 0 ? 0 : 1;
+}
+
 // Runs a part that is one child process, echoes its output and records it
 // in `file`; 0 when the child passed.
 int run_part(const char* part, const char* file, int (*child)(), double timeout_s, const std::string& device) {
@@ -1286,7 +1556,7 @@ int run_part(const char* part, const char* file, int (*child)(), double timeout_
 int usage() {
   std::fprintf(stderr,
                "usage: wspipe_silicon ring | tile-reduce | tma-store | clusters | variants | conformance [--seed S] "
-               "[--count N] | all\n"
+               "[--count N] | conformance-mw [--seed S] [--count N] [--reps R] | all\n"
                "  Runs wspipe's arch-neutral half on the GPU (sm_90 or later); files go to $WSPIPE_SILICON_OUT.\n");
   return 2;
 }
@@ -1297,20 +1567,23 @@ int main(int argc, char** argv) {
   if (argc < 2) return usage();
   const std::string what = argv[1];
   std::uint64_t seed = 1;
-  std::uint32_t count = 10000;
+  std::optional<std::uint32_t> count;
+  std::uint32_t reps = 10000;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "--seed" || a == "--count") && i + 1 < argc) {
+    if ((a == "--seed" || a == "--count" || a == "--reps") && i + 1 < argc) {
       char* end = nullptr;
       const unsigned long long v = std::strtoull(argv[++i], &end, 10);
-      if (end == argv[i] || *end != '\0' || (a == "--count" && (v == 0 || v > 1000000))) {
+      if (end == argv[i] || *end != '\0' || (a != "--seed" && (v == 0 || v > 1000000))) {
         std::fprintf(stderr, "wspipe_silicon: bad value for %s: %s\n", a.c_str(), argv[i]);
         return 2;
       }
       if (a == "--seed") {
         seed = v;
-      } else {
+      } else if (a == "--count") {
         count = static_cast<std::uint32_t>(v);
+      } else {
+        reps = static_cast<std::uint32_t>(v);
       }
     } else {
       std::fprintf(stderr, "wspipe_silicon: unknown argument: %s\n", a.c_str());
@@ -1318,7 +1591,7 @@ int main(int argc, char** argv) {
     }
   }
   if (what != "ring" && what != "tile-reduce" && what != "tma-store" && what != "clusters" && what != "variants" &&
-      what != "conformance" && what != "all") {
+      what != "conformance" && what != "conformance-mw" && what != "all") {
     return usage();
   }
 
@@ -1342,6 +1615,7 @@ int main(int argc, char** argv) {
   if (what == "tma-store" || what == "all") rc |= run_tma_store(device);
   if (what == "clusters" || what == "all") rc |= run_part("clusters", "clusters.txt", clusters_child, 300, device);
   if (what == "variants" || what == "all") rc |= run_variants(device);
-  if (what == "conformance" || what == "all") rc |= run_conformance(device, seed, count);
+  if (what == "conformance" || what == "all") rc |= run_conformance(device, seed, count.value_or(10000));
+  if (what == "conformance-mw") rc |= run_conformance_mw(device, seed, count.value_or(500), reps);
   return rc;
 }
