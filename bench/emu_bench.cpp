@@ -150,6 +150,7 @@ void BM_EmuGemm(benchmark::State& state) {
   wspipe::emu::RunOptions opts;
   opts.trace = false;
   opts.race_check = state.range(1) != 0;
+  opts.spurious_try_wait = false;  // the idle CTAs stay idle until the rings end (examples/idle_grid.hpp)
   run_correct(state, *gemm, values, opts);
   state.SetLabel("gemm cta_group " + std::to_string(state.range(0)) + (opts.race_check ? "" : " no-race-check"));
 }

@@ -4,10 +4,12 @@
 // warps and engines cost the emulator's scheduler (bench/emu_bench.cpp,
 // BM_EmuGrid; tests/emu_scheduler_test.cpp).
 //
-// In an idle CTA, warp 0 polls an mbarrier with try_wait, which times out
-// only once nothing else can move (without spurious time-outs), that is
-// once the rings have finished; it then completes the barrier itself, and
-// the CTA's other warps, which wait on it, go on and exit.
+// In an idle CTA, warp 0 polls an mbarrier with try_wait, which (run with
+// RunOptions::spurious_try_wait off, as the benchmark and test do) times
+// out only once nothing else can move, that is once the rings have
+// finished; it then completes the barrier itself, and the CTA's other
+// warps, which wait on it, go on and exit. (With time-outs on, the default,
+// an idle CTA may finish at any time: correct, but not idle.)
 #pragma once
 
 #include <cstddef>

@@ -160,6 +160,7 @@ TEST(scheduler_Scale, IdleCtasAddNoWorkPerStep) {
     launch.smem_bytes = examples::kIdleGridSmem;
     emu::RunOptions opts = test::with_strategy(emu::StrategyKind::random, 7);
     opts.trace = false;
+    opts.spurious_try_wait = false;  // the idle CTAs stay idle until the rings end
     const std::uint64_t before = emu::detail::sched_evaluations();
     const auto r = emu::run(launch, [] { examples::idle_grid_kernel<B>(4, 1024); }, opts);
     EXPECT_EQ(r.status, emu::Status::ok) << r.report();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -690,6 +691,53 @@ TEST(explore_Options, RunOptionsAreItsOwn) {
   EXPECT_EQ(emu::explore(ring(2, 4, RingBug::none), o).failure->outcome, "livelock");
 }
 
+// A kernel that livelocks: two warps polling, with test_wait (each poll a
+// step that makes progress), a phase nobody completes.
+emu::KernelFactory spinning_forever() {
+  return [] {
+    emu::Kernel k;
+    k.launch.warps_per_cta = 2;
+    k.launch.smem_bytes = sizeof(SharedMemBarrier);
+    k.body = [] {
+      auto& bar = B::shared_storage<SharedMemBarrier>();
+      if (B::warp_idx() == 0) test::init_bar(bar, 1);
+      B::cluster_sync();
+      while (!B::test_wait(bar, 0)) {
+      }
+    };
+    return k;
+  };
+}
+
+// Each candidate run of a livelock goes to the step budget; the shrinker
+// stops it at the end of its own time instead (RunOptions::deadline), so a
+// budget of a billion steps cannot hold it up for minutes.
+TEST(explore_Shrink, ALivelockCannotMakeShrinkingOverrunItsTime) {
+  emu::RunOptions found;
+  found.trace = false;
+  found.max_steps = 2'000;
+  found.strategy = test::with_strategy(emu::StrategyKind::random, 3).strategy;
+  const auto failing = emu::run(spinning_forever()(), found);
+  ASSERT_EQ(failing.status, emu::Status::livelock);
+  ASSERT_FALSE(failing.schedule.empty());
+  emu::RunOptions base;
+  base.max_steps = 1'000'000'000;
+  emu::ShrinkStats st;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto small = emu::shrink(spinning_forever(), base, failing, 0.5, &st);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 3.0) << "shrinking took " << took << " s with a budget of 0.5 s";
+  EXPECT_FALSE(st.finished);
+  EXPECT_EQ(small.status, emu::Status::livelock);
+
+  // A run's own deadline: it stops where it is, as pruned.
+  base.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+  base.trace = false;
+  const auto r = emu::run(spinning_forever()(), base);
+  EXPECT_TRUE(r.stopped && r.pruned);
+  EXPECT_LT(r.steps, base.max_steps);
+}
+
 // The settings table's rules between settings, whichever front gives them.
 TEST(explore_Settings, RulesBetweenSettings) {
   auto apply = [](emu::ExploreOptions& o, std::vector<std::pair<const char*, const char*>> given) {
@@ -757,6 +805,21 @@ TEST(explore_Report, JsonAndReplayCommandComeFromTheResult) {
                                 "t.json"),
             "WSPIPE_REPLAY=" + emu::shell_quote(token) +
                 " WSPIPE_TRACE=t.json WSPIPE_MAX_STEPS=99 WSPIPE_LANE_DIVERGENCE=1 './my test' --gtest_filter=A.B");
+  // try_wait time-outs are on by default: only their absence is named.
+  run = {};
+  run.spurious_try_wait = false;
+  EXPECT_EQ(emu::replay_command(emu::SettingsFront::flags, run, s, "wspipe", {"replay", "ring/x"}, {}),
+            "wspipe replay ring/x --no-spurious-try-wait --schedule " + emu::shell_quote(token));
+  EXPECT_EQ(emu::replay_command(emu::SettingsFront::environment, run, s, "t", {}, {}),
+            "WSPIPE_REPLAY=" + emu::shell_quote(token) + " WSPIPE_NO_SPURIOUS_TRY_WAIT=1 t");
+  emu::ExploreOptions o;
+  EXPECT_TRUE(o.spurious_try_wait);
+  const emu::GivenSetting off[] = {{emu::find_setting_flag("no-spurious-try-wait"), "1"}};
+  EXPECT_TRUE(emu::apply_settings(o, off, emu::SettingsFront::flags).empty());
+  EXPECT_FALSE(o.spurious_try_wait);
+  const emu::GivenSetting on[] = {{emu::find_setting_env("WSPIPE_SPURIOUS_TRY_WAIT"), "1"}};
+  EXPECT_TRUE(emu::apply_settings(o, on, emu::SettingsFront::environment).empty());
+  EXPECT_TRUE(o.spurious_try_wait);
 }
 
 TEST(explore_Replay, AScheduleOfAnotherConfigurationIsRefused) {
@@ -786,7 +849,7 @@ TEST(explore_Replay, AScheduleIsRefusedWhereOnlyStepsOfOneActorDiffer) {
   ASSERT_EQ(recorded.status, emu::Status::deadlock);
   const emu::Schedule& s = recorded.schedule;
   EXPECT_EQ(s.version(), emu::Schedule::kVersion);
-  EXPECT_EQ(s.encode().rfind("3:", 0), 0u) << s.encode();
+  EXPECT_EQ(s.encode().rfind("4:", 0), 0u) << s.encode();
   try {
     emu::replay(ring_kernel(4, 4, RingBug::none), s, {});
     ADD_FAILURE() << "replayed " << s.encode() << " of ring/no-release, 64 items, on ring with 4";
@@ -805,7 +868,7 @@ TEST(explore_Replay, AScheduleIsRefusedWhereOnlyStepsOfOneActorDiffer) {
 
 // A version 2 token (printed before the check covered every step: this one
 // is the README's) still replays on the program it was recorded from,
-// checked against the choice points as before; its run prints a version 3
+// checked against the choice points as before; its run prints a current
 // token.
 TEST(explore_Replay, AVersion2TokenStillReplays) {
   std::string why;
@@ -813,7 +876,7 @@ TEST(explore_Replay, AVersion2TokenStillReplays) {
   ASSERT_TRUE(old) << why;
   const auto r = emu::replay(ring_kernel(4, 64, RingBug::no_release), *old, {});
   EXPECT_EQ(r.status, emu::Status::deadlock);
-  EXPECT_EQ(r.schedule.encode().rfind("3:", 0), 0u) << r.schedule.encode();
+  EXPECT_EQ(r.schedule.encode().rfind("4:", 0), 0u) << r.schedule.encode();
   try {
     emu::replay(ring_kernel(2, 8, RingBug::no_release), *old, {});
     ADD_FAILURE() << "a version 2 token replayed where its choice points differ";

@@ -8,22 +8,39 @@ using Dev = Schedule::Deviation;
 
 TEST(Schedule, EncodesDeviationsWithGaps) {
   // Choice 3 picks actor 1, choice 16 actor 0, choice 17 actor 1.
-  EXPECT_EQ(Schedule({{3, 1}, {16, 0}, {17, 1}}).encode(), "3:3b12ab");
-  EXPECT_EQ(Schedule({{0, 25}, {1, 26}, {2, 51}, {10, 52}}).encode(), "3:zAZ7{52}");
-  EXPECT_EQ(Schedule().encode(), "3:");
-  EXPECT_EQ(Schedule({{0, 2}}, 0xdeadbeef).encode(), "3:deadbeef:c");
-  EXPECT_EQ(Schedule({}, 0x1a).encode(), "3:0000001a:");
-  // A version 2 schedule keeps its version: its check is of another kind.
+  EXPECT_EQ(Schedule({{3, 1}, {16, 0}, {17, 1}}).encode(), "4:3b12ab");
+  EXPECT_EQ(Schedule({{0, 25}, {1, 26}, {2, 51}, {10, 52}}).encode(), "4:zAZ7{52}");
+  EXPECT_EQ(Schedule().encode(), "4:");
+  EXPECT_EQ(Schedule({{0, 2}}, 0xdeadbeef).encode(), "4:deadbeef:c");
+  EXPECT_EQ(Schedule({}, 0x1a).encode(), "4:0000001a:");
+  // Older schedules keep their version: a version 2 check is of another
+  // kind, a version 3 schedule was recorded without try_wait time-outs.
   EXPECT_EQ(Schedule({{0, 2}}, 0xdeadbeef, 2).encode(), "2:deadbeef:c");
+  EXPECT_EQ(Schedule({{0, 2}}, 0xdeadbeef, 3).encode(), "3:deadbeef:c");
 }
 
 TEST(Schedule, DecodesWhatItEncodes) {
+  std::string why;
+  const auto s = Schedule::decode("4:0badf00d:3b12ab", &why);
+  ASSERT_TRUE(s) << why;
+  EXPECT_EQ(s->version(), 4);
+  EXPECT_EQ(s->check(), 0x0badf00du);
+  EXPECT_EQ(s->deviations(), (std::vector<Dev>{{3, 1}, {16, 0}, {17, 1}}));
+  EXPECT_EQ(s->unchecked().encode(), "4:3b12ab");
+}
+
+// Tokens printed before try_wait time-outs were on by default (version 3)
+// are read with their deviations and check, and remember their version:
+// replay() runs them without time-outs where they fit so.
+TEST(Schedule, ReadsVersion3Tokens) {
   std::string why;
   const auto s = Schedule::decode("3:0badf00d:3b12ab", &why);
   ASSERT_TRUE(s) << why;
   EXPECT_EQ(s->version(), 3);
   EXPECT_EQ(s->check(), 0x0badf00du);
-  EXPECT_EQ(s->deviations(), (std::vector<Dev>{{3, 1}, {16, 0}, {17, 1}}));
+  EXPECT_EQ(s->deviations(), Schedule::decode("4:0badf00d:3b12ab", &why)->deviations());
+  EXPECT_NE(*s, *Schedule::decode("4:0badf00d:3b12ab", &why));
+  EXPECT_EQ(s->encode(), "3:0badf00d:3b12ab");
   EXPECT_EQ(s->unchecked().encode(), "3:3b12ab");
 }
 
@@ -51,8 +68,8 @@ TEST(Schedule, RejectsMalformedText) {
   std::string why;
   EXPECT_FALSE(Schedule::decode("abc", &why));
   EXPECT_NE(why.find("version"), std::string::npos);
-  EXPECT_FALSE(Schedule::decode("4:ab", &why));
-  EXPECT_NE(why.find("unsupported version \"4\" (this build reads versions 2 to 3)"), std::string::npos) << why;
+  EXPECT_FALSE(Schedule::decode("5:ab", &why));
+  EXPECT_NE(why.find("unsupported version \"5\" (this build reads versions 2 to 4)"), std::string::npos) << why;
   EXPECT_FALSE(Schedule::decode("1:a3ba", &why));
   EXPECT_NE(why.find("version 1"), std::string::npos) << why;
   EXPECT_FALSE(Schedule::decode("2:a!", &why));
@@ -77,11 +94,14 @@ TEST(Schedule, RejectsMalformedText) {
   EXPECT_NE(why.find("8 hex digits"), std::string::npos) << why;
   EXPECT_FALSE(Schedule::decode("2:0000000g:a", &why));
   EXPECT_FALSE(Schedule::decode("2:00000000:a", &why));  // 0 means unchecked: never written
-  // Version 3 shares the syntax and its checks.
-  EXPECT_FALSE(Schedule::decode("3:a!", &why));
-  EXPECT_NE(why.find("character 3"), std::string::npos) << why;
-  EXPECT_FALSE(Schedule::decode("3:abc:a", &why));
-  EXPECT_FALSE(Schedule::decode("3:00000000:a", &why));
+  // Versions 3 and 4 share the syntax and its checks.
+  for (const char* v : {"3", "4"}) {
+    const std::string pre = std::string(v) + ":";
+    EXPECT_FALSE(Schedule::decode(pre + "a!", &why));
+    EXPECT_NE(why.find("character 3"), std::string::npos) << why;
+    EXPECT_FALSE(Schedule::decode(pre + "abc:a", &why));
+    EXPECT_FALSE(Schedule::decode(pre + "00000000:a", &why));
+  }
 }
 
 RC_GTEST_PROP(Schedule, RoundTrips,

@@ -24,7 +24,7 @@ struct Replayed {
 // kernel of `make` with `opts`, and its trace written to WSPIPE_TRACE.
 std::optional<Replayed> replay_from_env(const emu::KernelFactory& make, const emu::RunOptions& opts);
 
-// "replayed WSPIPE_REPLAY=3:9f4bb88d: (outcome: race.smem)"; rep.run is set.
+// "replayed WSPIPE_REPLAY=4:9f4bb88d: (outcome: race.smem)"; rep.run is set.
 std::string replayed(const Replayed& rep);
 
 // "replay: WSPIPE_REPLAY=... WSPIPE_TRACE=wspipe-trace.json PROGRAM
