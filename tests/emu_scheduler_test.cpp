@@ -78,6 +78,7 @@ TEST(scheduler_CrossCheck, EnabledSetEqualsMovableAtEveryStepAcrossScenariosAndS
           o.shrink = false;
           o.spurious_try_wait = spurious;
           o.lane_divergence = v.lane_divergence;
+          o.async_reorder = v.async_reorder;
           const auto r = emu::explore(make, o);
           runs += r.runs;
           // A correct kernel stays correct with the check on (a broken one

@@ -77,6 +77,15 @@ struct RunOptions {
   // try_wait may return false on a phase that has not completed yet (the
   // hardware's suspend time limit), instead of blocking until it does.
   bool spurious_try_wait = false;
+  // TMA loads complete in every order PTX allows: a later load of a CTA's
+  // TMA engine before an earlier one (of up to 3 younger ones, the one at
+  // queue position 1, 2 or 3), and a load's bytes delivered and counted on
+  // its mbarrier in pieces of whole 128-byte lines. Each is a move of an
+  // actor of its own, after all the others (the TMA engine's "[1]" ...
+  // "[piece]"), that the strategies pick and schedules record; the default
+  // policy never picks one. Off: loads complete whole, in issue order.
+  // docs/emulator-models.md "Completion order".
+  bool async_reorder = false;
   // The happens-before race checker (vector clocks and shadow state of TMEM
   // cells and shared-memory chunks). Off: no race reports, faster runs.
   bool race_check = true;
