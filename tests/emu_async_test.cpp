@@ -1097,6 +1097,26 @@ std::vector<std::pair<std::uint32_t, std::int64_t>> deliveries(const emu::RunRes
   return d;
 }
 
+// What the load issued at `line` delivered: its bytes, in how many
+// pieces, and the delivery (counted from 1 among all loads') that
+// completed it, 0 if none did.
+struct Landed {
+  std::int64_t bytes = 0;
+  std::size_t pieces = 0, done_at = 0;
+};
+Landed landed(const emu::RunResult& r, std::uint32_t line, std::int64_t box = 1024) {
+  Landed l;
+  std::size_t i = 0;
+  for (const auto& [at, bytes] : deliveries(r)) {
+    ++i;
+    if (at != line) continue;
+    l.bytes += bytes;
+    ++l.pieces;
+    if (l.bytes == box) l.done_at = i;
+  }
+  return l;
+}
+
 // Picks an engine's alternative where one can move, else the default:
 // the first alternative (the load at queue position 1) or the last (a
 // piece of the oldest load).
@@ -1155,16 +1175,8 @@ TEST(emu_CompletionOrder, LoadsToDifferentBarriersCompleteOutOfIssueOrder) {
   const auto r = emu::run(k.launch, k.body, reorder(false));
   ASSERT_EQ(r.status, emu::Status::ok) << r.report();
   // The younger load's last bytes land before the older one's.
-  std::int64_t a = 0, b = 0;
-  std::size_t a_done = 0, b_done = 0, i = 0;
-  for (const auto& [line, bytes] : deliveries(r)) {
-    ++i;
-    std::int64_t& sum = line == t.a_line ? a : b;
-    sum += bytes;
-    if (sum == 1024) (line == t.a_line ? a_done : b_done) = i;
-  }
-  EXPECT_LT(b_done, a_done);
-  EXPECT_GT(b_done, 0u);
+  EXPECT_GT(landed(r, t.b_line).done_at, 0u);
+  EXPECT_LT(landed(r, t.b_line).done_at, landed(r, t.a_line).done_at);
   EXPECT_FALSE(t.a_first);
   // Every strategy reaches it: the exhaustive search within one preemption
   // (a reordering is one), random and PCT in a few runs.
@@ -1202,16 +1214,10 @@ TEST(emu_CompletionOrder, ALoadDeliversAndCountsItsBytesInPieces) {
   // Halves of what is left, in whole 128-byte lines: 512, 256, 128, then
   // the last 128 (too small to split); the younger load first, in pieces
   // too. Each load's barrier completes with its last piece only.
-  std::int64_t a = 0, b = 0;
-  std::size_t a_pieces = 0;
-  for (const auto& [line, bytes] : deliveries(r)) {
-    EXPECT_EQ(bytes % 128, 0);
-    (line == t.a_line ? a : b) += bytes;
-    a_pieces += line == t.a_line ? 1 : 0;
-  }
-  EXPECT_EQ(a, 1024);
-  EXPECT_EQ(b, 1024);
-  EXPECT_EQ(a_pieces, 4u);
+  for (const auto& d : deliveries(r)) EXPECT_EQ(d.second % 128, 0);
+  EXPECT_EQ(landed(r, t.a_line).bytes, 1024);
+  EXPECT_EQ(landed(r, t.a_line).pieces, 4u);
+  EXPECT_EQ(landed(r, t.b_line).bytes, 1024);
   // The bytes are the box's, whatever the pieces: checked by a consumer
   // that waits for both barriers.
   struct S {
