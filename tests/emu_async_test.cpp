@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <utility>
 #include <sstream>
 #include <string>
@@ -1240,6 +1241,53 @@ TEST(emu_CompletionOrder, ALoadDeliversAndCountsItsBytesInPieces) {
   ASSERT_EQ(whole.status, emu::Status::ok) << whole.report();
   EXPECT_GT(deliveries(whole).size(), 1u);
   EXPECT_TRUE(std::equal(seen.begin(), seen.end(), t.g.begin() + 8 * 64));
+}
+
+// Every strategy reaches a load in pieces: a warp that loads 1024 bytes and
+// waits takes one step more per piece, so the runs' step counts differ
+// exactly when some run had pieces. Off, every run takes the same steps.
+TEST(emu_CompletionOrder, EveryStrategyReachesALoadInPieces) {
+  struct S {
+    alignas(1024) std::uint8_t a[1024];
+    SharedMemBarrier full;
+  };
+  std::vector<std::uint8_t> g(64 * 64);
+  const TensorMap m = wspipe::test::tensor_map_2d(g.data(), ElemType::u8, 64, 64, 64, 16);
+  const emu::KernelFactory make = [&m] {
+    emu::Kernel k;
+    k.launch.warps_per_cta = 1;
+    k.launch.smem_bytes = sizeof(S);
+    k.body = [&m] {
+      auto& s = B::shared_storage<S>();
+      init_bar(s.full, 1, "full");
+      B::fence_init();
+      B::elect_one([&] {
+        B::arrive_expect_tx(s.full, 1024);
+        B::tma_load(m, s.a, s.full, {{0, 0}});
+      });
+      B::wait(s.full, 0);
+    };
+    return k;
+  };
+  for (const emu::StrategySpec spec : {emu::StrategySpec{emu::StrategyKind::random},
+                                       emu::StrategySpec{emu::StrategyKind::pct, 3},
+                                       emu::StrategySpec{emu::StrategyKind::exhaustive}}) {
+    for (const bool reordering : {false, true}) {
+      SCOPED_TRACE(emu::to_string(std::vector{spec}) + (reordering ? ", async_reorder" : ""));
+      auto o = wspipe::test::fixed_runs(50);
+      o.portfolio = {spec};
+      if (spec.kind == emu::StrategyKind::exhaustive) {
+        o.preemptions = 3;
+        o.runs = 0;  // every schedule within the bound
+      }
+      o.async_reorder = reordering;
+      std::set<std::uint64_t> steps;
+      o.on_run = [&steps](std::uint64_t, const emu::RunResult& r) { steps.insert(r.steps); };
+      const auto r = emu::explore(make, o);
+      ASSERT_TRUE(r.ok()) << r.report();
+      EXPECT_EQ(steps.size() > 1, reordering) << steps.size() << " step counts";
+    }
+  }
 }
 
 // A barrier armed for part of a load completes its phase early only when
