@@ -75,10 +75,10 @@ struct ExploreProgress {
 };
 
 // An exploration's options. It is a RunOptions: every run's options (the
-// step budget, spurious try_wait, the race checker, lane-divergence mode,
-// the MMA memo per job, the source root) are its own fields, set as
-// `o.max_steps = ...`, with nothing copied; the base's `strategy` and
-// `trace` are explore()'s to set, run by run.
+// step budget, spurious try_wait, loads out of issue order, the race
+// checker, lane-divergence mode, the MMA memo per job, the source root) are
+// its own fields, set as `o.max_steps = ...`, with nothing copied; the
+// base's `strategy` and `trace` are explore()'s to set, run by run.
 struct ExploreOptions : RunOptions {
   // Budget: stop after `runs` run numbers (0: no limit) or `seconds` of wall
   // time (0: no limit), whichever comes first; at least one must be set.
