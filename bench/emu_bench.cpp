@@ -178,6 +178,20 @@ void BM_EmuLanes(benchmark::State& state) {
 }
 BENCHMARK(BM_EmuLanes)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// RunOptions::async_reorder's cost on `gemm` (defaults, cta_group 1, random
+// strategy): the TMA engine's alternative actors in the enabled set, and
+// the loads they complete out of order or in pieces (each piece a step).
+void BM_EmuAsyncReorder(benchmark::State& state) {
+  wspipe::examples::OptionValues values;
+  const wspipe::examples::Scenario* sc = ring_or_gemm(true, values);
+  wspipe::emu::RunOptions opts;
+  opts.trace = false;
+  opts.async_reorder = state.range(0) != 0;
+  run_correct(state, *sc, values, opts);
+  state.SetLabel(sc->name + (opts.async_reorder ? " async-reorder" : " in-order"));
+}
+BENCHMARK(BM_EmuAsyncReorder)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 constexpr std::uint32_t kGridBusyCtas = 4;
 constexpr std::uint32_t kGridWarps = 4;
 

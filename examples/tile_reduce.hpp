@@ -8,7 +8,10 @@
 // Clusters of 2 share every tile: each CTA loads half of its rows and
 // multicasts them into both CTAs, and each CTA's consumers release the slot
 // in both CTAs (a remote arrive), since the peer's next load writes into
-// it. Tiles go to the clusters round-robin. Wrapping u32 arithmetic makes
+// it. Tiles go to the clusters round-robin. With `weights`, the column
+// weights (c + 1 + rank) are not computed but loaded: one more TMA load, of
+// a 64-word table into shared memory on an mbarrier of its own, issued
+// before the first tile's. Wrapping u32 arithmetic makes
 // the result exact on every backend, so the emulator's output and the
 // GPU's agree bit for bit (both equal tile_reduce_reference()).
 //
@@ -33,6 +36,11 @@ enum class TileReduceBug : std::uint8_t {
   expect_own_half,      // clusters of 2: full is armed with the bytes of this CTA's own load only
   no_drain,             // clusters of 2: the load warp exits without draining the ring
   release_before_read,  // the consumers free the slot before they read it
+  // weights: the consumers wait for each tile but not for the weights'
+  // own barrier, as if the weights, loaded first, had landed first. PTX
+  // orders no bulk copy's completion after another's: only an out-of-order
+  // completion shows it (RunOptions::async_reorder).
+  unwaited_weights,
 };
 
 inline constexpr std::uint32_t kTileRows = 32;
@@ -45,6 +53,10 @@ template <int Stages>
 struct TileReduceStorage {
   alignas(1024) std::uint32_t tile[Stages][kTileRows * kTileCols];
   SharedMemBarrier barriers[2 * Stages];  // InputTilePipeline: full[Stages] then empty[Stages]
+  // TileReduceArgs::weights: the column weights and their barrier (last, so
+  // that the ring's layout is the same either way).
+  alignas(128) std::uint32_t weights[kTileCols];
+  SharedMemBarrier weights_full;
 };
 
 // The TMA map's box: the rows one CTA loads, all 64 columns.
@@ -58,6 +70,10 @@ struct TileReduceArgs {
   std::uint32_t* out = nullptr;  // cluster_size x rows, out[rank * rows + row]
   std::uint32_t rows = 0;        // a multiple of kTileRows
   TileReduceBug bug = TileReduceBug::none;
+  // The column weights come from w_map (cluster_size x 64 u32, row `rank`
+  // holding c + 1 + rank, box 64 x 1) instead of being computed.
+  bool weights = false;
+  typename B::TmaMap w_map{};
 };
 
 template <Backend B, int Stages>
@@ -74,12 +90,19 @@ WSPIPE_HD void tile_reduce_kernel(const TileReduceArgs<B>& args) {
   // empty: one elected arrival per consumer warp of every CTA that reads the slot.
   if (warp == 0) {
     Pipe::init_barriers(s.barriers, kTileReduceConsumers * (shared_release ? ctas : 1));
+    if (args.weights) B::elect_one([&] { B::init(s.weights_full, 1); });
     B::fence_init();
   }
   B::cluster_sync();
   Pipe pipe(s.barriers, NoPayload{});
 
   if (warp == 0) {
+    if (args.weights) {
+      B::elect_one([&] {
+        B::arrive_expect_tx(s.weights_full, kTileCols * 4);
+        B::tma_load(args.w_map, s.weights, s.weights_full, TmaCoords{{0, static_cast<std::int32_t>(rank)}});
+      });
+    }
     const std::uint32_t box_rows = tile_reduce_box_rows(ctas);
     for (std::uint32_t t = B::cluster_idx(); t < tiles; t += B::num_clusters()) {
       auto stage = pipe.producer();
@@ -97,6 +120,8 @@ WSPIPE_HD void tile_reduce_kernel(const TileReduceArgs<B>& args) {
     // No peer's multicast or remote arrive may target this CTA once it has
     // exited: wait until every slot has been freed by both CTAs.
     if (args.bug != TileReduceBug::no_drain) pipe.drain();
+    // The weights' load has landed before the CTA exits.
+    if (args.weights) B::wait(s.weights_full, 0);
   } else if (warp <= kTileReduceConsumers) {
     const std::uint32_t first_row = (warp - 1) * (kTileRows / kTileReduceConsumers);
     auto release = [&](SharedMemBarrier& empty) {
@@ -108,14 +133,21 @@ WSPIPE_HD void tile_reduce_kernel(const TileReduceArgs<B>& args) {
         }
       });
     };
+    bool weighed = false;  // the weights' phase 0 waited for
     for (std::uint32_t t = B::cluster_idx(); t < tiles; t += B::num_clusters()) {
       auto stage = pipe.consumer();
       if (args.bug == TileReduceBug::release_before_read) release(stage.empty_mbar());
+      // The bug: the tile's full barrier does not order the weights' copy,
+      // though it was issued first.
+      if (args.weights && !weighed && args.bug != TileReduceBug::unwaited_weights) B::wait(s.weights_full, 0);
+      weighed = true;
       const SmemView<B, std::uint32_t> tile(s.tile[stage.index()], kTileRows * kTileCols);
+      const std::uint32_t* weights =
+          args.weights ? SmemView<B, std::uint32_t>(s.weights, kTileCols).read_range(0, kTileCols) : nullptr;
       for (std::uint32_t r = first_row; r < first_row + kTileRows / kTileReduceConsumers; ++r) {
         const std::uint32_t* row = tile.read_range(r * kTileCols, kTileCols);
         std::uint32_t sum = 0;
-        for (std::uint32_t c = 0; c < kTileCols; ++c) sum += row[c] * (c + 1 + rank);
+        for (std::uint32_t c = 0; c < kTileCols; ++c) sum += row[c] * (weights != nullptr ? weights[c] : c + 1 + rank);
         B::elect_one([&] { args.out[rank * args.rows + t * kTileRows + r] = sum; });
       }
       if (args.bug != TileReduceBug::release_before_read) release(stage.empty_mbar());
@@ -129,23 +161,31 @@ struct TileReduceProblem {
   std::uint32_t cluster_size = 1;
   std::vector<std::uint32_t> x;    // rows x kTileCols
   std::vector<std::uint32_t> out;  // cluster_size x rows
+  std::vector<std::uint32_t> w;    // cluster_size x kTileCols: w[rank][c] = c + 1 + rank
 
   TileReduceProblem(std::uint32_t rows_, std::uint32_t cluster_size_)
-      : rows(rows_), cluster_size(cluster_size_), x(std::size_t{rows_} * kTileCols), out(std::size_t{cluster_size_} * rows_) {
+      : rows(rows_), cluster_size(cluster_size_), x(std::size_t{rows_} * kTileCols), out(std::size_t{cluster_size_} * rows_),
+        w(std::size_t{cluster_size_} * kTileCols) {
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::uint32_t>(i * 2654435761u + 12345u);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<std::uint32_t>(i % kTileCols + 1 + i / kTileCols);
   }
 
   // X as TMA sees it: 64 columns wide, each CTA's box its share of a tile's rows.
-  TensorMap x_map(const void* global) const {
+  TensorMap x_map(const void* global) const { return map(global, rows, tile_reduce_box_rows(cluster_size)); }
+  // The weights as TMA sees them: one row of 64 per rank, a row per box.
+  TensorMap w_map(const void* global) const { return map(global, cluster_size, 1); }
+
+  // A map of `height` rows of 64 u32, boxes of `box_rows` whole rows.
+  static TensorMap map(const void* global, std::uint32_t height, std::uint32_t box_rows) {
     TensorMap m;
     m.global = global;
     m.dtype = ElemType::u32;
     m.rank = 2;
     m.dims[0] = kTileCols;
-    m.dims[1] = rows;
+    m.dims[1] = height;
     m.strides[1] = kTileCols * 4;
     m.box[0] = kTileCols;
-    m.box[1] = tile_reduce_box_rows(cluster_size);
+    m.box[1] = box_rows;
     return m;
   }
 

@@ -26,6 +26,8 @@ struct TileReduceVariant {
   const char* expect;
   const char* help;
   bool cluster_of_2;  // the bug needs clusters of 2 (pinned)
+  bool weights = false;        // the bug needs the loaded weights (pinned)
+  bool async_reorder = false;  // the bug needs a load to complete out of issue order
 };
 
 const TileReduceVariant kVariants[] = {
@@ -39,6 +41,10 @@ const TileReduceVariant kVariants[] = {
      "the load warp exits without draining the ring: the peer's consumers still arrive on this CTA's barriers", true},
     {"release-before-read", TileReduceBug::release_before_read, "race.smem",
      "the consumers free the slot before reading it: the next load overwrites the tile they read", false},
+    {"unwaited-weights", TileReduceBug::unwaited_weights, "race.smem",
+     "the consumers wait for each tile but not for the weights' barrier: the weights' load, issued first, may "
+     "complete last",
+     false, true, true},
 };
 
 template <int Stages>
@@ -66,11 +72,15 @@ Scenario make_tile_reduce_scenario() {
       {"stages", 2, 1, 4, "input pipeline stages"},
       {"cluster", 1, 1, 2, "CTAs per cluster: 2 shares each tile by multicast"},
       {"clusters", 1, 1, 64, "clusters in the grid; tiles are spread over them round-robin"},
+      {"weights", 0, 0, 1, "the column weights: computed, or loaded by TMA on an mbarrier of their own",
+       {"computed", "loaded"}},
   };
   for (const TileReduceVariant& v : kVariants) {
     OptionValues pinned;
     if (v.cluster_of_2) pinned["cluster"] = 2;
-    s.variants.push_back({v.name, v.expect, v.help, pinned});
+    if (v.weights) pinned["weights"] = 1;
+    s.variants.push_back({.name = v.name, .expect = v.expect, .help = v.help, .pinned = pinned,
+                          .async_reorder = v.async_reorder});
   }
   s.prepare = [](const std::string& variant, const OptionValues& o) {
     const TileReduceVariant* v = nullptr;
@@ -85,6 +95,8 @@ Scenario make_tile_reduce_scenario() {
     run->args.out = run->problem.out.data();
     run->args.rows = rows;
     run->args.bug = v->bug;
+    run->args.weights = o.at("weights") != 0;
+    run->args.w_map = run->problem.w_map(run->problem.w.data());
     const auto clusters = static_cast<std::uint32_t>(o.at("clusters"));
     switch (o.at("stages")) {
       case 1: return prepare<1>(run, clusters);

@@ -10,6 +10,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -896,6 +900,17 @@ void expect_race_on_every_schedule(const std::function<emu::RunResult(emu::RunOp
   }
 }
 
+// Warp 0 inits full[0] and full[1] (count 1 each); every warp of the CTA
+// then meets at the cluster barrier.
+void init_full_pair(SharedMemBarrier (&full)[2]) {
+  if (B::warp_idx() == 0) {
+    init_bar(full[0], 1, "full0");
+    init_bar(full[1], 1, "full1");
+    B::fence_init();
+  }
+  B::cluster_sync();
+}
+
 // Warp 0 stores into `x`, then copies a tile into `y`; warp 1 copies a tile
 // into `x`. The engine completes both, and warp 1's copy is not ordered
 // after warp 0's store, whichever it completes first.
@@ -912,12 +927,7 @@ TEST(emu_EngineAgents, ACopyIsNotOrderedAfterAnotherIssuersStore) {
       return wspipe::test::run_kernel(2, [&m, ordered] {
         auto& s = B::shared_storage<S>();
         const std::uint32_t w = B::warp_idx();
-        if (w == 0) {
-          init_bar(s.full[0], 1, "full0");
-          init_bar(s.full[1], 1, "full1");
-          B::fence_init();
-        }
-        B::cluster_sync();
+        init_full_pair(s.full);
         if (w == 0) {
           SmemView<B, std::uint8_t> x(s.x, sizeof s.x);
           B::elect_one([&] { x.store(0, 1); });
@@ -1026,6 +1036,267 @@ TEST(emu_EngineAgents, ACommitTracksOnlyItsIssuersMmas) {
     };
   };
   expect_race_on_every_schedule(run(false), run(true), "race.tmem");
+}
+
+// ------------------------------------------------------------ completion order
+//
+// RunOptions::async_reorder: a TMA load may complete before an older one
+// (they signal different barriers: PTX orders no bulk copy's completion
+// after another's) and may deliver and count its bytes in pieces. The
+// default policy keeps issue order and whole loads.
+
+// Warp 0 loads `a` (signalling full[0]), then `b` (full[1]); warp 1 waits
+// for full[1] only and then tests full[0]: `a_first` says whether `a` had
+// completed, `a_bytes` which of its bytes it sees. `box_rows` x 64 bytes
+// each.
+struct TwoLoads {
+  struct S {
+    alignas(1024) std::uint8_t a[1024];
+    alignas(1024) std::uint8_t b[1024];
+    SharedMemBarrier full[2];
+  };
+  std::vector<std::uint8_t> g = std::vector<std::uint8_t>(64 * 64);
+  TensorMap m;
+  bool a_first = false;
+  std::uint32_t a_line = 0, b_line = 0;
+
+  TwoLoads() {
+    for (std::size_t i = 0; i < g.size(); ++i) g[i] = static_cast<std::uint8_t>(i * 7 + 1);
+    m = wspipe::test::tensor_map_2d(g.data(), ElemType::u8, 64, 64, 64, 16);
+  }
+  emu::Kernel kernel() {
+    emu::Kernel k;
+    k.launch.warps_per_cta = 2;
+    k.launch.smem_bytes = sizeof(S);
+    k.body = [this] {
+      auto& s = B::shared_storage<S>();
+      const std::uint32_t w = B::warp_idx();
+      init_full_pair(s.full);
+      if (w == 0) {
+        B::elect_one([&] {
+          B::arrive_expect_tx(s.full[0], 1024);
+          a_line = __LINE__; B::tma_load(m, s.a, s.full[0], {{0, 0}});
+          B::arrive_expect_tx(s.full[1], 1024);
+          b_line = __LINE__; B::tma_load(m, s.b, s.full[1], {{0, 16}});
+        });
+        B::wait(s.full[0], 0);
+      } else {
+        B::wait(s.full[1], 0);
+        a_first = B::test_wait(s.full[0], 0);
+      }
+    };
+    k.verify = [this] { return a_first ? std::string() : "b completed before a"; };
+    return k;
+  }
+};
+
+// One warp: its elected lane arms `full` with `expect` bytes and loads the
+// 1024-byte box at row `row` of `m` into `a`; the warp waits for phase 0.
+struct OneTile {
+  alignas(1024) std::uint8_t a[1024];
+  SharedMemBarrier full;
+};
+OneTile& load_one_tile(const TensorMap& m, std::uint32_t expect, std::int32_t row = 0) {
+  auto& s = B::shared_storage<OneTile>();
+  init_bar(s.full, 1, "full");
+  B::fence_init();
+  B::elect_one([&] {
+    B::arrive_expect_tx(s.full, expect);
+    B::tma_load(m, s.a, s.full, {{0, row}});
+  });
+  B::wait(s.full, 0);
+  return s;
+}
+
+// The copies each step of a run delivered, in order: (line, bytes).
+std::vector<std::pair<std::uint32_t, std::int64_t>> deliveries(const emu::RunResult& r) {
+  std::vector<std::pair<std::uint32_t, std::int64_t>> d;
+  for (const emu::Event& e : r.trace.events)
+    if (e.kind == emu::EventKind::tma_done) d.emplace_back(e.line, e.a);
+  return d;
+}
+
+// What the load issued at `line` delivered: its bytes, in how many
+// pieces, and the delivery (counted from 1 among all loads') that
+// completed it, 0 if none did.
+struct Landed {
+  std::int64_t bytes = 0;
+  std::size_t pieces = 0, done_at = 0;
+};
+Landed landed(const emu::RunResult& r, std::uint32_t line, std::int64_t box = 1024) {
+  Landed l;
+  std::size_t i = 0;
+  for (const auto& [at, bytes] : deliveries(r)) {
+    ++i;
+    if (at != line) continue;
+    l.bytes += bytes;
+    ++l.pieces;
+    if (l.bytes == box) l.done_at = i;
+  }
+  return l;
+}
+
+// Picks an engine's alternative where one can move, else the default:
+// the first alternative (the load at queue position 1) or the last (a
+// piece of the oldest load).
+struct PickAlternative : emu::Strategy {
+  explicit PickAlternative(bool last) : last_(last) {}
+  std::optional<std::uint32_t> pick(const emu::Choice& c) override {
+    const std::uint32_t* alt = std::lower_bound(c.enabled, c.enabled + c.n, c.first_alternative);
+    if (alt == c.enabled + c.n) return c.preferred;
+    return last_ ? c.enabled[c.n - 1] : *alt;
+  }
+  bool last_;
+};
+
+emu::RunOptions reorder(bool pieces) {
+  emu::RunOptions o = with_strategy(emu::StrategyKind::custom);
+  o.async_reorder = true;
+  o.strategy.make = [pieces](std::uint32_t) { return std::make_unique<PickAlternative>(pieces); };
+  return o;
+}
+
+TEST(emu_CompletionOrder, ByDefaultLoadsCompleteWholeInIssueOrder) {
+  for (const bool reordering : {false, true}) {
+    SCOPED_TRACE(reordering ? "async_reorder on" : "async_reorder off");
+    TwoLoads t;
+    emu::RunOptions o = with_strategy(emu::StrategyKind::replay);  // the default policy
+    o.async_reorder = reordering;
+    emu::Kernel k = t.kernel();
+    const auto r = emu::run(k.launch, k.body, o);
+    ASSERT_EQ(r.status, emu::Status::ok) << r.report();
+    EXPECT_TRUE(t.a_first);
+    using D = std::vector<std::pair<std::uint32_t, std::int64_t>>;
+    EXPECT_EQ(deliveries(r), (D{{t.a_line, 1024}, {t.b_line, 1024}}));
+    EXPECT_TRUE(r.schedule.empty()) << "the default policy picks no alternative";
+  }
+  // With it on, the default policy's run and round-robin's take the same
+  // steps: the alternatives only widen the choices.
+  for (const emu::StrategyKind kind : {emu::StrategyKind::replay, emu::StrategyKind::round_robin}) {
+    TwoLoads off, on;
+    emu::Kernel k_off = off.kernel(), k_on = on.kernel();
+    emu::RunOptions o = with_strategy(kind);
+    const auto r_off = emu::run(k_off.launch, k_off.body, o);
+    o.async_reorder = true;
+    const auto r_on = emu::run(k_on.launch, k_on.body, o);
+    EXPECT_EQ(r_off.steps, r_on.steps);
+    ASSERT_EQ(r_off.trace.events.size(), r_on.trace.events.size());
+    for (std::size_t i = 0; i < r_off.trace.events.size(); ++i) {
+      EXPECT_EQ(r_off.trace.events[i].step, r_on.trace.events[i].step) << "event " << i;
+      EXPECT_EQ(r_off.trace.events[i].kind, r_on.trace.events[i].kind) << "event " << i;
+    }
+  }
+}
+
+TEST(emu_CompletionOrder, LoadsToDifferentBarriersCompleteOutOfIssueOrder) {
+  TwoLoads t;
+  emu::Kernel k = t.kernel();
+  const auto r = emu::run(k.launch, k.body, reorder(false));
+  ASSERT_EQ(r.status, emu::Status::ok) << r.report();
+  // The younger load's last bytes land before the older one's.
+  EXPECT_GT(landed(r, t.b_line).done_at, 0u);
+  EXPECT_LT(landed(r, t.b_line).done_at, landed(r, t.a_line).done_at);
+  EXPECT_FALSE(t.a_first);
+  // Every strategy reaches it: the exhaustive search within one preemption
+  // (a reordering is one), random and PCT in a few runs.
+  const emu::KernelFactory make = [&t] { return t.kernel(); };
+  emu::ExploreOptions x;
+  x.async_reorder = true;
+  x.portfolio = {{emu::StrategyKind::exhaustive}};
+  x.preemptions = 1;
+  x.seconds = 0;
+  x.shrink = false;
+  const auto found = emu::explore(make, x);
+  ASSERT_TRUE(found.failure) << found.report();
+  EXPECT_EQ(found.failure->outcome, "result.mismatch");
+  for (const emu::StrategySpec spec : {emu::StrategySpec{emu::StrategyKind::random},
+                                       emu::StrategySpec{emu::StrategyKind::pct, 3}}) {
+    auto o = wspipe::test::fixed_runs(200);
+    o.async_reorder = true;
+    o.portfolio = {spec};
+    o.shrink = false;
+    EXPECT_FALSE(emu::explore(make, o).ok()) << emu::to_string(std::vector{spec});
+  }
+  // Off, no strategy reaches it: the exhaustive search covers every schedule.
+  x.async_reorder = false;
+  x.preemptions = 3;
+  const auto none = emu::explore(make, x);
+  EXPECT_TRUE(none.ok()) << none.report();
+  EXPECT_TRUE(none.complete);
+}
+
+TEST(emu_CompletionOrder, ALoadDeliversAndCountsItsBytesInPieces) {
+  TwoLoads t;
+  emu::Kernel k = t.kernel();
+  const auto r = emu::run(k.launch, k.body, reorder(true));
+  ASSERT_EQ(r.status, emu::Status::ok) << r.report();
+  // Halves of what is left, in whole 128-byte lines: 512, 256, 128, then
+  // the last 128 (too small to split); the younger load first, in pieces
+  // too. Each load's barrier completes with its last piece only.
+  for (const auto& d : deliveries(r)) EXPECT_EQ(d.second % 128, 0);
+  EXPECT_EQ(landed(r, t.a_line).bytes, 1024);
+  EXPECT_EQ(landed(r, t.a_line).pieces, 4u);
+  EXPECT_EQ(landed(r, t.b_line).bytes, 1024);
+  // The bytes are the box's, whatever the pieces: checked by a consumer
+  // that waits for the barrier.
+  std::vector<std::uint8_t> seen(1024);
+  const auto whole = wspipe::test::run_kernel(1, [&] {
+    OneTile& s = load_one_tile(t.m, 1024, 8);
+    const SmemView<B, std::uint8_t> v(s.a, sizeof s.a);
+    std::copy_n(v.read_range(0, 1024), 1024, seen.begin());
+  }, reorder(true), sizeof(OneTile));
+  ASSERT_EQ(whole.status, emu::Status::ok) << whole.report();
+  EXPECT_GT(deliveries(whole).size(), 1u);
+  EXPECT_TRUE(std::equal(seen.begin(), seen.end(), t.g.begin() + 8 * 64));
+}
+
+// Every strategy reaches a load in pieces: a warp that loads 1024 bytes and
+// waits takes one step more per piece, so the runs' step counts differ
+// exactly when some run had pieces. Off, every run takes the same steps.
+TEST(emu_CompletionOrder, EveryStrategyReachesALoadInPieces) {
+  const TwoLoads t;  // its map
+  const emu::KernelFactory make = [&t] {
+    emu::Kernel k;
+    k.launch.warps_per_cta = 1;
+    k.launch.smem_bytes = sizeof(OneTile);
+    k.body = [&t] { load_one_tile(t.m, 1024); };
+    return k;
+  };
+  for (const emu::StrategySpec spec : {emu::StrategySpec{emu::StrategyKind::random},
+                                       emu::StrategySpec{emu::StrategyKind::pct, 3},
+                                       emu::StrategySpec{emu::StrategyKind::exhaustive}}) {
+    for (const bool reordering : {false, true}) {
+      SCOPED_TRACE(emu::to_string(std::vector{spec}) + (reordering ? ", async_reorder" : ""));
+      auto o = wspipe::test::fixed_runs(50);
+      o.portfolio = {spec};
+      if (spec.kind == emu::StrategyKind::exhaustive) {
+        o.preemptions = 3;
+        o.runs = 0;  // every schedule within the bound
+      }
+      o.async_reorder = reordering;
+      std::set<std::uint64_t> steps;
+      o.on_run = [&steps](std::uint64_t, const emu::RunResult& r) { steps.insert(r.steps); };
+      const auto r = emu::explore(make, o);
+      ASSERT_TRUE(r.ok()) << r.report();
+      EXPECT_EQ(steps.size() > 1, reordering) << steps.size() << " step counts";
+    }
+  }
+}
+
+// A barrier armed for part of a load completes its phase early only when
+// the load comes in pieces: the reordering explores it, the default does not.
+TEST(emu_CompletionOrder, APieceCanCompleteAPhaseArmedForPartOfTheLoad) {
+  const TwoLoads t;  // its map
+  const auto kernel = [&t](emu::RunOptions o) {
+    return wspipe::test::run_kernel(1, [&t] {
+      OneTile& s = load_one_tile(t.m, 512);  // the bug: half of the load's bytes
+      B::wait(s.full, 1);
+    }, o, sizeof(OneTile));
+  };
+  // Whole, the load overshoots the phase's 512 bytes at once; in pieces,
+  // its first 512 bytes complete the phase.
+  EXPECT_EQ(outcome(kernel(with_strategy(emu::StrategyKind::round_robin))), "mbarrier.tx-overshoot");
+  EXPECT_EQ(outcome(kernel(reorder(true))), "deadlock") << "phase 0 completed; the rest counts against phase 1";
 }
 
 TEST(emu_Tensor, SameSeedSameTrace) {

@@ -78,6 +78,7 @@ TEST(scheduler_CrossCheck, EnabledSetEqualsMovableAtEveryStepAcrossScenariosAndS
           o.shrink = false;
           o.spurious_try_wait = spurious;
           o.lane_divergence = v.lane_divergence;
+          o.async_reorder = v.async_reorder;
           const auto r = emu::explore(make, o);
           runs += r.runs;
           // A correct kernel stays correct with the check on (a broken one
@@ -104,6 +105,41 @@ TEST(scheduler_CrossCheck, EnabledSetEqualsMovableAtEveryStepAcrossScenariosAndS
   EXPECT_TRUE(r.complete);
   EXPECT_GT(runs, 100u);
   EXPECT_GT(emu::detail::sched_checks() - before, 10'000u);  // the check ran
+}
+
+// With loads completing out of issue order and in pieces: the TMA engines'
+// alternative actors join and leave the enabled set as their queues change,
+// on the catalogue's TMA kernels (correct variants, small sizes), under
+// every strategy and the exhaustive search.
+TEST(scheduler_CrossCheck, EnabledSetEqualsMovableWithLoadsOutOfIssueOrder) {
+  const SchedCheck on;
+  const std::uint64_t before = emu::detail::sched_checks();
+  for (const char* name : {"tile-reduce", "gemm", "blockwise-fp8", "persistent-gemm"}) {
+    const emu::Scenario* sc = examples::find_scenario(name);
+    ASSERT_NE(sc, nullptr) << name;
+    const emu::VariantSpec& correct = sc->variants.front();
+    emu::OptionValues values = small(*sc, correct, false);
+    if (values.count("weights") != 0) values["weights"] = 1;
+    SCOPED_TRACE(name);
+    emu::ExploreOptions o = test::fixed_runs(6);
+    o.portfolio = {{emu::StrategyKind::random}, {emu::StrategyKind::pct, 3}, {emu::StrategyKind::round_robin}};
+    o.async_reorder = true;
+    const auto r = emu::explore([&] { return sc->prepare("", values); }, o);
+    EXPECT_TRUE(r.ok()) << r.report();
+  }
+  const emu::Scenario* tr = examples::find_scenario("tile-reduce");
+  emu::OptionValues values = small(*tr, tr->variants.front(), false);
+  values["weights"] = 1;
+  values["rows"] = 64;
+  emu::ExploreOptions o;
+  o.portfolio = {{emu::StrategyKind::exhaustive}};
+  o.preemptions = 1;
+  o.seconds = 0;
+  o.async_reorder = true;
+  const auto r = emu::explore([&] { return tr->prepare("", values); }, o);
+  EXPECT_TRUE(r.ok()) << r.report();
+  EXPECT_TRUE(r.complete);
+  EXPECT_GT(emu::detail::sched_checks() - before, 1'000u);  // the check ran
 }
 
 // Warps that block and unblock on every kind of object: an mbarrier waited

@@ -19,14 +19,16 @@ scenarios=$(awk '$1 !~ /\// && $2 == "expect=ok" && $1 != "ring" {print $1}' "$t
 [[ -n "$scenarios" ]] || fail "wspipe list shows no example scenarios"
 
 # 1. correct kernels: $RUNS (200) runs each, cta_group 1 and 2 (gemm: both dtypes,
-# cluster shapes 2x1, 4x1 and 2x2; tile-reduce: clusters of 1 and 2;
+# cluster shapes 2x1, 4x1 and 2x2; tile-reduce: clusters of 1 and 2, the
+# weights loaded by TMA with loads completing in any order;
 # tmem-coresident: 1, 2 and 4 CTAs per SM; pingpong: tiles shorter and
 # longer than the ring, groups of 1 to 4 warps, waits by parity alone;
 # persistent-gemm: CLC with 1 and 2
 # response stages and the static schedule, every cluster shape)
 for s in $scenarios; do
   configs=("--cta-group 1" "--cta-group 2")
-  [[ "$s" == tile-reduce ]] && configs=("--cluster 1" "--cluster 2" "--cluster 2 --clusters 2 --stages 1")
+  [[ "$s" == tile-reduce ]] && configs=("--cluster 1" "--cluster 2" "--cluster 2 --clusters 2 --stages 1"
+                                         "--weights loaded --async-reorder" "--weights loaded --cluster 2 --async-reorder")
   [[ "$s" == tmem-coresident ]] && configs=("--ctas-per-sm 1" "--ctas-per-sm 2" "--ctas-per-sm 4 --clusters 8 --cols 128")
   [[ "$s" == pingpong ]] && configs=("--stages 2" "--stages 1 --k-blocks 2" "--stages 4 --k-blocks 1 --tiles 7"
                                      "--stages 3 --k-blocks 5 --group-warps 1" "--group-warps 4 --k-blocks 6"

@@ -29,6 +29,7 @@ emu::ExploreResult explore(const emu::Scenario& sc, const emu::VariantSpec& v, c
                            std::uint64_t runs, bool lanes) {
   auto o = wspipe::test::fixed_runs(runs, 2);
   o.lane_divergence = lanes;
+  o.async_reorder = v.async_reorder;
   o.shrink = false;
   return emu::explore([&] { return sc.prepare(v.name, values); }, o);
 }

@@ -1,13 +1,16 @@
 // The tile-reduce example on the emulator: every stage count and cluster
 // shape gives exactly the host reference's sums (which the H100 also
 // matched bit for bit: docs/silicon.md), a wrong sum is reported by the
-// check, and the scenario refuses rows that are not whole tiles.
+// check, and the scenario refuses rows that are not whole tiles. With the
+// weights loaded by a TMA load of their own, the consumers that skip the
+// weights' barrier are found only where loads complete out of issue order.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
 
 #include "backends/emu/emu.hpp"
+#include "backends/emu/testing/gtest.hpp"
 #include "emu_test_util.hpp"
 #include "examples/scenarios.hpp"
 #include "examples/tile_reduce.hpp"
@@ -62,6 +65,42 @@ TEST(examples_TileReduce, TheCheckReportsAWrongSum) {
   ASSERT_EQ(p.check(), "");
   p.out[p.rows + 33] += 1;  // rank 1, row 33
   EXPECT_TRUE(contains(p.check(), "1 of 128 sums wrong, the first at rank 1 row 33")) << p.check();
+}
+
+// The scenario's kernel for `variant`, 2 tiles through 2 stages, the
+// weights loaded (TMA, on their own barrier).
+emu::KernelFactory weights_kernel(const std::string& variant) {
+  const auto* s = ex::find_scenario("tile-reduce");
+  const emu::OptionValues values = {{"rows", 2 * ex::kTileRows}, {"stages", 2}, {"cluster", 1}, {"clusters", 1},
+                                    {"weights", 1}};
+  return [s, variant, values] { return s->prepare(variant, values); };
+}
+
+emu::ExploreOptions exhaustive(std::uint32_t preemptions, bool reorder) {
+  emu::ExploreOptions o;
+  o.portfolio = {{emu::StrategyKind::exhaustive}};
+  o.preemptions = preemptions;
+  o.seconds = 0;
+  o.async_reorder = reorder;
+  return o;
+}
+
+TEST(examples_TileReduce, UnwaitedWeightsAreFoundWhereTheWeightsLoadCompletesLast) {
+  emu::ExploreOptions o = wspipe::testing::options();
+  o.async_reorder = true;
+  WSPIPE_EXPECT_FINDS("race.smem", weights_kernel("unwaited-weights"), o);
+  // The exhaustive search within one preemption: the one reordering.
+  WSPIPE_EXPECT_FINDS("race.smem", weights_kernel("unwaited-weights"), exhaustive(1, true));
+  // In issue order the weights land before the first tile: no schedule
+  // within the bound shows the bug.
+  WSPIPE_EXPECT_VERIFIED(weights_kernel("unwaited-weights"), exhaustive(1, false));
+}
+
+TEST(examples_TileReduce, LoadedWeightsWaitedForExploreCleanInEveryOrder) {
+  emu::ExploreOptions o = wspipe::testing::options();
+  o.async_reorder = true;
+  WSPIPE_EXPECT_CLEAN(weights_kernel(""), o);
+  WSPIPE_EXPECT_VERIFIED(weights_kernel(""), exhaustive(1, true));
 }
 
 TEST(examples_TileReduce, ScenarioRefusesRowsThatAreNotWholeTiles) {

@@ -500,6 +500,7 @@ TEST(explore_Shrink, EveryCatalogueVariantShrinksToAReplayableSchedule) {
       auto o = test::fixed_runs(500, 2);
       o.shrink_seconds = 10;
       o.lane_divergence = v.lane_divergence;
+      o.async_reorder = v.async_reorder;
       const auto r = emu::explore(make, o);
       ASSERT_FALSE(r.ok());
       const emu::Failure& f = *r.failure;

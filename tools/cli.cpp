@@ -303,6 +303,7 @@ Plan plan(const Args& a, const Catalogue& cat) {
     throw UsageError("--strategy for `" + a.name + " " + a.command + "` must be one of rr, random, pct, pct:D; got '" +
                      a.opts.at("strategy") + "' (portfolios and exhaustive belong to explore)");
   if (p.variant->lane_divergence) p.settings.lane_divergence = true;
+  if (p.variant->async_reorder) p.settings.async_reorder = true;
   for (const char* name : {"max-active-clusters", "ctas-per-sm"}) {
     const auto it = a.opts.find(name);
     if (it == a.opts.end() || scenario_has(*p.scenario, name)) continue;
@@ -369,6 +370,7 @@ std::string replay_command(const std::string& prog, const Plan& p, const emu::Ru
   if (p.ctas_per_sm) launch.insert(launch.end(), {"--ctas-per-sm", std::to_string(*p.ctas_per_sm)});
   emu::RunOptions run = p.settings.run_options();
   run.spurious_try_wait = r.spurious_try_wait;
+  run.async_reorder = r.async_reorder;
   return emu::replay_command(emu::SettingsFront::flags, run, r.schedule, prog, args, launch);
 }
 
@@ -432,7 +434,8 @@ std::string json_result(const Plan& p, const Outcome& o, const std::string& prog
       {"options", "{" + options + "}"},
       {"strategy", json_quote(o.command == "replay" ? std::string("replay") : emu::to_string(p.settings.portfolio))},
       {"seed", std::to_string(o.seed)},
-      {"lane_divergence", p.settings.lane_divergence ? "true" : "false"}};
+      {"lane_divergence", p.settings.lane_divergence ? "true" : "false"},
+      {"async_reorder", p.settings.async_reorder ? "true" : "false"}};
   const emu::JsonFields result = o.explored ? emu::json_fields(*o.explored) : emu::json_fields(*o.run);
   if (!o.explored) j.emplace_back("runs", "1");
   j.insert(j.end(), result.begin(), result.end());
@@ -447,6 +450,7 @@ void print_report(std::ostream& out, const Plan& p, const Outcome& o, const Trac
   out << name << " " << o.command << " " << p.display << " " << option_values(p);
   if (o.command != "replay") out << " strategy=" << emu::to_string(p.settings.portfolio) << " seed=" << o.seed;
   if (p.settings.lane_divergence) out << " lane-divergence";
+  if (!p.settings.async_reorder) out << " no-async-reorder";
   if (p.max_active_clusters) out << " max-active-clusters=" << *p.max_active_clusters;
   if (p.ctas_per_sm) out << " ctas-per-sm=" << *p.ctas_per_sm;
   out << "\n";
@@ -504,7 +508,8 @@ int cmd_list(std::ostream& out, const Catalogue& cat) {
       name.resize(std::max<std::size_t>(name.size() + 1, 26), ' ');
       std::string expect = "expect=" + v.expect;
       expect.resize(std::max<std::size_t>(expect.size() + 1, 32), ' ');
-      out << name << expect << v.help << (v.lane_divergence ? " (in lane-divergence mode)" : "") << "\n";
+      out << name << expect << v.help << (v.lane_divergence ? " (in lane-divergence mode)" : "")
+          << (v.async_reorder ? " (loads out of issue order, always)" : "") << "\n";
     }
   }
   out << "\noptions:\n";

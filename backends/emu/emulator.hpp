@@ -87,6 +87,16 @@ struct RunOptions {
   // Off: try_wait blocks while another actor could still complete the
   // phase, and times out only when nothing else can move.
   bool spurious_try_wait = true;
+  // TMA loads complete in every order PTX allows: a later load of a CTA's
+  // TMA engine before an earlier one (of up to 3 younger ones, the one at
+  // queue position 1, 2 or 3), and a load's bytes delivered and counted on
+  // its mbarrier in pieces of whole 128-byte lines. Each is a move of an
+  // actor of its own, after all the others (the TMA engine's "[1]" ...
+  // "[piece]"), that the strategies pick and schedules record; the default
+  // policy never picks one, and each counts as a preemption. Off: loads
+  // complete whole, in issue order (the default before issue 23).
+  // docs/emulator-models.md "Completion order".
+  bool async_reorder = true;
   // The happens-before race checker (vector clocks and shadow state of TMEM
   // cells and shared-memory chunks). Off: no race reports, faster runs.
   bool race_check = true;
@@ -184,10 +194,12 @@ struct RunResult {
   bool pruned = false;
   // The run reached RunOptions::deadline and stopped there (pruned too).
   bool stopped = false;
-  // Whether try_wait could time out spuriously in this run: its options'
-  // spurious_try_wait, which replay() turns off for a version 2 or 3
-  // schedule recorded without it. A replay line names the mode it had.
+  // Whether try_wait could time out spuriously and loads complete out of
+  // order in this run: its options' spurious_try_wait and async_reorder,
+  // which replay() turns off for a version 2 or 3 schedule recorded
+  // without them. A replay line names the modes it had.
   bool spurious_try_wait = true;
+  bool async_reorder = true;
 
   // The report a person reads: the status, then the violation or what each
   // blocked warp waits on and the last events on that object.

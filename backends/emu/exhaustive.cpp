@@ -43,6 +43,7 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   n.spin.assign(c.spin, c.spin + c.n);
   n.preferred = c.preferred;
   n.can_continue = c.can_continue;
+  n.first_alternative = c.first_alternative;
   n.preemptions_before = used_;
   n.sleep = sleep_;
   // The default first, then the others in id order.
@@ -85,7 +86,8 @@ bool ExhaustiveSearch::contains(const std::vector<Entry>& v, std::uint32_t actor
 
 Choice ExhaustiveSearch::choice_of(const Node& n) const {
   return Choice{.enabled = n.enabled.data(), .spin = n.spin.data(), .n = n.enabled.size(), .step = 0, .index = 0,
-                .preferred = n.preferred, .can_continue = n.can_continue};
+                .preferred = n.preferred, .can_continue = n.can_continue,
+                .first_alternative = n.first_alternative};
 }
 
 bool ExhaustiveSearch::allowed(const Node& n, std::uint32_t actor) const {

@@ -42,6 +42,7 @@ class ExhaustiveSearch final : public Strategy {
     std::vector<std::uint8_t> spin;
     std::uint32_t preferred = 0;
     bool can_continue = false;
+    std::uint32_t first_alternative = ~std::uint32_t{0};
     std::uint32_t preemptions_before = 0;
     std::vector<Entry> sleep;  // asleep on entry: explored elsewhere, independent since
     std::vector<Entry> done;   // children explored, with their steps' footprints

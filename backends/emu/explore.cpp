@@ -291,10 +291,12 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
   options.strategy.replay = schedule;
   options.strategy.strict = true;
   options.trace = true;
-  // Schedules of versions 2 and 3 were recorded when try_wait timed out
-  // spuriously only where the replay line said --spurious-try-wait: with
-  // time-outs now on by default, such a schedule is tried first without
-  // them (one run, no trace), and replayed in whichever mode it fits.
+  // Schedules of versions 2 and 3 were recorded when TMA loads completed
+  // in issue order, and try_wait timed out spuriously only where the replay
+  // line said --spurious-try-wait: with both now on by default, such a
+  // schedule replays with loads in order, and is tried first without
+  // time-outs (one run, no trace), then replayed in whichever mode it fits.
+  if (schedule.version() <= 3) options.async_reorder = false;
   if (schedule.version() <= 3 && options.spurious_try_wait) {
     RunOptions probe = options;
     probe.trace = false;

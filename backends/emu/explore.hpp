@@ -75,10 +75,10 @@ struct ExploreProgress {
 };
 
 // An exploration's options. It is a RunOptions: every run's options (the
-// step budget, spurious try_wait, the race checker, lane-divergence mode,
-// the MMA memo per job, the source root) are its own fields, set as
-// `o.max_steps = ...`, with nothing copied; the base's `strategy` and
-// `trace` are explore()'s to set, run by run.
+// step budget, spurious try_wait, loads out of issue order, the race
+// checker, lane-divergence mode, the MMA memo per job, the source root) are
+// its own fields, set as `o.max_steps = ...`, with nothing copied; the
+// base's `strategy` and `trace` are explore()'s to set, run by run.
 struct ExploreOptions : RunOptions {
   // Budget: stop after `runs` run numbers (0: no limit) or `seconds` of wall
   // time (0: no limit), whichever comes first; at least one must be set.
@@ -206,8 +206,9 @@ ExploreResult explore(const Kernel& kernel, const ExploreOptions& options);
 
 // Re-runs `schedule` strictly (throws ScheduleMismatch when it does not fit
 // this kernel and options), with the trace on. A schedule of version 2 or 3
-// (recorded before spurious try_wait time-outs were on by default) is
-// replayed without them if it fits so (RunResult::spurious_try_wait says).
+// (recorded before try_wait time-outs and loads out of order were on by
+// default) is replayed with loads in issue order, and without time-outs if
+// it fits so (RunResult::spurious_try_wait and async_reorder say).
 RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions options);
 
 // Shrinks `failing` (a run of `make`'s kernel with options `base`) to a

@@ -198,6 +198,7 @@ std::string replay_command(SettingsFront front, const RunOptions& run, const Sch
   if (run.max_steps != defaults.max_steps) add("max-steps", std::to_string(run.max_steps));
   if (!run.spurious_try_wait) add("no-spurious-try-wait", "1");
   if (run.lane_divergence) add("lane-divergence", "1");
+  if (!run.async_reorder) add("no-async-reorder", "1");
   std::string cmd;
   auto word = [&](const std::string& w) { cmd += (cmd.empty() ? "" : " ") + w; };
   if (front == SettingsFront::environment) {

@@ -42,6 +42,10 @@ struct VariantSpec {
   // lane-divergence mode sees: the variant turns the mode on, as if
   // --lane-divergence were given.
   bool lane_divergence = false;
+  // Its bug needs a TMA load to complete out of issue order or in pieces:
+  // the variant turns RunOptions::async_reorder on, as if --async-reorder
+  // were given.
+  bool async_reorder = false;
 };
 
 struct Scenario {

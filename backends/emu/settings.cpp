@@ -150,6 +150,15 @@ const Setting kSettings[] = {
      "instruction, elect or barrier wait (slower; variants whose\n"
      "bug needs it turn it on themselves)",
      false, [](SettingsState& s, std::string_view t) { s.options.lane_divergence = parse_switch(t); }},
+    {"async-reorder", "WSPIPE_ASYNC_REORDER", "run.async_reorder = true", "",
+     "TMA loads may complete out of issue order and in pieces, as\n"
+     "PTX allows (the default; the strategies pick the orders)",
+     false, [](SettingsState& s, std::string_view t) { s.options.async_reorder = parse_switch(t); }},
+    {"no-async-reorder", "WSPIPE_NO_ASYNC_REORDER", "run.async_reorder = false", "",
+     "TMA loads complete whole, in issue order (fewer schedules;\n"
+     "the default before issue 23; variants whose bug needs\n"
+     "loads out of order keep them)",
+     false, [](SettingsState& s, std::string_view t) { s.options.async_reorder = !parse_switch(t); }},
 };
 
 const Setting& setting(std::string_view flag) {

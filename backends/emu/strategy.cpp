@@ -27,7 +27,7 @@ std::optional<StrategyKind> parse_strategy(std::string_view name) {
 
 bool is_preemption(const Choice& c, std::uint32_t actor) {
   if (actor == c.preferred) return false;
-  if (c.can_continue) return true;
+  if (c.can_continue || actor >= c.first_alternative) return true;
   const std::uint32_t* it = std::lower_bound(c.enabled, c.enabled + c.n, actor);
   return it != c.enabled + c.n && *it == actor && c.spin[it - c.enabled] != 0;
 }
@@ -50,12 +50,16 @@ bool independent(const Footprint& a, const Footprint& b) {
 
 namespace {
 
-// The next enabled actor after the last one picked, cyclically.
+// The next enabled actor after the last one picked, cyclically; never an
+// engine's alternative (loads complete whole, in issue order).
 class RoundRobin final : public Strategy {
  public:
   std::optional<std::uint32_t> pick(const Choice& c) override {
-    const std::uint32_t* it = std::upper_bound(c.enabled, c.enabled + c.n, last_);
-    last_ = (it == c.enabled + c.n) ? c.enabled[0] : *it;
+    // Alternatives come last, and beside their engine: one actor before them.
+    const std::size_t n = static_cast<std::size_t>(
+        std::lower_bound(c.enabled, c.enabled + c.n, c.first_alternative) - c.enabled);
+    const std::uint32_t* it = std::upper_bound(c.enabled, c.enabled + n, last_);
+    last_ = (it == c.enabled + n) ? c.enabled[0] : *it;
     return last_;
   }
 

@@ -50,11 +50,16 @@ struct Choice {
   // The actor of the last step is enabled and can make progress: picking
   // any other preempts it.
   bool can_continue = false;
+  // Actors from this id on are alternative completions of the TMA engines
+  // (RunOptions::async_reorder: a load out of issue order, or a piece of
+  // one). The default policy never picks one; picking one is a preemption.
+  std::uint32_t first_alternative = ~std::uint32_t{0};
 };
 
 // Whether picking `actor` at `c` is a preemption: switching away from an
-// actor that could go on, or letting a spinning try_wait time out (which
-// the default policy never does).
+// actor that could go on, letting a spinning try_wait time out, or
+// completing a TMA load out of order or in pieces (which the default policy
+// never does).
 bool is_preemption(const Choice& c, std::uint32_t actor);
 
 // The resources a step touched, as sorted, unique ids (kGlobal: everything).

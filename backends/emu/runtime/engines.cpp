@@ -1,7 +1,9 @@
 // The asynchronous engines: each CTA's TMA engine and tensor core. A warp
 // issues an operation (tensor_core.cpp, tma_load.cpp, tma_store.cpp); it
 // waits in its engine's queue until the scheduler picks the engine, which
-// completes the oldest one (EngineRoom::step). This room keeps the queues, the
+// completes the oldest one (EngineRoom::step), or, for a TMA load, one of
+// the engine's alternative actors, which completes it out of issue order or
+// delivers a piece of it (RunOptions::async_reorder). This room keeps the queues, the
 // issue stamps and the rule that no operation may reach a CTA after its
 // exit (async.*). docs/hardware.md "TMA", "Tensor core"; PTX
 // "tcgen05.mma", "cp.async.bulk.tensor".
@@ -22,9 +24,16 @@
 namespace wspipe::emu::detail {
 
 void EngineRoom::enqueue(std::uint32_t cta, bool tensor, AsyncOp op) {
-  w_.touch(World::Res::engine, 2 * cta + (tensor ? 1 : 0));
-  w_.mark(base_ + 2 * cta + (tensor ? 1 : 0));  // the engine can move
-  engines_[2 * cta + (tensor ? 1 : 0)].queue.push_back(std::move(op));
+  const std::uint32_t e = 2 * cta + (tensor ? 1 : 0);
+  w_.touch(World::Res::engine, e);
+  changed(e);  // the engine can move
+  engines_[e].queue.push_back(std::move(op));
+}
+
+void EngineRoom::changed(std::uint32_t e) {
+  w_.mark(base_ + e);
+  if (alt_count_ == 0 || engines_[e].tensor) return;
+  for (std::uint32_t j = 0; j < kAlternatives; ++j) w_.mark(alt_base_ + kAlternatives * engines_[e].cta + j);
 }
 
 // Whether an operation still queued will write into CTA `cta` or arrive on
@@ -89,17 +98,18 @@ AsyncOp EngineRoom::issue_op(Warp& w, AsyncOp::Kind kind, int cta_group, SharedM
 
 // ------------------------------------------------------------ completion
 
-bool EngineRoom::step(std::uint32_t e) {
+bool EngineRoom::complete(std::uint32_t e, std::size_t k) {
   w_.touch(World::Res::engine, e);
+  changed(e);
   Engine& eng = engines_[e];
-  AsyncOp op = std::move(eng.queue.front());
-  eng.queue.pop_front();
+  AsyncOp op = std::move(eng.queue[k]);
+  eng.queue.erase(eng.queue.begin() + static_cast<std::ptrdiff_t>(k));
   const bool tensor = op.kind == AsyncOp::Kind::mma || op.kind == AsyncOp::Kind::commit;
   const std::uint32_t comp = tensor ? w_.comp_mma(op.issuer) : w_.comp_tma(op.issuer);
   if (w_.options().race_check) w_.async_start(comp, op.clock);
   switch (op.kind) {
     case AsyncOp::Kind::tma:
-      w_.tma_load().complete(op, e);
+      w_.tma_load().complete(op, e, static_cast<std::uint32_t>(tma_box_bytes(op.map)));
       break;
     case AsyncOp::Kind::mma:
       w_.tensor_core().complete_mma(op, e);
@@ -108,11 +118,60 @@ bool EngineRoom::step(std::uint32_t e) {
       w_.tensor_core().complete_commit(op, e);
       break;
     case AsyncOp::Kind::tma_store:
-      // Its write step comes next, still ahead of the later operations.
+      // Its write step comes next, still ahead of the later operations (an
+      // alternative actor completes loads only: k is 0).
       if (w_.tma_store().complete(op, e)) eng.queue.push_front(std::move(op));
       break;
   }
   if (w_.options().race_check) w_.tick(comp);  // the next operation is a new access epoch
+  return !w_.stopping();
+}
+
+// ------------------------------------------------------------ alternatives
+
+void EngineRoom::place_alternatives(std::uint32_t first) {
+  alt_base_ = first;
+  alt_count_ = w_.options().async_reorder ? kAlternatives * w_.num_ctas() : 0;
+}
+
+// Alternative j of CTA c: j < kAlternatives - 1 completes the load at queue
+// position j + 1 of c's TMA engine, ahead of every older operation (PTX
+// orders no bulk copy's completion after another's); the last delivers a
+// piece of the oldest load, a prefix of whole lines (the bytes of one copy
+// may land and be counted in several steps; the H100 showed both).
+Move EngineRoom::alternative_move(std::uint32_t actor) const {
+  const std::uint32_t a = actor - alt_base_;
+  const std::deque<AsyncOp>& q = engines_[2 * (a / kAlternatives)].queue;
+  const std::uint32_t j = a % kAlternatives;
+  if (j + 1 < kAlternatives) return q.size() > j + 1 && q[j + 1].kind == AsyncOp::Kind::tma ? Move::progress : Move::no;
+  if (q.empty() || q.front().kind != AsyncOp::Kind::tma) return Move::no;
+  const auto bytes = static_cast<std::uint32_t>(tma_box_bytes(q.front().map));
+  return bytes - q.front().delivered >= 2 * kPieceGrain ? Move::progress : Move::no;
+}
+
+std::string EngineRoom::alternative_name(std::uint32_t actor) const {
+  const std::uint32_t a = actor - alt_base_;
+  const std::uint32_t j = a % kAlternatives;
+  const std::string& tma = engines_[2 * (a / kAlternatives)].name;
+  return j + 1 < kAlternatives ? tma + "[" + std::to_string(j + 1) + "]" : tma + "[piece]";
+}
+
+bool EngineRoom::alternative_step(std::uint32_t actor) {
+  const std::uint32_t a = actor - alt_base_;
+  const std::uint32_t e = 2 * (a / kAlternatives);
+  const std::uint32_t j = a % kAlternatives;
+  if (j + 1 < kAlternatives) return complete(e, j + 1);
+  // A piece: about half of what is left, in whole lines; the load stays the
+  // oldest, with the rest to deliver.
+  w_.touch(World::Res::engine, e);
+  changed(e);
+  AsyncOp& op = engines_[e].queue.front();
+  const auto bytes = static_cast<std::uint32_t>(tma_box_bytes(op.map));
+  const std::uint32_t piece = (bytes - op.delivered) / 2 / kPieceGrain * kPieceGrain;
+  const std::uint32_t comp = w_.comp_tma(op.issuer);
+  if (w_.options().race_check) w_.async_start(comp, op.clock);
+  w_.tma_load().complete(op, e, op.delivered + piece);
+  if (w_.options().race_check) w_.tick(comp);
   return !w_.stopping();
 }
 

@@ -44,6 +44,10 @@ struct AsyncOp : Issued {
   TensorMap map{};
   TmaCoords coords{};
   std::uint32_t dst_offset = 0;
+  // tma, delivered in pieces (RunOptions::async_reorder): the bytes of the
+  // box already delivered and counted, a prefix; the box itself, read from
+  // global memory with the first piece, waits in `staged`.
+  std::uint32_t delivered = 0;
   // tma_store (map, coords; dst_offset is the source in shared memory): it
   // completes in two engine steps, PTX "cp.async.bulk.wait_group" telling
   // the reads of the source (.read) from the writes to global memory. The
@@ -56,10 +60,12 @@ struct AsyncOp : Issued {
   std::shared_ptr<const model::MmaFootprint> footprint;  // model::shared_mma_footprint
 };
 
-// A CTA's TMA engine or tensor core: it completes its operations in issue
-// order (the tensor core pipelines MMAs in order, PTX "tcgen05 memory
-// consistency"; TMA completion order is a simplification: copies may
-// complete out of order on hardware).
+// A CTA's TMA engine or tensor core: by default it completes its
+// operations in issue order. The tensor core keeps that order (PTX
+// "tcgen05 memory consistency": the MMAs of a thread are pipelined in issue
+// order, and tcgen05.commit tracks all of them). A TMA engine's loads may
+// also complete out of issue order and in pieces, as PTX allows, through the
+// engine's alternative actors (EngineRoom, RunOptions::async_reorder).
 struct Engine {
   std::uint32_t cta = 0;
   bool tensor = false;
@@ -77,8 +83,19 @@ struct ClcRequest : Issued {
 };
 
 // The engines: actors first_actor() + e, e = 2 * cta + (tensor core ? 1 : 0).
+// With RunOptions::async_reorder, each CTA's TMA engine also has
+// kAlternatives alternative actors, from first_alternative() on, numbered
+// kAlternatives * cta + j: j < kAlternatives - 1 completes the load at queue
+// position j + 1 ahead of the older operations (out of issue order); the
+// last delivers and counts a piece of the oldest load (in pieces). The
+// strategies pick them as any actor; the default policy never does.
 class EngineRoom : Room {
  public:
+  static constexpr std::uint32_t kAlternatives = 4;
+  // A load is cut into pieces of whole 128-byte lines (a swizzle keeps each
+  // 16-byte chunk in its line): one of at least two lines can be split.
+  static constexpr std::uint32_t kPieceGrain = 128;
+
   EngineRoom(World& world, std::uint32_t first_actor);
 
   std::uint32_t first_actor() const { return base_; }
@@ -98,7 +115,17 @@ class EngineRoom : Room {
   void enqueue(std::uint32_t cta, bool tensor, AsyncOp op);
   // Engine `e` completes its oldest operation (the scheduler picked it);
   // false when the run ended.
-  bool step(std::uint32_t e);
+  bool step(std::uint32_t e) { return complete(e, 0); }
+
+  // The alternative actors (none without RunOptions::async_reorder): placed
+  // by the World after every other actor, so that the others keep their ids.
+  void place_alternatives(std::uint32_t first);
+  std::uint32_t first_alternative() const { return alt_base_; }
+  std::uint32_t alternatives() const { return alt_count_; }
+  Move alternative_move(std::uint32_t actor) const;
+  std::string alternative_name(std::uint32_t actor) const;
+  // The scheduler picked alternative `actor`; false when the run ended.
+  bool alternative_step(std::uint32_t actor);
 
   // async.*: an operation `op` reaches CTA `cta` after its exit; a CTA
   // exits with operations still in flight into it (false: reported).
@@ -107,9 +134,14 @@ class EngineRoom : Room {
 
  private:
   bool in_flight_for(std::uint32_t cta, std::string* what) const;
+  // Engine `e` completes the operation at queue position `k`.
+  bool complete(std::uint32_t e, std::size_t k);
+  // Engine `e`'s queue changed: it and its alternatives may move otherwise.
+  void changed(std::uint32_t e);
 
   std::uint32_t base_ = 0;
   std::vector<Engine> engines_;  // 2 per CTA: TMA engine, tensor core
+  std::uint32_t alt_base_ = ~0u, alt_count_ = 0;
 };
 
 }  // namespace wspipe::emu::detail

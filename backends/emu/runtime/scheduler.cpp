@@ -86,6 +86,7 @@ Move World::movable(const Warp& w) const {
 // queue holds an operation), or a CLC actor's.
 Move World::move_of(std::uint32_t actor) const {
   if (actor < num_warps()) return movable(warps_[actor]);
+  if (actor >= engines_->first_alternative()) return engines_->alternative_move(actor);
   if (actor >= clc_->first_actor()) return clc_->move(actor);
   return engines_->move(actor - num_warps());
 }
@@ -99,6 +100,7 @@ std::string World::rel(const char* file) const {
 std::string World::actor_name(std::int32_t actor) const {
   if (actor < 0) return "";
   const auto a = static_cast<std::uint32_t>(actor);
+  if (a >= engines_->first_alternative()) return engines_->alternative_name(a);
   if (a >= clc_->first_actor()) return clc_->actor_name(a);
   return a < warps_.size() ? warps_[a].name : engines_->engine(a - num_warps()).name;
 }
@@ -201,6 +203,8 @@ void World::check_enabled() const {
   }
   for (std::uint32_t e = 0; e < num_engines(); ++e) visit(num_warps() + e, move_of(num_warps() + e));
   for (std::uint32_t a = clc_->first_actor(); a < clc_->first_actor() + clc_->actors(); ++a) visit(a, clc_->move(a));
+  const std::uint32_t alt = engines_->first_alternative();
+  for (std::uint32_t a = alt; a < alt + engines_->alternatives(); ++a) visit(a, engines_->alternative_move(a));
   const auto spinning = static_cast<std::size_t>(std::count(spin_.begin(), spin_.end(), std::uint8_t{1}));
   g_sched_checks.fetch_add(1, std::memory_order_relaxed);
   if (same && k == enabled_.size() && spinning == spinning_ && unfinished == unfinished_ &&
@@ -223,6 +227,8 @@ void World::check_enabled() const {
     if (engines_->move(e) != Move::no) add(full, engines_->engine(e).name, false);
   for (std::uint32_t a = clc_->first_actor(); a < clc_->first_actor() + clc_->actors(); ++a)
     if (clc_->move(a) != Move::no) add(full, clc_->actor_name(a), false);
+  for (std::uint32_t a = alt; a < alt + engines_->alternatives(); ++a)
+    if (engines_->alternative_move(a) != Move::no) add(full, engines_->alternative_name(a), false);
   std::fprintf(stderr,
                "wspipe: scheduler check failed at step %llu: the enabled set kept at events differs from movable()\n"
                "  kept:      %s (%zu spinning, %u unfinished, %zu in try_wait)\n"
@@ -274,16 +280,19 @@ bool World::dispatch(Warp* self) {
       }
     }
     // The default policy (schedule.hpp): the last actor goes on while it
-    // can make progress, else the next one in cyclic order that can.
+    // can make progress, else the next one in cyclic order that can. It
+    // never picks an engine's alternative actor (which is enabled only
+    // beside its engine): engines complete whole operations in issue order.
+    const std::uint32_t alt = engines_->first_alternative();
     std::size_t at = std::lower_bound(enabled, enabled + n, last_actor_) - enabled;
-    const bool can_continue = at < n && enabled[at] == last_actor_ && spin[at] == 0;
+    const bool can_continue = at < n && enabled[at] == last_actor_ && spin[at] == 0 && last_actor_ < alt;
     if (!can_continue) {
       // The next actor in cyclic order that can make progress; when every
       // one can only time out, the next one (a time-out is then the move).
       const std::size_t first = ((at < n && enabled[at] == last_actor_) ? at + 1 : at) % n;
       at = first;
       for (std::size_t tries = 0, k = first; tries < n; ++tries, k = (k + 1) % n) {
-        if (spin[k] == 0) {
+        if (spin[k] == 0 && enabled[k] < alt) {
           at = k;
           break;
         }
@@ -292,7 +301,8 @@ bool World::dispatch(Warp* self) {
     std::uint32_t pick = enabled[at];
     if (n > 1 || track_fp_) {
       const Choice c{.enabled = enabled, .spin = spin, .n = n, .step = step_ + 1,
-                     .index = choices_, .preferred = pick, .can_continue = can_continue};
+                     .index = choices_, .preferred = pick, .can_continue = can_continue,
+                     .first_alternative = alt};
       const auto p = strategy_->pick(c);
       if (!p) {
         if (strategy_->pruned()) {
@@ -326,6 +336,12 @@ bool World::dispatch(Warp* self) {
     last_actor_ = pick;
     fp_open_ = track_fp_;
     ++step_;
+    if (pick >= alt) {
+      // An alternative of a TMA engine: a load out of issue order, or a
+      // piece of one (engines.cpp); the scheduler picks again.
+      if (!engines_->alternative_step(pick) || stopping_ || killing_) return false;
+      continue;
+    }
     if (pick >= clc_->first_actor()) {
       // A CLC unit completes a try_cancel, or the launcher launches a
       // cluster (clc.cpp); the scheduler picks again.

@@ -4,7 +4,9 @@
 // Rules tma.*; PTX "cp.async.bulk.tensor". Stores: tma_store.cpp.
 #include "backends/emu/runtime/tma_load.hpp"
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/mbarrier.hpp"
@@ -61,10 +63,14 @@ void TmaLoadRoom::load(int cta_group, std::uint32_t rank, const TensorMap& map, 
   w_.engines().enqueue(w.cta, false, std::move(op));
 }
 
-void TmaLoadRoom::complete(AsyncOp& op, std::uint32_t e) {
+void TmaLoadRoom::complete(AsyncOp& op, std::uint32_t e, std::uint32_t end) {
   const auto actor = static_cast<std::int32_t>(w_.engines().first_actor() + e);
   const Warp& issuer = w_.warp_at(op.issuer);
-  const auto bytes = static_cast<std::uint32_t>(tma_box_bytes(op.map));  // tma_check bounded it by smem
+  const auto box = static_cast<std::uint32_t>(tma_box_bytes(op.map));  // tma_check bounded it by smem
+  const std::uint32_t from = op.delivered;
+  const std::uint32_t bytes = end - from;  // this step's
+  const bool whole = from == 0 && end == box;
+  op.delivered = end;
   const std::uint32_t first = w_.cluster(w_.cta(w_.engines().engine(e).cta).cluster).first_cta;
   const std::uint32_t info =
       w_.options().race_check ? w_.access_info(actor, static_cast<std::int32_t>(op.issuer), "TMA load", op.loc) : 0;
@@ -78,10 +84,26 @@ void TmaLoadRoom::complete(AsyncOp& op, std::uint32_t e) {
               cta_label(cta) + ", which has exited (docs/hardware.md bug 15: exit before the pipeline drained)");
       return;
     }
-    if (w_.options().race_check &&
-        !w_.smem_range_access(cta, op.dst_offset, bytes, true, false, w_.comp_tma(op.issuer), info, op.loc, &issuer))
+    if (w_.options().race_check && !w_.smem_range_access(cta, op.dst_offset + from, bytes, true, false,
+                                                         w_.comp_tma(op.issuer), info, op.loc, &issuer))
       return;
-    model::tma_copy(op.map, op.coords, w_.cta(cta).smem, op.dst_offset);
+    std::byte* const smem = w_.cta(cta).smem;
+    if (whole) {
+      model::tma_copy(op.map, op.coords, smem, op.dst_offset);
+    } else {
+      // In pieces: the first reads the box from global memory (into the
+      // destination, whose bytes past this piece are put back); each piece
+      // writes its lines. A swizzle moves 16-byte chunks within their
+      // 128-byte line, so a piece of whole lines lands on the same lines.
+      std::byte* const dst = smem + op.dst_offset;
+      if (op.staged.empty()) {
+        std::vector<std::byte> keep(dst, dst + box);
+        model::tma_copy(op.map, op.coords, smem, op.dst_offset);
+        op.staged.assign(dst, dst + box);
+        std::memcpy(dst, keep.data(), box);
+      }
+      std::memcpy(dst + from, op.staged.data() + from, bytes);
+    }
     if (w_.options().trace)
       w_.record({.step = w_.step(), .begin = op.step, .warp = actor, .kind = EventKind::tma_done, .a = bytes, .c = cta,
                  .file = op.loc.file_name(), .line = op.loc.line()});

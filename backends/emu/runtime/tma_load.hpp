@@ -21,8 +21,10 @@ class TmaLoadRoom : Room {
   // The operation (ops.cpp routes it here).
   void load(int cta_group, std::uint32_t rank, const TensorMap& map, void* dst, SharedMemBarrier& bar,
             const TmaCoords& coords, std::uint16_t mask, bool multicast, const SourceLoc& loc);
-  // Engine `e` (a TMA engine) delivers a load.
-  void complete(AsyncOp& op, std::uint32_t e);
+  // Engine `e` (a TMA engine) delivers bytes [op.delivered, end) of a load
+  // (end: the box's bytes for the rest of it) and counts them on the
+  // mbarriers; op.delivered becomes `end`.
+  void complete(AsyncOp& op, std::uint32_t e, std::uint32_t end);
 };
 
 }  // namespace wspipe::emu::detail

@@ -82,7 +82,9 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
   tmem_ = std::make_unique<TmemRoom>(*this);
   barriers_ = std::make_unique<BarrierRoom>(*this);
   clc_ = std::make_unique<ClcRoom>(*this, num_warps() + num_engines());
-  const std::uint32_t actors = num_warps() + num_engines() + clc_->actors();
+  // The TMA engines' alternative actors (RunOptions::async_reorder) last.
+  engines_->place_alternatives(num_warps() + num_engines() + clc_->actors());
+  const std::uint32_t actors = num_warps() + num_engines() + clc_->actors() + engines_->alternatives();
   if (options_.race_check) {
     // Components: warps, then each of their agents (comp_ld ... comp_clc),
     // numbered within their cluster in that order.
@@ -149,6 +151,9 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
       const std::uint32_t cta = a / 2 < clusters_.size() ? clusters_[a / 2].first_cta : 0;
       result_.trace.warps.push_back({clc_->actor_name(clc_->first_actor() + a), cta});
     }
+    for (std::uint32_t a = 0; a < engines_->alternatives(); ++a)
+      result_.trace.warps.push_back(
+          {engines_->alternative_name(engines_->first_alternative() + a), a / EngineRoom::kAlternatives});
     result_.trace.strip_prefix = source_root_;
     result_.trace.events = take_event_storage();
   }
@@ -259,6 +264,7 @@ RunResult World::run() {
   }
   result_.steps = step_;
   result_.spurious_try_wait = options_.spurious_try_wait;
+  result_.async_reorder = options_.async_reorder;
   result_.choices = choices_;
   result_.schedule.set_check(fingerprint(result_.schedule.version()));
   if (result_.status == Status::deadlock || result_.status == Status::livelock) {

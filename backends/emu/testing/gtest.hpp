@@ -21,6 +21,9 @@
 //   WSPIPE_MAX_STEPS=N, WSPIPE_SPURIOUS_TRY_WAIT=1, WSPIPE_MMA_MEMO_MIB=N
 //   WSPIPE_LANE_DIVERGENCE=1|0  the emulator's lane-divergence mode on or off
 //                        (ExploreOptions::run.lane_divergence)
+//   WSPIPE_ASYNC_REORDER=1|0  TMA loads out of issue order and in pieces
+//                        (ExploreOptions::run.async_reorder; default 1)
+//   WSPIPE_NO_SPURIOUS_TRY_WAIT=1, WSPIPE_NO_ASYNC_REORDER=1  the modes off
 // A switch takes 1 (as its flag) or 0. A bad value is a test failure naming
 // the variable and the value; the rest still applies. Options passed
 // explicitly skip the environment unless they go through options(base).
