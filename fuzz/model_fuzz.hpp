@@ -123,6 +123,9 @@ inline emu::RunResult run_lockstep(const emu::LaunchConfig& launch, const std::f
   o.trace = false;
   o.race_check = race_check;
   o.spurious_try_wait = spurious_try_wait;
+  // The references model each engine completing its oldest operation, in
+  // issue order: the TMA engines' alternative actors are not theirs.
+  o.async_reorder = false;
   o.max_steps = 1u << 20;  // programs are short and straight-line: never reached
   o.strategy.kind = emu::StrategyKind::custom;
   o.strategy.make = [&ref, schedule](std::uint32_t) { return std::make_unique<LockstepStrategy>(ref, schedule); };

@@ -258,7 +258,11 @@ TEST_P(emu_Gemm, MatchesTheReferenceUnderEveryStrategy) {
 
 TEST_P(emu_Gemm, TraceShowsEveryAsyncOperation) {
   Gemm g(GetParam());
-  auto r = g.run();
+  // Whole loads: one tma_done each (a load in pieces has an event per
+  // piece; emu_CompletionOrder covers those).
+  emu::RunOptions o;
+  o.async_reorder = false;
+  auto r = g.run(o);
   ASSERT_EQ(r.status, emu::Status::ok) << r.report();
   std::size_t mma_issued = 0, mma_done = 0, tma_done = 0;
   for (const auto& e : r.trace.events) {
@@ -315,8 +319,11 @@ TEST_P(emu_Gemm, ExitWithALoadInFlightFires) {
   const std::string o = outcome(r);
   // The stray load either is still queued when the CTA exits, or lands and
   // over-fills the full barrier's tx-count, or runs into the dealloc-free
-  // columns' CTA after exit.
-  EXPECT_TRUE(o == "async.target-exited" || o == "mbarrier.tx-pending-at-exit" || o == "mbarrier.over-arrival")
+  // columns' CTA after exit; or, completing before an older load to the
+  // same barrier (as PTX allows), its bytes land in a phase that expects
+  // fewer.
+  EXPECT_TRUE(o == "async.target-exited" || o == "mbarrier.tx-pending-at-exit" || o == "mbarrier.over-arrival" ||
+              o == "mbarrier.tx-overshoot")
       << r.report();
 }
 

@@ -984,7 +984,7 @@ TEST(explore_Strategy, SharedStrategyLivesAcrossRuns) {
   const emu::RunResult first = emu::run(k, o);
   ASSERT_EQ(first.status, emu::Status::ok) << first.report();
   EXPECT_EQ(counting.executions, 1);
-  EXPECT_EQ(counting.actors, 2u + 2u) << "two warps, the CTA's two engines";
+  EXPECT_EQ(counting.actors, 2u + 2u + 4u) << "two warps, the CTA's two engines, the TMA engine's four alternatives";
   const std::uint64_t picks = counting.picks;
   EXPECT_GT(picks, 0u);
   EXPECT_FALSE(first.schedule.empty()) << "it deviated from the default policy";
