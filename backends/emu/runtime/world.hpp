@@ -389,7 +389,9 @@ class World : public RunningWarp {
   void report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, std::uint32_t comp,
                    const std::string& object, const SourceLoc& loc, const Warp* culprit);
   // Shared-memory bytes [offset, offset+bytes) of CTA `cta` accessed by
-  // component `comp`; `generic`: a warp's ordinary access; `async_read`: the
+  // component `comp`; `generic`: an ordinary access of the running warp
+  // (`comp` is its id; made with some of its lanes active, it is theirs:
+  // lane_access); `async_read`: the
   // async proxy reads (checks fence.proxy.async after generic writes).
   bool smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
                          std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit);
