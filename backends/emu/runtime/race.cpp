@@ -222,7 +222,7 @@ void World::fence_proxy_async(const SourceLoc& loc) {
     std::uint32_t& epoch = clocks_[w.id][slot_[comp_lanes(w.id)]];
     std::uint32_t lanes = w.lanes_ordered;
     if (w.lanes_dirty != 0 && (w.lanes_dirty & ~w.active) == 0) lanes = epoch++;
-    w.proxy_fence_lanes.push_back(std::max(lanes, w.proxy_fence_lanes.empty() ? 0 : w.proxy_fence_lanes.back()));
+    w.proxy_fence_lanes.push_back(std::max(lanes, w.proxy_fence_lanes.empty() ? 0u : w.proxy_fence_lanes.back()));
     w.loc = loc;  // where its epoch ends
     tick(w.id);   // later stores are not covered by this fence
   }
