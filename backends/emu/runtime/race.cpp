@@ -99,10 +99,11 @@ bool World::smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint
 bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model::MmaFootprint::Range> ranges,
                                bool write, bool generic, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
                                const Warp* culprit) {
-  // (A generic access is the running warp's own: per-lane while some of
-  // its lanes only are active.)
+  // (A generic access is warp `comp`'s own, per-lane while only some of
+  // its lanes are active. Not always the running warp's: a cta_group::2
+  // tcgen05.alloc stores its address in the step of the pair's last warp.)
   const Access a =
-      generic && current_->active != ~0u ? lane_access(*current_, info) : access_now(comp, info);
+      generic && warps_[comp].active != ~0u ? lane_access(warps_[comp], info) : access_now(comp, info);
   const Clock& clock = clocks_[comp];
   std::uint32_t cta = 0, last = 0;
   ReadSets* sets = nullptr;  // the CTA's table's

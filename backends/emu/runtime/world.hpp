@@ -373,8 +373,8 @@ class World : public RunningWarp {
   Access access_now(std::uint32_t comp, std::uint32_t info) const {
     return {.comp = comp, .slot = slot_[comp], .time = clocks_[comp][slot_[comp]], .info = info};
   }
-  // The access the running warp w makes now with only some of its lanes
-  // active (per-lane code): one of its lanes' component, in their current
+  // The access warp w makes now with only some of its lanes active
+  // (per-lane code): one of its lanes' component, in their current
   // epoch, which w's own clock covers and its releases hand on as
   // lanes_handed_on says.
   Access lane_access(Warp& w, std::uint32_t info) {
@@ -389,9 +389,9 @@ class World : public RunningWarp {
   void report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, std::uint32_t comp,
                    const std::string& object, const SourceLoc& loc, const Warp* culprit);
   // Shared-memory bytes [offset, offset+bytes) of CTA `cta` accessed by
-  // component `comp`; `generic`: an ordinary access of the running warp
-  // (`comp` is its id; made with some of its lanes active, it is theirs:
-  // lane_access); `async_read`: the
+  // component `comp`; `generic`: an ordinary access of warp `comp` (made
+  // with only some of its lanes active, it is theirs: lane_access);
+  // `async_read`: the
   // async proxy reads (checks fence.proxy.async after generic writes).
   bool smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
                          std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit);
