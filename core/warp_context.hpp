@@ -144,10 +144,13 @@ class EpilogueKContext {
   WSPIPE_HD std::uint32_t input_stage_index() const { return input_index_; }
   // Free the input slot for this warp once its scales are in registers:
   // lanes below the cluster size each arrive once on the slot's empty
-  // barrier (the count convention of MAX's blockwise FP8 kernel).
+  // barrier (the count convention of MAX's blockwise FP8 kernel). Every
+  // lane read the slot, and an arrive orders its own lane's reads only: the
+  // syncwarp first orders all 32 lanes' before the arrivals.
   WSPIPE_HD void arrive_input(SourceLoc loc = SourceLoc::current()) const {
     SharedMemBarrier& empty = input_->pipeline().empty_mbar(input_index_);
     const std::uint32_t n = B::cluster_size();
+    B::syncwarp(loc);
     B::for_each_lane([&](std::uint32_t lane) {
       if (lane < n) B::arrive(empty, loc);
     });

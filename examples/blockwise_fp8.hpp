@@ -204,8 +204,7 @@ WSPIPE_HD void blockwise_fp8_kernel(const BlockwiseFp8Args<B>& args) {
           read_a_scales();
         } else {
           read_a_scales();
-          B::syncwarp();  // every lane's reads before the lanes that arrive free the slot
-          k.arrive_input();
+          k.arrive_input();  // (its syncwarp orders every lane's reads before the lanes that arrive)
         }
         const std::uint32_t scale_kb = args.bug == BlockwiseFp8Bug::wrong_scale ? 0 : kb;
         const float b_scale = args.b_scales[std::size_t{scale_kb} * b_scale_cols + col0 / kFp8ScaleBlock];

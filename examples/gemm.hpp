@@ -234,6 +234,9 @@ WSPIPE_HD void gemm_kernel(const GemmArgs<B>& args) {
             }
           });
           if (bug != GemmBug::no_proxy_fence) B::fence_proxy_async();
+          // Every lane's stores (and fence) before the elected lane's arrive
+          // below publishes the stage: an arrive orders its own lane's only.
+          B::syncwarp();
         }
         B::elect_one([&] {
           if (G == 1 || cta.leader) {

@@ -361,6 +361,7 @@ emu::RunResult run_proxy(Fence fence, std::uint64_t seed = 1) {
         for (std::uint32_t i = lane; i < a.size(); i += 32) a.store(i, wspipe::float_to_bf16(1.0f));
         for (std::uint32_t i = lane; i < b.size(); i += 32) b.store(i, wspipe::float_to_bf16(1.0f));
       });
+      B::syncwarp();  // every lane's stores before the elected lane's arrive publishes them
       if (fence == Fence::before_arrive) B::fence_proxy_async();
       B::elect_one([&] { B::arrive(s.ready); });
       if (fence == Fence::after_arrive) B::fence_proxy_async();

@@ -46,12 +46,16 @@ struct StoreSmem {
 // The value a kernel writes at byte i of a tile, per fill round.
 std::uint8_t pattern(std::uint32_t i, std::uint32_t round) { return static_cast<std::uint8_t>(i * 7 + round * 31 + 1); }
 
-// Every lane of the warp writes its share of `tile` with ordinary stores.
+// Every lane of the warp writes its share of `tile` with ordinary stores,
+// and the warp converges: the one lane that issues a TMA store of the tile
+// orders the other lanes' stores only after a syncwarp (docs/emulator-models.md,
+// "Per-lane release").
 void fill(std::uint8_t* tile, std::uint32_t round) {
   SmemView<B, std::uint8_t> v(tile, 64 * 16);
   B::for_each_lane([&](std::uint32_t lane) {
     for (std::uint32_t i = lane; i < v.size(); i += 32) v.store(i, pattern(i, round));
   });
+  B::syncwarp();
 }
 
 // A 64 x 64 byte tensor, every byte kUntouched, and its map (box 64 x 16).

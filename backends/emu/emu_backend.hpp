@@ -82,7 +82,9 @@ struct EmuBackend {
     const std::uint32_t elected = saved & (~saved + 1u);
     if (!warp.runs_lanes(elected)) return;
     active = elected;
+    lanes_seen();
     std::forward<F>(f)();
+    lanes_seen();
     active = saved;
   }
   // f(lane) for each active lane with only that lane active: every lane in
@@ -100,9 +102,22 @@ struct EmuBackend {
       const auto lane = static_cast<std::uint32_t>(std::countr_zero(m));
       if (!warp.runs_lanes(1u << lane)) continue;
       active = 1u << lane;
+      lanes_seen();
       f(lane);
+      lanes_seen();
     }
     active = saved;
+  }
+  // The lanes f runs for must be in memory while it runs: the access hooks
+  // of instrumented code (runtime/plain_access.cpp) read them to attribute
+  // a plain access to its lanes (docs/emulator-models.md, "Per-lane
+  // release"), and the compiler, which does not see the hooks read memory,
+  // would otherwise keep one lane's mask in a register or drop it (g++ 12
+  // stored only the final `active = saved` of for_each_lane's loop).
+  [[gnu::always_inline]] static void lanes_seen() {
+#if defined(WSPIPE_INSTRUMENTED_ACCESSES) && !defined(__CUDACC__)
+    asm volatile("" ::: "memory");
+#endif
   }
   static void syncwarp(SourceLoc loc = SourceLoc::current()) { detail::ops::syncwarp(loc); }
   static void warp_state_step(const char* what, SourceLoc loc = SourceLoc::current()) {

@@ -55,7 +55,7 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
   const bool race_check = w_.options().race_check, trace = w_.options().trace;
   if (race_check) {
     if (nb.acc.empty()) nb.acc.assign(w_.clock_size(w.cta), 0);
-    w_.release(w.id, nb.acc);
+    w_.warp_release(w, nb.acc);
     if (sync) ++nb.syncing;
   }
   if (trace)
@@ -117,7 +117,7 @@ void BarrierRoom::cluster_sync(const SourceLoc& loc) {
   const bool race_check = w_.options().race_check, trace = w_.options().trace;
   if (race_check) {
     if (c.acc.empty()) c.acc.assign(w_.clock_size(w.cta), 0);
-    w_.release(w.id, c.acc);
+    w_.warp_release(w, c.acc);
   }
   const std::uint64_t gen = c.gen;
   if (trace)

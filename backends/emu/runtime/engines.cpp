@@ -76,10 +76,7 @@ void EngineRoom::stamp_issue(Warp& w, Issued& op, const SourceLoc& loc) {
   op.issuer = w.id;
   op.step = w_.step();
   op.loc = loc;
-  if (w_.options().race_check) {
-    op.clock = w_.clock(w.id);
-    w_.tick(w.id);
-  }
+  if (w_.options().race_check) w_.warp_issue(w, op.clock);
 }
 
 // An operation that signals `bar` (in the issuing CTA's shared memory; the

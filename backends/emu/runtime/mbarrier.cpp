@@ -326,7 +326,10 @@ bool MbarrierRoom::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_
   m->pending -= count;
   if (w_.options().race_check) {
     if (m->acc.empty()) m->acc.assign(w_.clock_size(m->cta), 0);
-    w_.release(comp, m->acc);
+    if (comp < w_.num_warps())
+      w_.warp_release(w_.warp_at(comp), m->acc);  // by its active lanes
+    else
+      w_.release(comp, m->acc);
   }
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = actor, .object = static_cast<std::int32_t>(id), .kind = EventKind::arrive,

@@ -15,6 +15,26 @@ void World::release(std::uint32_t comp, Clock& into) {
 
 void World::acquire(std::uint32_t comp, const Clock& from) { join(clocks_[comp], from); }
 
+// PTX's memory consistency model orders a release's prior accesses of the
+// thread that performs it; a warp's fiber is 32 threads. Its warp-level
+// accesses are every lane's (the elected lane's among them), so any lane's
+// release covers them; a per-lane access is its lane's, and another lane's
+// release covers it only once a syncwarp ordered it into that lane
+// (docs/emulator-models.md, "Per-lane release").
+void World::warp_release(Warp& w, Clock& into) {
+  const std::uint32_t lanes = slot_[comp_lanes(w.id)];
+  const std::uint32_t handed = lanes_handed_on(w), before = into[lanes];
+  release(w.id, into);
+  into[lanes] = std::max(before, handed);
+}
+
+void World::warp_issue(Warp& w, Clock& out) {
+  const std::uint32_t handed = lanes_handed_on(w);
+  out = clocks_[w.id];
+  out[slot_[comp_lanes(w.id)]] = handed;
+  tick(w.id);
+}
+
 void World::async_start(std::uint32_t comp, const Clock& issued) {
   Clock& c = clocks_[comp];
   const std::uint32_t own = std::max(c[slot_[comp]], issued[slot_[comp]]);
@@ -45,14 +65,19 @@ void World::report_race(const Shadow& s, const Access* other, bool write, std::u
   // any chain of releases and waits); where that epoch ended is the
   // release that let this access go ahead.
   std::string cause;
+  if (is_lanes_comp(other->comp)) {
+    cause = "; the " + std::string(theirs.what) +
+            " was one lane's (per-lane code: for_each_lane, elect_one), and an arrive, fence or issue by another "
+            "lane orders only that lane's own accesses: a B::syncwarp() (__syncwarp) before it orders every lane's";
+  }
   if (theirs.issuer >= 0) {
     const Warp& by = warps_[static_cast<std::uint32_t>(theirs.issuer)];
     const std::uint32_t t = clocks_[comp][slot_[by.id]];
     if (t == 0 || t > epoch_ends_[by.id].size()) {
-      cause = "; nothing orders any operation of " + by.name + " before the " + mine.what;
+      cause += "; nothing orders any operation of " + by.name + " before the " + mine.what;
     } else {
       const EpochEnd& e = epoch_ends_[by.id][t - 1];
-      cause = "; the " + std::string(mine.what) + " is ordered after " + by.name + "'s operations up to step " +
+      cause += "; the " + std::string(mine.what) + " is ordered after " + by.name + "'s operations up to step " +
               std::to_string(e.step) + " (" + where(e.loc) + "), and the " + theirs.what +
               " is not among them";
     }
@@ -74,7 +99,11 @@ bool World::smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint
 bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model::MmaFootprint::Range> ranges,
                                bool write, bool generic, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
                                const Warp* culprit) {
-  const Access a = access_now(comp, info);
+  // (A generic access is warp `comp`'s own, per-lane while only some of
+  // its lanes are active. Not always the running warp's: a cta_group::2
+  // tcgen05.alloc stores its address in the step of the pair's last warp.)
+  const Access a =
+      generic && warps_[comp].active != ~0u ? lane_access(warps_[comp], info) : access_now(comp, info);
   const Clock& clock = clocks_[comp];
   std::uint32_t cta = 0, last = 0;
   ReadSets* sets = nullptr;  // the CTA's table's
@@ -142,11 +171,13 @@ bool World::smem_word_rare(const Shadow& s, const Access* other, std::uint32_t w
   // PTX "Proxies": the async proxy (tensor core, TMA) sees a warp's
   // ordinary stores only after that warp's fence.proxy.async, and the
   // reader must be ordered after the fence (docs/hardware.md "The async proxy").
+  // (A per-lane store's fence is the first whose lane epoch covers it.)
   const Access& prior = s.write;
-  const Warp& writer = warps_[prior.comp];
+  const Warp& writer = warps_[prior.comp % num_warps()];
   const auto& f = writer.proxy_fences;
-  const auto it = std::lower_bound(f.begin(), f.end(), prior.time);
-  if (it != f.end() && clocks_[comp][prior.slot] >= *it) return true;
+  const auto& by = is_lanes_comp(prior.comp) ? writer.proxy_fence_lanes : f;
+  const auto it = f.begin() + (std::lower_bound(by.begin(), by.end(), prior.time) - by.begin());
+  if (it != f.end() && clocks_[comp][slot_[writer.id]] >= *it) return true;
   fail(*current_, "smem.missing-proxy-fence", object(),
        std::string(access_infos_[info].what) + " by " + actor_name(access_infos_[info].actor) +
            " (async proxy) reads shared memory written by an ordinary store of " + writer.name +
@@ -186,6 +217,13 @@ void World::fence_proxy_async(const SourceLoc& loc) {
   if (killing_ || stopping_) return;
   if (options_.race_check) {
     w.proxy_fences.push_back(now(w.id));
+    // The lanes' accesses it covers: all of them where every lane with
+    // unsynchronised per-lane stores fences (their epoch then ends, so
+    // that later ones are not covered), else those a syncwarp ordered.
+    std::uint32_t& epoch = clocks_[w.id][slot_[comp_lanes(w.id)]];
+    std::uint32_t lanes = w.lanes_ordered;
+    if (w.lanes_dirty != 0 && (w.lanes_dirty & ~w.active) == 0) lanes = epoch++;
+    w.proxy_fence_lanes.push_back(std::max(lanes, w.proxy_fence_lanes.empty() ? 0u : w.proxy_fence_lanes.back()));
     w.loc = loc;  // where its epoch ends
     tick(w.id);   // later stores are not covered by this fence
   }

@@ -28,6 +28,9 @@ std::uint32_t World::lane_idx(const SourceLoc& loc) {
 void World::syncwarp(const SourceLoc& loc) {
   Warp& w = warp();
   if (!lanes_agree(w, {.kind = LaneOp::Kind::syncwarp, .loc = loc}) || !point(w, loc)) return;
+  // bar.warp.sync orders memory among the participating threads: every
+  // lane's accesses so far are ordered before what any lane does next.
+  if (options_.race_check) lanes_synced(w);
   if (options_.trace)
     record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::syncwarp,
             .file = loc.file_name(), .line = loc.line()});

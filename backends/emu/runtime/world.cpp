@@ -86,9 +86,10 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
   engines_->place_alternatives(num_warps() + num_engines() + clc_->actors());
   const std::uint32_t actors = num_warps() + num_engines() + clc_->actors() + engines_->alternatives();
   if (options_.race_check) {
-    // Components: warps, then each of their agents (comp_ld ... comp_clc),
-    // numbered within their cluster in that order.
-    const std::size_t comps = 6 * warps_.size();
+    // Components: warps, then each of their agents (comp_ld ... comp_clc)
+    // and their lanes' components (comp_lanes), numbered within their
+    // cluster in that order.
+    const std::size_t comps = 7 * warps_.size();
     std::vector<std::uint32_t> cluster_of(comps);
     slot_.assign(comps, 0);
     cluster_comps_.assign(clusters_.size(), 0);
@@ -104,6 +105,8 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
       clocks_[k].assign(cluster_comps_[cluster_of[k]], 0);
       clocks_[k][slot_[k]] = 1;
     }
+    // A warp's lanes start in epoch 1 (0 is "none"), which no release covers yet.
+    for (const Warp& w : warps_) clocks_[w.id][slot_[comp_lanes(w.id)]] = 1;
   }
   // Every warp can start: all enabled, no engine yet. Waiter lists for the
   // barriers that exist from the start; an mbarrier's list comes with its init.

@@ -68,8 +68,15 @@ struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops
   boost::fibers::fiber fiber;
   FiberStack stack;
   std::uint64_t kill_ops = 0;
-  // This warp's clock value at each fence.proxy.async, ascending.
+  // This warp's clock value at each fence.proxy.async, ascending, and the
+  // lane epoch each one covers (World::fence_proxy_async), ascending too.
   std::vector<std::uint32_t> proxy_fences;
+  std::vector<std::uint32_t> proxy_fence_lanes;
+  // Per-lane release (race.cpp, World::lane_access): the lanes whose
+  // per-lane accesses no syncwarp has ordered into the whole warp yet, and
+  // the lane epoch up to which they are (what any lane's release covers).
+  std::uint32_t lanes_dirty = 0;
+  std::uint32_t lanes_ordered = 0;
   SecondLane lane;  // lane-divergence mode only
   // The scheduler's waiter list this warp is on while it blocks (an index
   // into World::lists_, -1: none) and its place there; its place in
@@ -324,17 +331,34 @@ class World : public RunningWarp {
   // 4W+w, its CLC requests -> 5W+w. An engine (actor W+e, e = 2*cta +
   // (tensor core ? 1 : 0)) or a CLC unit performs each operation on its
   // issuer's agent, so that nothing one warp did reaches another through
-  // the engine they share.
+  // the engine they share. Its lanes' own accesses (per-lane code: inside
+  // for_each_lane or elect_one) -> 6W+w, a component with no clock of its
+  // own: its time is the warp's entry for it, and what a release by some of
+  // the lanes hands on of it is lanes_handed_on's (docs/emulator-models.md,
+  // "Per-lane release").
   std::uint32_t comp_ld(const Warp& w) const { return num_warps() + w.id; }
   std::uint32_t comp_st(const Warp& w) const { return 2 * num_warps() + w.id; }
   std::uint32_t comp_tma(std::uint32_t warp) const { return 3 * num_warps() + warp; }
   std::uint32_t comp_mma(std::uint32_t warp) const { return 4 * num_warps() + warp; }
   std::uint32_t comp_clc(std::uint32_t warp) const { return 5 * num_warps() + warp; }
+  std::uint32_t comp_lanes(std::uint32_t warp) const { return 6 * num_warps() + warp; }
+  bool is_lanes_comp(std::uint32_t comp) const { return comp >= 6 * num_warps() && comp < 7 * num_warps(); }
   Clock& clock(std::uint32_t comp) { return clocks_[comp]; }
   // A release by component `comp` into `into`: join, then tick, so that what
   // the component does next is not covered by this release.
   void release(std::uint32_t comp, Clock& into);
   void acquire(std::uint32_t comp, const Clock& from);
+  // Warp w's release into `into` by its active lanes (an mbarrier arrive, a
+  // named or cluster barrier), and the clock an operation it issues carries
+  // (Issued::clock; then w ticks). Both hand on w's warp-level accesses and
+  // of its per-lane ones only those a syncwarp ordered into the whole warp,
+  // unless every lane with per-lane accesses since takes part in this
+  // release (lanes_handed_on).
+  void warp_release(Warp& w, Clock& into);
+  void warp_issue(Warp& w, Clock& out);
+  // bar.warp.sync by w's active lanes: their per-lane accesses so far are
+  // ordered into every lane (a later release by any lane covers them).
+  void lanes_synced(Warp& w) { lanes_handed_on(w); }
   // Asynchronous agent `comp` starts an operation issued with clock
   // `issued` (Issued::clock): the operation happens after what its issuer
   // did before issuing it and after the agent's earlier operations (its own
@@ -349,6 +373,15 @@ class World : public RunningWarp {
   Access access_now(std::uint32_t comp, std::uint32_t info) const {
     return {.comp = comp, .slot = slot_[comp], .time = clocks_[comp][slot_[comp]], .info = info};
   }
+  // The access warp w makes now with only some of its lanes active
+  // (per-lane code): one of its lanes' component, in their current
+  // epoch, which w's own clock covers and its releases hand on as
+  // lanes_handed_on says.
+  Access lane_access(Warp& w, std::uint32_t info) {
+    w.lanes_dirty |= w.active;
+    const std::uint32_t comp = comp_lanes(w.id), slot = slot_[comp];
+    return {.comp = comp, .slot = slot, .time = clocks_[w.id][slot], .info = info};
+  }
   // A race of the access `info` by component `comp` with the earlier access
   // `other`, recorded in `s`. The report names the last operation of the
   // earlier access's warp that this access is ordered after: the release
@@ -356,7 +389,9 @@ class World : public RunningWarp {
   void report_race(const Shadow& s, const Access* other, bool write, std::uint32_t info, std::uint32_t comp,
                    const std::string& object, const SourceLoc& loc, const Warp* culprit);
   // Shared-memory bytes [offset, offset+bytes) of CTA `cta` accessed by
-  // component `comp`; `generic`: a warp's ordinary access; `async_read`: the
+  // component `comp`; `generic`: an ordinary access of warp `comp` (made
+  // with only some of its lanes active, it is theirs: lane_access);
+  // `async_read`: the
   // async proxy reads (checks fence.proxy.async after generic writes).
   bool smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
                          std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit);
@@ -466,6 +501,18 @@ class World : public RunningWarp {
   [[gnu::noinline]] bool smem_word_rare(const Shadow& s, const Access* other, std::uint32_t word, std::uint32_t last,
                                         std::uint32_t cta, bool write, std::uint32_t comp, std::uint32_t info,
                                         const SourceLoc& loc, const Warp* culprit);
+  // The lane epoch a release by w's active lanes hands on: all of it when
+  // every lane with unsynchronised per-lane accesses is active (they are
+  // then ordered into the whole warp, as a syncwarp would), else what the
+  // last such point covered.
+  std::uint32_t lanes_handed_on(Warp& w) {
+    if (w.lanes_dirty != 0 && (w.lanes_dirty & ~w.active) == 0) {
+      std::uint32_t& epoch = clocks_[w.id][slot_[comp_lanes(w.id)]];
+      w.lanes_ordered = epoch++;
+      w.lanes_dirty = 0;
+    }
+    return w.lanes_ordered;
+  }
   // plain_access's check, out of line: bytes [offset, offset + bytes) of the
   // running warp's CTA's shared memory (plain_access.cpp).
   [[gnu::noinline]] void plain_smem_access(std::uint32_t offset, std::size_t bytes, bool write, std::uintptr_t pc);
