@@ -521,8 +521,6 @@ struct SearchBudget {
 
 SearchBudget budget_from_env() {
   SearchBudget b;
-  b.bound = static_cast<std::uint32_t>(env_or("WSPIPE_MW_BOUND", b.bound));
-  b.max_runs = env_or("WSPIPE_MW_RUNS", b.max_runs);
   b.min_random = env_or("WSPIPE_MW_RANDOM", b.min_random);
   b.max_random = std::max(b.min_random, env_or("WSPIPE_MW_MAX_RANDOM", b.max_random));
   return b;
@@ -579,7 +577,8 @@ struct Decided {
   std::vector<std::string> reached, unreachable, undecided;  // undecided: the budget ran out first
   std::map<std::string, std::uint64_t> rules;                // runs a violation ended, by rule
   std::uint64_t runs = 0, states = 0;
-  bool complete = false;  // no branch left: what was not reached is unreachable
+  std::uint64_t found = 0;  // reached by the search (not known before)
+  bool complete = false;    // no branch left: what was not reached is unreachable
 };
 
 struct DecideBudget {
@@ -588,9 +587,15 @@ struct DecideBudget {
 };
 
 // Searches `p`'s schedules for each of `outcomes` (Search), until every one
-// is reached, the search is complete, or the budget is spent.
-Decided decide(const MwProgram& p, const std::vector<std::string>& outcomes, const DecideBudget& budget) {
+// is reached, the search is complete, or the budget is spent. Those in
+// `known` (reached by other runs) are not sought.
+Decided decide(const MwProgram& p, const std::vector<std::string>& outcomes, const DecideBudget& budget,
+               const std::set<std::string>& known = {}) {
   Targets targets(p, outcomes);
+  for (std::uint32_t t = 0; t < outcomes.size(); ++t) {
+    if (known.count(outcomes[t]) != 0) targets.reached(t);
+  }
+  const std::size_t known_count = outcomes.size() - targets.left();
   Search search(p, targets);
   MwKernel k{p, {}, &search};
   const emu::Kernel kernel = k.kernel();
@@ -621,6 +626,7 @@ Decided decide(const MwProgram& p, const std::vector<std::string>& outcomes, con
     more = !d.complete && targets.left() > 0 && d.runs < budget.max_runs && seconds < budget.max_seconds;
   }
   d.states = search.states();
+  d.found = outcomes.size() - known_count - targets.left();
   for (std::uint32_t t = 0; t < outcomes.size(); ++t) {
     auto& to = targets.is_reached(t) ? d.reached : d.complete ? d.unreachable : d.undecided;
     to.push_back(outcomes[t]);
@@ -732,8 +738,8 @@ TEST(SiliconMwConformance, ReachesWhatPtxAllowsAndNotWhatItForbids) {
 // The targeted search decides, on the same program: the outcomes above
 // that PTX allows are reached, and those it forbids are unreachable, the
 // search complete: w3's try_wait(b0, 1) failing; w1 reading a value no
-// copy writes to its word; w2 reading its own copy's word before it issued
-// the copy; w0's spin on parity 0 not passing at once after its try_wait
+// copy writes to its word; w2 reading its own copy's word 32 (source word
+// 992 / 4 = 248, value 1248) before it issued the copy; w0's spin on parity 0 not passing at once after its try_wait
 // saw phase 0 complete (the phase stays complete: nothing arrives on b0
 // again).
 TEST(SiliconMwConformance, TheSearchDecidesWhatPtxAllowsAndForbids) {
@@ -742,7 +748,7 @@ TEST(SiliconMwConformance, TheSearchDecidesWhatPtxAllowsAndForbids) {
   const std::vector<std::string> forbidden = {
       "w0:0 s0 | w1:v0 | w2:v0 v0 | w3:v0 0",
       "w0:0 s0 | w1:v7 | w2:v0 v0 | w3:v0 1",
-      "w0:0 s0 | w1:v0 | w2:v1000 v0 | w3:v0 1",
+      "w0:0 s0 | w1:v0 | w2:v1248 v0 | w3:v0 1",
       "w0:1 s2 | w1:v0 | w2:v0 v0 | w3:v0 1",
   };
   std::vector<std::string> sought = allowed;
@@ -792,13 +798,14 @@ TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) {
   const auto rec = load_record(&why);
   if (!rec) GTEST_SKIP() << why;
   SearchBudget sampling = budget_from_env();
-  sampling.max_runs = 0;  // random schedules only: the outcomes silicon never showed
+  sampling.max_runs = 0;  // random schedules only
   DecideBudget budget;
   budget.max_seconds = static_cast<double>(env_or("WSPIPE_MW_MILLIS", 2000)) / 1000.0;
   budget.max_runs = env_or("WSPIPE_MW_SEARCH_RUNS", budget.max_runs);
   const std::uint64_t limit = env_or("WSPIPE_MW_PROGRAMS", kCiPrograms);
   const bool verbose = env_or("WSPIPE_MW_VERBOSE", 0) != 0;  // list the emulator's outcomes silicon never showed
-  std::uint64_t hw_total = 0, reached_total = 0, emu_only_total = 0, programs = 0, failed = 0, runs_total = 0;
+  std::uint64_t hw_total = 0, reached_total = 0, found_total = 0, emu_only_total = 0, programs = 0, failed = 0;
+  std::uint64_t runs_total = 0;
   std::map<std::string, std::uint64_t> rules_total;
   std::map<std::string, std::uint64_t> unreachable_by_cause;
   std::vector<std::string> unreachable, undecided;
@@ -807,9 +814,12 @@ TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) {
               rec->device.c_str(), static_cast<unsigned long long>(rec->seed),
               static_cast<unsigned long long>(rec->reps), static_cast<unsigned long long>(budget.max_runs),
               budget.max_seconds, static_cast<unsigned long long>(sampling.min_random));
-  std::printf("program | silicon | reached | unreachable | undecided | emulator only | runs | states | rules\n");
+  std::printf("program | silicon | reached (by random schedules + by the search) | unreachable | undecided | emulator "
+              "only | search runs | states | rules\n");
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& [index, hw] : rec->programs) {
+  for (const auto& entry : rec->programs) {
+    const std::uint32_t index = entry.first;  // not bindings: the lambda below captures them
+    const RecordedProgram& hw = entry.second;
     if (programs >= limit) break;
     ++programs;
     if (!hw.failed.empty()) {
@@ -820,8 +830,10 @@ TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) {
     const MwProgram p = silicon::mw_program(rec->seed, index);
     std::vector<std::string> sought;
     for (const auto& [outcome, runs] : hw.outcomes) sought.push_back(outcome);
-    const Decided d = decide(p, sought, budget);
-    const Reached got = reach(p, sampling);
+    // Random schedules first: they reach most outcomes at once, and give
+    // the emulator's outcomes silicon never showed; the search decides the rest.
+    const Reached got = reach(p, sampling, std::set<std::string>(sought.begin(), sought.end()));
+    const Decided d = decide(p, sought, budget, got.outcomes);
     auto note = [&](std::vector<std::string>& to, const std::string& outcome) {
       to.push_back("program " + std::to_string(index) + ": " + outcome + "  (" +
                    std::to_string(hw.outcomes.at(outcome)) + " of " + std::to_string(rec->reps) + " runs; " +
@@ -840,22 +852,25 @@ TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) {
     }
     hw_total += hw.outcomes.size();
     reached_total += d.reached.size();
+    found_total += d.found;
     emu_only_total += emu_only;
     runs_total += d.runs;
     for (const auto& [rule, n] : d.rules) rules_total[rule] += n;
     for (const auto& [rule, n] : got.rules) rules_total[rule] += n;
-    std::printf("%u | %zu | %zu | %zu | %zu | %llu | %llu | %llu | %s\n", index, hw.outcomes.size(), d.reached.size(),
+    std::printf("%u | %zu | %zu (%zu + %llu) | %zu | %zu | %llu | %llu | %llu | %s\n", index, hw.outcomes.size(),
+                d.reached.size(), d.reached.size() - d.found, static_cast<unsigned long long>(d.found),
                 d.unreachable.size(), d.undecided.size(), static_cast<unsigned long long>(emu_only),
                 static_cast<unsigned long long>(d.runs), static_cast<unsigned long long>(d.states),
                 join_rules(d.rules).c_str());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("total: %llu programs (%llu failed on silicon), %llu silicon outcomes: %llu reached (%.1f%%), %zu "
-              "unreachable, %zu undecided; %llu emulator outcomes silicon never showed (sampled); %llu search runs, "
-              "%.1f s; rules: %s\n",
+  std::printf("total: %llu programs (%llu failed on silicon), %llu silicon outcomes: %llu reached (%.1f%%; %llu of them "
+              "by the search), %zu unreachable, %zu undecided; %llu emulator outcomes silicon never showed (sampled); "
+              "%llu search runs, %.1f s; rules: %s\n",
               static_cast<unsigned long long>(programs), static_cast<unsigned long long>(failed),
               static_cast<unsigned long long>(hw_total), static_cast<unsigned long long>(reached_total),
               hw_total ? 100.0 * static_cast<double>(reached_total) / static_cast<double>(hw_total) : 100.0,
+              static_cast<unsigned long long>(found_total),
               unreachable.size(), undecided.size(), static_cast<unsigned long long>(emu_only_total),
               static_cast<unsigned long long>(runs_total), seconds, join_rules(rules_total).c_str());
   for (const auto& [cause, n] : unreachable_by_cause)
