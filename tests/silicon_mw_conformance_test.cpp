@@ -180,10 +180,10 @@ class Targets {
       for (std::uint32_t w = 0; w < warps_; ++w) {
         std::vector<std::int32_t>& path = path_[w].emplace_back(1, 0);
         for (const std::uint32_t v : values[w]) {
-          const std::int32_t at = path.back();
-          auto [it, added] = trie_[w][static_cast<std::size_t>(at)].next.emplace(v, static_cast<std::int32_t>(trie_[w].size()));
-          if (added) trie_[w].emplace_back();
+          auto& next = trie_[w][static_cast<std::size_t>(path.back())].next;
+          const auto [it, added] = next.emplace(v, static_cast<std::int32_t>(trie_[w].size()));
           path.push_back(it->second);
+          if (added) trie_[w].emplace_back();  // last: it may move `next`
         }
         for (const std::int32_t node : path) trie_[w][static_cast<std::size_t>(node)].outcomes.push_back(t);
       }
@@ -869,9 +869,9 @@ TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) {
                 join_rules(d.rules).c_str());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("total: %llu programs (%llu failed on silicon), %llu silicon outcomes: %llu reached (%.1f%%; %llu of them "
-              "by the search), %zu unreachable, %zu undecided; %llu emulator outcomes silicon never showed (sampled); "
-              "%llu search runs, %.1f s; rules: %s\n",
+  std::printf("total: %llu programs (%llu failed on silicon), %llu silicon outcomes: %llu reached (%.1f%%; %llu of "
+              "them by the search), %zu unreachable, %zu undecided; %llu emulator outcomes silicon never showed "
+              "(sampled); %llu search runs, %.1f s; rules: %s\n",
               static_cast<unsigned long long>(programs), static_cast<unsigned long long>(failed),
               static_cast<unsigned long long>(hw_total), static_cast<unsigned long long>(reached_total),
               hw_total ? 100.0 * static_cast<double>(reached_total) / static_cast<double>(hw_total) : 100.0,
