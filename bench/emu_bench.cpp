@@ -28,6 +28,9 @@
 //                   (defaults) with 1 and 2 jobs; gemm cta_group 2,
 //                   blockwise-fp8 (defaults) and gemm 1024x1024x1024 on 4
 //                   clusters with 1; items = schedules (runs).
+//   BM_ExploreModesOff: ring, gemm and blockwise-fp8 as BM_Explore with
+//                   try_wait time-outs and loads out of order off (the
+//                   exploration before issue 23): what the modes cost.
 //   BM_EmuTrace:    `ring` (4 stages, 4096 items) and `gemm` (defaults,
 //                   cta_group 1), random strategy, race checker on, with
 //                   the trace off and on; items = schedules (runs).
@@ -251,7 +254,10 @@ const ExploreCase kExploreCases[] = {
     {"gemm 1024x1024x1024 4 clusters", "gemm", {{"m", 1024}, {"n", 1024}, {"k", 1024}, {"clusters", 4}}, 4},
 };
 
-void BM_Explore(benchmark::State& state) {
+// `modes`: try_wait time-outs and loads out of order (RunOptions'
+// spurious_try_wait and async_reorder, on by default since issue 23), or
+// neither, as explored before.
+void explore_bench(benchmark::State& state, bool modes) {
   const ExploreCase& c = kExploreCases[state.range(0)];
   const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(c.scenario);
   wspipe::examples::OptionValues values = defaults(*sc);
@@ -261,6 +267,7 @@ void BM_Explore(benchmark::State& state) {
   o.seconds = 0;
   o.jobs = static_cast<unsigned>(state.range(1));
   o.portfolio = {{wspipe::emu::StrategyKind::random}};
+  o.spurious_try_wait = o.async_reorder = modes;
   const wspipe::emu::KernelFactory make = [&] { return sc->prepare("", values); };
   // Warm-up, not timed: an exploration builds its problem's reference once
   // and fills the MMA memo in its first runs, which a long exploration
@@ -274,8 +281,10 @@ void BM_Explore(benchmark::State& state) {
     runs += static_cast<std::int64_t>(r.runs);
   }
   state.SetItemsProcessed(runs);
-  state.SetLabel(std::string(c.label) + " explore jobs " + std::to_string(o.jobs));
+  state.SetLabel(std::string(c.label) + " explore jobs " + std::to_string(o.jobs) + (modes ? "" : " modes off"));
 }
+void BM_Explore(benchmark::State& state) { explore_bench(state, true); }
+void BM_ExploreModesOff(benchmark::State& state) { explore_bench(state, false); }
 // ring and gemm with 1 and 2 jobs; the rest with 1, each after one
 // exploration of warm-up.
 BENCHMARK(BM_Explore)
@@ -286,6 +295,14 @@ BENCHMARK(BM_Explore)
     ->Args({2, 1})
     ->Args({3, 1})
     ->Args({4, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+// The same explorations with time-outs and loads out of order off: what
+// the two modes cost (docs/performance.md).
+BENCHMARK(BM_ExploreModesOff)
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({3, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
