@@ -630,6 +630,85 @@ TEST(explore_Exhaustive, ReductionReachesTheSameFinalStatesWithFewerSchedules) {
   }
 }
 
+// Two warps, one plain int and a barrier: warp 1 loads the int, checks it
+// is still 0 and arrives; warp 0 stores 1 and waits for that arrival.
+// Nothing orders the store after the load. With the race checker on, the
+// pair is a race.smem in either order; off, only the store-first order
+// shows (kernel.check). The default runs the load first; in the branch
+// where warp 0 stores first, warp 0 then blocks, and unless the two steps'
+// footprints hold the int, warp 1's load commutes with the store: asleep,
+// the branch is cut, and the failing order is lost.
+emu::KernelFactory plain_pair() {
+  return [] {
+    emu::Kernel k;
+    k.launch.warps_per_cta = 2;
+    k.launch.smem_bytes = 64;
+    k.body = [] {
+      struct S {
+        SharedMemBarrier bar;
+        int flag;
+      };
+      auto& s = B::shared_storage<S>();
+      if (B::warp_idx() == 0) test::init_bar(s.bar, 1);
+      B::cluster_sync();
+      B::syncwarp();  // a step of no footprint: the cluster barrier's release orders both warps
+      if (B::warp_idx() == 0) {
+        B::elect_one([&] { s.flag = 1; });
+        B::wait(s.bar, 0);
+      } else {
+        const int v = s.flag;
+        B::check(v == 0, "the flag is still clear");
+        test::elected_arrive(s.bar);
+      }
+    };
+    return k;
+  };
+}
+
+TEST(explore_Exhaustive, WithoutTheRaceCheckerPlainAccessesAreInTheFootprints) {
+  for (const bool reduce : {false, true}) {
+    auto o = exhaustive(1, reduce);  // warp 0 first is a preemption
+    o.shrink = false;
+    o.race_check = false;
+    const auto r = emu::explore(plain_pair(), o);
+    ASSERT_FALSE(r.ok()) << (reduce ? "reduced" : "unreduced") << ": the order that loads the 1 was not explored";
+    EXPECT_EQ(r.failure->outcome, "kernel.check");
+  }
+  auto o = exhaustive(0);
+  o.shrink = false;
+  const auto r = emu::explore(plain_pair(), o);  // race checker on: reported in the default order
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.failure->outcome, "race.smem");
+
+  // The footprints themselves: a step's plain shared-memory access is a
+  // resource (kind 5, the CTA, the 16-byte chunk) with the checker off, and
+  // none with it on.
+  struct Recorder final : emu::Strategy {
+    std::vector<emu::Footprint> steps;
+    std::optional<std::uint32_t> pick(const emu::Choice& c) override { return c.preferred; }
+    bool wants_footprints() const override { return true; }
+    void stepped(std::uint32_t, const emu::Footprint& fp) override { steps.push_back(fp); }
+  };
+  auto smem_resources = [](bool race_check) {
+    Recorder rec;
+    emu::RunOptions ro;
+    ro.trace = false;
+    ro.race_check = race_check;
+    ro.strategy.kind = emu::StrategyKind::custom;
+    ro.strategy.shared = &rec;
+    (void)emu::run(plain_pair()(), ro);
+    std::set<std::uint64_t> ids;
+    for (const auto& fp : rec.steps)
+      for (const std::uint64_t id : fp)
+        if (id != emu::kGlobalResource && (id >> 56) == 5) ids.insert(id);
+    return ids;
+  };
+  const auto off = smem_resources(false);
+  const std::uint64_t flag_chunk = (std::uint64_t{5} << 56) | (sizeof(SharedMemBarrier) / 16);  // CTA 0
+  EXPECT_EQ(off, (std::set<std::uint64_t>{flag_chunk})) << "the int's chunk, touched by the store and the load";
+  EXPECT_TRUE(smem_resources(true).empty());
+}
+
 // ---- bad options
 
 TEST(explore_Options, NonsenseIsRejectedNamingTheValue) {

@@ -184,9 +184,13 @@ void World::plain_access(std::uintptr_t p, std::size_t bytes, bool write, std::u
 }
 
 void World::plain_smem_access(std::uint32_t offset, std::size_t bytes, bool write, std::uintptr_t pc) {
-  if (in_lane_ || !options_.race_check || killing_ || stopping_) return;
+  if (in_lane_ || killing_ || stopping_) return;
   Warp& w = *current_;
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, ctas_[w.cta].smem_bytes - offset));
+  if (!options_.race_check) {
+    touch_smem(w.cta, offset, n);
+    return;
+  }
   // One record per source line and step: a loop's accesses share it, also
   // where the compiler unrolled it into several instructions, so that the
   // records grow with the steps, not with the accesses (a million-item ring

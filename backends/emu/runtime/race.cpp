@@ -197,12 +197,17 @@ std::uint32_t World::smem_offset(const void* p) {
 
 void World::smem_access(const void* p, std::uint32_t bytes, bool write, const SourceLoc& loc) {
   if (in_lane_) return;
-  if (!options_.race_check || killing_ || stopping_) return;
+  if ((!options_.race_check && !tracks_footprints()) || killing_ || stopping_) return;
   Warp& w = warp();
   const Cta& c = ctas_[w.cta];
   const auto* b = static_cast<const std::byte*>(p);
   if (b < c.smem || b + bytes > c.smem + c.smem_bytes) {
-    fail(w, "smem.not-shared", "", "a shared-memory view accesses bytes outside this CTA's shared memory", loc);
+    if (options_.race_check)
+      fail(w, "smem.not-shared", "", "a shared-memory view accesses bytes outside this CTA's shared memory", loc);
+    return;
+  }
+  if (!options_.race_check) {
+    touch_smem(w.cta, static_cast<std::uint32_t>(b - c.smem), bytes);
     return;
   }
   const std::uint32_t info = access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),

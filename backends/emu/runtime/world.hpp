@@ -315,9 +315,20 @@ class World : public RunningWarp {
   // depends on the order of inits), named barriers by CTA and id, cluster
   // barriers by cluster, engine queues by engine. kGlobalResource for steps
   // whose effects are not itemised (exits, TMEM allocation).
-  enum class Res : std::uint64_t { mbar = 1, named = 2, cluster = 3, engine = 4 };
+  enum class Res : std::uint64_t { mbar = 1, named = 2, cluster = 3, engine = 4, smem = 5 };
   void touch(Res kind, std::uint64_t id) {
     if (track_fp_) fp_.push_back((static_cast<std::uint64_t>(kind) << 56) | id);
+  }
+  // A warp's ordinary shared-memory access (SmemView, or plain C++ compiled
+  // for the checker) with the race checker off: every 16-byte chunk it
+  // touches. With the checker on, data accesses are no resources: two
+  // unordered conflicting ones are reported whichever order runs, so one
+  // order is enough; off, nothing would notice the other order's values,
+  // so the reduction must keep both (docs/exploration.md, "Reduction").
+  void touch_smem(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes) {
+    if (!track_fp_ || bytes == 0) return;
+    for (std::uint64_t c = offset / 16; c <= (std::uint64_t{offset} + bytes - 1) / 16; ++c)
+      touch(Res::smem, (std::uint64_t{cta} << 32) | c);
   }
   bool tracks_footprints() const { return track_fp_; }
   void touch_global() {
