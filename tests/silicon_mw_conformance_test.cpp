@@ -791,11 +791,16 @@ TEST(SiliconMwConformance, TheSearchReachesWhatRandomSchedulesReach) {
 // Every outcome silicon showed is reached by the emulator: decided per
 // program by the targeted search (decide()); the emulator's outcomes that
 // silicon never showed are sampled (reach(), random schedules). By default
-// the first kCiPrograms programs of the record; WSPIPE_MW_PROGRAMS=N the
+// the first kCiPrograms programs of the record (20 in a sanitizer build:
+// WSPIPE_MW_CI_PROGRAMS, tests/CMakeLists.txt); WSPIPE_MW_PROGRAMS=N the
 // first N (all: 1000); WSPIPE_MW_SEARCH_RUNS and WSPIPE_MW_MILLIS the
 // search's budget per program (docs/silicon.md).
 TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) {
+#ifdef WSPIPE_MW_CI_PROGRAMS
+  constexpr std::uint64_t kCiPrograms = WSPIPE_MW_CI_PROGRAMS;
+#else
   constexpr std::uint64_t kCiPrograms = 100;
+#endif
   std::string why;
   const auto rec = load_record(&why);
   if (!rec) GTEST_SKIP() << why;
