@@ -184,7 +184,7 @@ TEST(ClcPersistent, ExhaustiveSearchCoversEveryTileOnce) {
       opts);
   EXPECT_TRUE(r.ok()) << r.report();
   EXPECT_TRUE(r.complete) << r.report();
-  EXPECT_GT(r.runs, 10u);
+  EXPECT_GT(r.runs, 1u);  // grants and refusals, launches in several orders
 }
 
 // The coverage property can fail: a kernel that drops the tile of the

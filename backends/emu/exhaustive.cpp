@@ -1,6 +1,7 @@
 #include "exhaustive.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -10,20 +11,55 @@ namespace wspipe::emu::detail {
 // a step that does not commute with its own next step runs; a choice point
 // where every allowed actor is asleep ends the run as pruned (all its
 // continuations were explored from an equivalent state).
-void ExhaustiveSearch::new_execution(std::uint32_t /*num_actors*/) {
+void ExhaustiveSearch::new_execution(std::uint32_t num_actors) {
   sleep_.clear();
   candidates_.clear();
   node_ = -1;
   used_ = 0;
   pruned_ = false;
+  steps_.clear();
+  // The branch's choice point is the last one on the stack: the steps
+  // before it repeat the previous run's, whose races were analysed then.
+  first_new_ = stack_.empty() ? 0 : std::numeric_limits<std::size_t>::max();
+  timed_out_.assign(num_actors, 0);
+  step_spins_ = false;
+  last_step_.assign(num_actors, -1);
+  disabled_at_.assign(num_actors, -1);
 }
 
 std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   node_ = -1;
+  auto take = [&](std::uint32_t actor, std::int64_t node) {
+    const std::uint32_t* it = std::lower_bound(c.enabled, c.enabled + c.n, actor);
+    step_spins_ = c.spin != nullptr && c.spin[it - c.enabled] != 0;
+    const std::int64_t k = static_cast<std::int64_t>(steps_.size());
+    const std::int64_t d = actor < disabled_at_.size() ? disabled_at_[actor] : -1;
+    const std::int64_t enabler = d >= 0 && d > last_step_[actor] ? d : -1;
+    steps_.push_back({.actor = actor, .node = node, .enabler = enabler, .fp = {}});
+    if (actor < last_step_.size()) last_step_[actor] = k;
+    return actor;
+  };
+  // The actors that cannot move at this step (the step taken now may
+  // enable them). An actor the last step disabled (a load out of order
+  // once the engine completed it, a grant once the launcher took the last
+  // cluster) never runs after it in this run, so no race names it: it is
+  // explored before that step (source sets count it as a race with it).
+  const auto t = static_cast<std::int64_t>(steps_.size());
+  const bool analysed = t == 0 || static_cast<std::size_t>(t - 1) < first_new_ ||
+                        first_new_ == std::numeric_limits<std::size_t>::max() || steps_.back().node < 0;
+  for (std::uint32_t a = 0, i = 0; a < disabled_at_.size(); ++a) {
+    while (i < c.n && c.enabled[i] < a) ++i;
+    if (i < c.n && c.enabled[i] == a) continue;
+    if (dpor() && !analysed && disabled_at_[a] < t - 1 && a != steps_.back().actor) {
+      Node& before = stack_[static_cast<std::size_t>(steps_.back().node)];
+      if (allowed_actor(before, a)) add_backtrack(before, a);
+    }
+    disabled_at_[a] = t;
+  }
   if (c.n == 1) {
-    if (reduce_ && asleep(c.enabled[0])) return prune();
+    if (reduce_ && contains(sleep_, c.enabled[0])) return prune();
     candidates_ = sleep_;
-    return c.enabled[0];
+    return take(c.enabled[0], -1);
   }
   if (c.index < stack_.size()) {
     // On the prefix: the same choice as the branch being explored.
@@ -36,11 +72,19 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
     candidates_.insert(candidates_.end(), n.done.begin(), n.done.end());
     node_ = static_cast<std::int64_t>(c.index);
     used_ += is_preemption(c, n.chosen) ? 1 : 0;
-    return n.chosen;
+    if (c.index + 1 == stack_.size()) first_new_ = steps_.size();
+    return take(n.chosen, node_);
   }
+  if (first_new_ == std::numeric_limits<std::size_t>::max()) first_new_ = steps_.size();
   ExhaustiveSearch::Node n;
   n.enabled.assign(c.enabled, c.enabled + c.n);
   n.spin.assign(c.spin, c.spin + c.n);
+  // A second time-out in a row is not explored unbounded (it would repeat
+  // forever), unless every actor can only time out: then the run's
+  // idle-time-out limit ends it.
+  n.spin_again.assign(c.n, 0);
+  if (std::count(n.spin.begin(), n.spin.end(), std::uint8_t{1}) != static_cast<std::ptrdiff_t>(c.n))
+    for (std::size_t i = 0; i < c.n; ++i) n.spin_again[i] = n.spin[i] != 0 && timed_out_[n.enabled[i]] != 0;
   n.preferred = c.preferred;
   n.can_continue = c.can_continue;
   n.first_alternative = c.first_alternative;
@@ -48,26 +92,29 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   n.sleep = sleep_;
   // The default first, then the others in id order.
   std::optional<std::uint32_t> first;
-  if (allowed(n, c.preferred)) {
+  if (allowed_actor(n, c.preferred)) {
     first = c.preferred;
   } else {
-    for (std::uint32_t a : n.enabled)
-      if (allowed(n, a)) {
-        first = a;
+    for (std::size_t i = 0; i < n.enabled.size(); ++i)
+      if (allowed(n, i)) {
+        first = n.enabled[i];
         break;
       }
   }
   if (!first) return prune();
   n.chosen = *first;
+  n.backtrack.push_back(*first);
   used_ += is_preemption(c, *first) ? 1 : 0;
   candidates_ = sleep_;
   node_ = static_cast<std::int64_t>(stack_.size());
   stack_.push_back(std::move(n));
-  return *first;
+  return take(*first, node_);
 }
 
 void ExhaustiveSearch::stepped(std::uint32_t actor, const Footprint& fp) {
   if (node_ >= 0) stack_[static_cast<std::size_t>(node_)].chosen_fp = fp;
+  if (!steps_.empty()) steps_.back().fp = fp;
+  if (actor < timed_out_.size()) timed_out_[actor] = step_spins_ ? 1 : 0;
   sleep_.clear();
   if (!reduce_) return;
   for (auto& e : candidates_)
@@ -90,20 +137,130 @@ Choice ExhaustiveSearch::choice_of(const Node& n) const {
                 .first_alternative = n.first_alternative};
 }
 
-bool ExhaustiveSearch::allowed(const Node& n, std::uint32_t actor) const {
+bool ExhaustiveSearch::allowed(const Node& n, std::size_t i) const {
+  const std::uint32_t actor = n.enabled[i];
   if (reduce_ && contains(n.sleep, actor)) return false;
-  return n.preemptions_before + (is_preemption(choice_of(n), actor) ? 1u : 0u) <= bound_;
+  if (!bound_) return n.spin_again[i] == 0;
+  return n.preemptions_before + (is_preemption(choice_of(n), actor) ? 1u : 0u) <= *bound_;
+}
+
+bool ExhaustiveSearch::allowed_actor(const Node& n, std::uint32_t actor) const {
+  const auto it = std::lower_bound(n.enabled.begin(), n.enabled.end(), actor);
+  return it != n.enabled.end() && *it == actor && allowed(n, static_cast<std::size_t>(it - n.enabled.begin()));
+}
+
+void ExhaustiveSearch::add_backtrack(Node& n, std::uint32_t actor) {
+  if (std::find(n.backtrack.begin(), n.backtrack.end(), actor) != n.backtrack.end()) return;
+  n.backtrack.push_back(actor);
+  ++races_;
+}
+
+// Source-DPOR's race analysis of the run just ended (Abdulla et al.,
+// Algorithm 1), for its steps past the replayed prefix. Happens-before is
+// program order plus the order of dependent steps, kept as vector clocks
+// (clock[k][a]: one past the last step of actor a that happens before step
+// k, or k itself). A race is a pair of dependent steps j < k of different
+// actors with nothing between them ordering them. To reverse it, some
+// actor that can start the sequence v (the steps after j not ordered after
+// it, then k) must be explored at j's choice point: one of v's initials
+// (a step of v with no step of v before it in happens-before). If one is
+// already in the backtrack set, nothing is added.
+void ExhaustiveSearch::analyse_races() {
+  const std::size_t n = steps_.size();
+  if (n == 0 || first_new_ >= n) return;
+  const std::size_t actors = timed_out_.size();
+  std::vector<std::uint32_t> clock(n * actors, 0);
+  std::vector<std::int64_t> last(actors, -1);  // the last step of each actor so far
+  auto at = [&](std::size_t k) { return clock.data() + k * actors; };
+  auto ordered = [&](std::size_t j, std::size_t k) { return at(k)[steps_[j].actor] >= j + 1; };
+  std::vector<std::int64_t> first_v(actors);
+  for (std::size_t k = 0; k < n; ++k) {
+    const Step& s = steps_[k];
+    std::uint32_t* ck = at(k);
+    if (last[s.actor] >= 0) std::copy_n(at(static_cast<std::size_t>(last[s.actor])), actors, ck);
+    // What enabled the step happens before it: a race with it, or with
+    // anything before it, could not be reversed.
+    if (s.enabler >= 0) {
+      const std::uint32_t* ce = at(static_cast<std::size_t>(s.enabler));
+      for (std::size_t a = 0; a < actors; ++a) ck[a] = std::max(ck[a], ce[a]);
+    }
+    ck[s.actor] = static_cast<std::uint32_t>(k + 1);
+    last[s.actor] = static_cast<std::int64_t>(k);
+    for (std::size_t j = k; j-- > 0;) {
+      const Step& e = steps_[j];
+      if (e.actor == s.actor || ordered(j, k) || independent(e.fp, s.fp)) continue;
+      if (k >= first_new_ && e.node >= 0 && reversible(e.fp, s.fp)) {
+        // A race (j, k): the initials of v.
+        Node& node = stack_[static_cast<std::size_t>(e.node)];
+        std::fill(first_v.begin(), first_v.end(), -1);
+        std::vector<std::uint32_t> initials;
+        auto initial = [&](std::size_t m) {
+          for (std::size_t a = 0; a < actors; ++a)
+            if (first_v[a] >= 0 && at(m)[a] >= static_cast<std::uint32_t>(first_v[a]) + 1) return false;
+          return true;
+        };
+        for (std::size_t m = j + 1; m < k; ++m) {
+          if (ordered(j, m)) continue;  // after j: not in v
+          const std::uint32_t a = steps_[m].actor;
+          if (first_v[a] < 0) {
+            if (initial(m)) initials.push_back(a);
+            first_v[a] = static_cast<std::int64_t>(m);
+          }
+        }
+        if (first_v[s.actor] < 0 && initial(k)) initials.push_back(s.actor);
+        const bool covered = std::any_of(initials.begin(), initials.end(), [&](std::uint32_t a) {
+          return std::find(node.backtrack.begin(), node.backtrack.end(), a) != node.backtrack.end();
+        });
+        if (!covered) {
+          // The racing actor itself where it can start v; else the first
+          // initial that may be explored there.
+          std::stable_partition(initials.begin(), initials.end(), [&](std::uint32_t a) { return a == s.actor; });
+          for (std::uint32_t a : initials)
+            if (allowed_actor(node, a)) {
+              add_backtrack(node, a);
+              break;
+            }
+        }
+      }
+      // Ordered from now on: j happens before k.
+      const std::uint32_t* cj = at(j);
+      for (std::size_t a = 0; a < actors; ++a) ck[a] = std::max(ck[a], cj[a]);
+    }
+    // A completion of a TMA load, in order or not, disables or changes the
+    // engine's alternatives (a load out of order, a piece), which no run
+    // takes by default and so no race would ever name: explore each one
+    // enabled here (they all conflict with the completion: one engine).
+    if (k >= first_new_ && s.node >= 0) {
+      const bool engine = std::any_of(s.fp.begin(), s.fp.end(), [](std::uint64_t e) {
+        return e != kGlobalResource && footprint_kind(e) == 4 && (e & 3) == static_cast<std::uint64_t>(Touch::write);
+      });
+      Node& node = stack_[static_cast<std::size_t>(s.node)];
+      if (engine)
+        for (std::size_t i = 0; i < node.enabled.size(); ++i)
+          if (node.enabled[i] >= node.first_alternative && allowed(node, i)) add_backtrack(node, node.enabled[i]);
+    }
+  }
 }
 
 bool ExhaustiveSearch::advance() {
+  if (dpor()) analyse_races();
   while (!stack_.empty()) {
     Node& n = stack_.back();
     n.done.push_back({n.chosen, std::move(n.chosen_fp)});
     n.chosen_fp.clear();
-    for (std::uint32_t a : n.enabled) {
-      if (contains(n.done, a) || !allowed(n, a)) continue;
-      n.chosen = a;
-      return true;
+    if (dpor()) {
+      for (std::uint32_t a : n.backtrack) {
+        if (contains(n.done, a) || !allowed_actor(n, a)) continue;
+        n.chosen = a;
+        return true;
+      }
+    } else {
+      for (std::size_t i = 0; i < n.enabled.size(); ++i) {
+        const std::uint32_t a = n.enabled[i];
+        if (contains(n.done, a) || !allowed(n, i)) continue;
+        n.chosen = a;
+        return true;
+      }
     }
     stack_.pop_back();
   }

@@ -1,8 +1,17 @@
-// Bounded exhaustive search (internal to explore()): a stateless depth-first
+// The exhaustive search (internal to explore()): a stateless depth-first
 // search over the choice points of a kernel, re-running it from the start
-// for each schedule, with at most `bound` preemptions per schedule and
-// sleep sets (Godefroid 1996) so that two orders of commuting steps are not
-// both explored.
+// for each schedule. Two forms:
+//  - unbounded (no preemption bound): dynamic partial-order reduction with
+//    source sets and sleep sets (Abdulla, Aronis, Jonsson, Sagonas, POPL
+//    2014 / JACM 2017, "Source-DPOR"): it branches only where two steps of
+//    different actors conflict (their footprints, strategy.hpp), and
+//    explores every class of equivalent schedules;
+//  - bounded (`bound` preemptions per schedule): every schedule within the
+//    bound, with sleep sets (Godefroid 1996) so that two orders of
+//    commuting steps are not both explored (source sets and a preemption
+//    bound do not combine soundly: Coons, Musuvathi, McKinley 2013).
+// Without the reduction, both forms run every schedule (comparisons).
+// docs/exploration.md, "The exhaustive search".
 #pragma once
 
 #include <cstdint>
@@ -20,8 +29,10 @@ namespace wspipe::emu::detail {
 // choice point; advance() then moves to the next branch.
 class ExhaustiveSearch final : public Strategy {
  public:
-  // reduce: use sleep sets; without, every schedule within the bound runs.
-  ExhaustiveSearch(std::uint32_t bound, bool reduce) : bound_(bound), reduce_(reduce) {}
+  // bound: preemptions per schedule, or nullopt for none (unbounded).
+  // reduce: source sets (unbounded) or sleep sets (bounded); without,
+  // every schedule runs.
+  ExhaustiveSearch(std::optional<std::uint32_t> bound, bool reduce) : bound_(bound), reduce_(reduce) {}
 
   void new_execution(std::uint32_t num_actors) override;
   std::optional<std::uint32_t> pick(const Choice& c) override;
@@ -32,6 +43,10 @@ class ExhaustiveSearch final : public Strategy {
   // After a run: moves to the next branch; false when none is left.
   bool advance();
 
+  // Choice points where a new branch was added by a race between two steps
+  // (source sets; all runs so far).
+  std::uint64_t races() const { return races_; }
+
   // The nodes of the branch being explored, one per choice point.
   struct Entry {
     std::uint32_t actor = 0;
@@ -40,34 +55,63 @@ class ExhaustiveSearch final : public Strategy {
   struct Node {
     std::vector<std::uint32_t> enabled;
     std::vector<std::uint8_t> spin;
+    // Per enabled actor: it can only time out, and its previous step was a
+    // time-out already (unbounded: not explored, see allowed()).
+    std::vector<std::uint8_t> spin_again;
     std::uint32_t preferred = 0;
     bool can_continue = false;
     std::uint32_t first_alternative = ~std::uint32_t{0};
     std::uint32_t preemptions_before = 0;
     std::vector<Entry> sleep;  // asleep on entry: explored elsewhere, independent since
     std::vector<Entry> done;   // children explored, with their steps' footprints
+    // Source sets: the children to explore (done ones included).
+    std::vector<std::uint32_t> backtrack;
     std::uint32_t chosen = 0;
     Footprint chosen_fp;
   };
   static bool contains(const std::vector<Entry>& v, std::uint32_t actor);
 
  private:
+  // One step of the run in progress, for the race analysis.
+  struct Step {
+    std::uint32_t actor = 0;
+    std::int64_t node = -1;  // its choice point's index, or -1 (one actor could move)
+    // The step after which the actor could move again, when it could not
+    // at some point since its previous step (a wait, an empty queue): it
+    // happens before this one. -1: none.
+    std::int64_t enabler = -1;
+    Footprint fp;
+  };
+  bool dpor() const { return reduce_ && !bound_; }
   Choice choice_of(const Node& n) const;
-  bool allowed(const Node& n, std::uint32_t actor) const;
-  bool asleep(std::uint32_t actor) const { return contains(sleep_, actor); }
+  bool allowed(const Node& n, std::size_t i) const;
+  bool allowed_actor(const Node& n, std::uint32_t actor) const;
   std::optional<std::uint32_t> prune();
+  void analyse_races();
+  void add_backtrack(Node& n, std::uint32_t actor);
 
-  std::uint32_t bound_;
+  std::optional<std::uint32_t> bound_;
   bool reduce_;
   std::vector<Node> stack_;
+  std::uint64_t races_ = 0;
   // The run in progress (new_execution resets them): the sleep set now, the
   // entries asleep after this step if independent of it, the node of the
-  // step in progress if a choice point, preemptions so far, pruned.
+  // step in progress if a choice point, preemptions so far, pruned; its
+  // steps, the first step past the replayed prefix, and per actor whether
+  // its last step was a try_wait time-out.
   std::vector<Entry> sleep_;
   std::vector<Entry> candidates_;
   std::int64_t node_ = -1;
   std::uint32_t used_ = 0;
   bool pruned_ = false;
+  std::vector<Step> steps_;
+  std::size_t first_new_ = 0;
+  bool past_prefix_ = false;
+  std::vector<std::uint8_t> timed_out_;
+  bool step_spins_ = false;
+  // Per actor: the last step it took, and the last step at whose choice it
+  // could not move (-1: none).
+  std::vector<std::int64_t> last_step_, disabled_at_;
 };
 
 }  // namespace wspipe::emu::detail

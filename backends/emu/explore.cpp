@@ -591,8 +591,9 @@ ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions&
 
   if (o.portfolio.front().kind == StrategyKind::exhaustive) {
     res.exhaustive = true;
-    res.preemptions = o.preemptions.value_or(2);
-    detail::ExhaustiveSearch search(res.preemptions, o.reduce);
+    res.bounded = o.preemptions.has_value();
+    res.preemptions = o.preemptions.value_or(0);
+    detail::ExhaustiveSearch search(o.preemptions, o.reduce);
     BudgetClock clock(o.seconds);
     auto last = SteadyClock::now();
     for (std::uint64_t i = 0;; ++i) {

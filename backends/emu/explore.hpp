@@ -170,7 +170,8 @@ struct ExploreResult {
   // (up to the reduction). Other strategies: always false.
   bool complete = false;
   bool exhaustive = false;        // the search was the exhaustive strategy
-  std::uint32_t preemptions = 0;  // its preemption bound
+  bool bounded = false;           // with a preemption bound (else: every class of schedules)
+  std::uint32_t preemptions = 0;  // its preemption bound, when bounded
   // ExploreOptions::interrupt ended it before its budget was spent.
   bool interrupted = false;
   std::optional<Failure> failure;

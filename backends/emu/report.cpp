@@ -45,20 +45,30 @@ std::string RunResult::report() const {
   return r;
 }
 
+// What a complete exhaustive search covered: "every class of equivalent
+// schedules", or those "within K preemption(s)".
+std::string coverage(const ExploreResult& e) {
+  return e.bounded ? "within " + std::to_string(e.preemptions) + " preemption(s)"
+                   : "(every class of equivalent schedules)";
+}
+
 std::string explored_line(const ExploreResult& e) {
   std::ostringstream out;
   out << "explored " << e.runs << " runs (" << e.steps << " steps) in " << std::fixed << std::setprecision(1)
       << e.seconds << " s";
-  if (e.complete) out << ": every schedule within the preemption bound (" << e.pruned << " more pruned as equivalent)";
+  if (e.complete)
+    out << ": every schedule " << (e.bounded ? "within the preemption bound" : "up to equivalence") << " ("
+        << e.pruned << " more pruned as equivalent)";
   out << (e.interrupted ? ", interrupted" : "") << ": nothing found\n";
   switch (e.verdict()) {
     case Verdict::verified:
-      out << "verdict:  verified: no schedule of this configuration within " << e.preemptions
-          << " preemption(s) fails (a complete search, up to the reduction)\n";
+      out << "verdict:  verified: no schedule of this configuration " << coverage(e)
+          << " fails (a complete search, up to the reduction)\n";
       break;
     case Verdict::incomplete:
-      out << "verdict:  incomplete: the exhaustive search's budget ran out before it covered every schedule within "
-          << e.preemptions << " preemption(s); not a pass (a larger --runs or --seconds, or fewer --preemptions)\n";
+      out << "verdict:  incomplete: the exhaustive search's budget ran out before it covered every schedule "
+          << coverage(e) << "; not a pass (a larger --runs or --seconds"
+          << (e.bounded ? ", or fewer --preemptions" : ", or a bound: --preemptions K") << ")\n";
       break;
     case Verdict::explored:
       out << "verdict:  explored: " << e.runs << " sampled runs found nothing; schedules not run are not covered\n";
@@ -154,6 +164,7 @@ JsonFields json_fields(const ExploreResult& e) {
   seconds << std::fixed << std::setprecision(3) << e.seconds;
   JsonFields j = {{"runs", std::to_string(e.runs)},
                   {"complete", json_bool(e.complete)},
+                  {"preemption_bound", e.exhaustive && e.bounded ? std::to_string(e.preemptions) : "null"},
                   {"verdict", json_quote(std::string(to_string(e.verdict())))},
                   {"interrupted", json_bool(e.interrupted)},
                   {"pruned", std::to_string(e.pruned)},

@@ -32,20 +32,55 @@ bool is_preemption(const Choice& c, std::uint32_t actor) {
   return it != c.enabled + c.n && *it == actor && c.spin[it - c.enabled] != 0;
 }
 
-bool independent(const Footprint& a, const Footprint& b) {
-  // Sorted: kGlobalResource, the largest id, is last when present.
-  if ((!a.empty() && a.back() == kGlobalResource) || (!b.empty() && b.back() == kGlobalResource)) return false;
+namespace {
+
+constexpr unsigned bit(Touch t) { return 1u << static_cast<unsigned>(t); }
+
+// Whether accesses of one resource conflict: a write, or a read beside a
+// commutative update (an await is a read).
+bool conflict(unsigned modes) {
+  const unsigned reads = bit(Touch::read) | bit(Touch::await);
+  return (modes & bit(Touch::write)) != 0 || ((modes & reads) != 0 && (modes & bit(Touch::commute)) != 0);
+}
+
+// Calls f(modes of a, modes of b) for each resource both touch, as bit
+// sets, until f returns true; returns whether one did, or true when either
+// touched everything. Sorted entries: the accesses of a resource are
+// adjacent (the access is the low bits), and kGlobalResource is last.
+template <class F>
+bool any_shared(const Footprint& a, const Footprint& b, F&& f) {
+  if ((!a.empty() && a.back() == kGlobalResource) || (!b.empty() && b.back() == kGlobalResource)) return true;
   auto i = a.begin();
   auto j = b.begin();
   while (i != a.end() && j != b.end()) {
-    if (*i == *j) return false;
-    if (*i < *j) {
+    const std::uint64_t ri = *i >> 2, rj = *j >> 2;
+    if (ri < rj) {
       ++i;
-    } else {
+    } else if (rj < ri) {
       ++j;
+    } else {
+      unsigned ma = 0, mb = 0;
+      for (; i != a.end() && (*i >> 2) == ri; ++i) ma |= 1u << (*i & 3);
+      for (; j != b.end() && (*j >> 2) == ri; ++j) mb |= 1u << (*j & 3);
+      if (f(ma, mb)) return true;
     }
   }
-  return true;
+  return false;
+}
+
+}  // namespace
+
+bool independent(const Footprint& a, const Footprint& b) {
+  return !any_shared(a, b, [](unsigned ma, unsigned mb) { return conflict(ma | mb); });
+}
+
+bool reversible(const Footprint& earlier, const Footprint& later) {
+  // Not when the later step awaits an update (a write, or a count) of the
+  // earlier one: it was enabled by it, whatever else they share.
+  const bool enabled = any_shared(earlier, later, [](unsigned ma, unsigned mb) {
+    return (ma & (bit(Touch::write) | bit(Touch::commute))) != 0 && (mb & bit(Touch::await)) != 0;
+  });
+  return !enabled && !independent(earlier, later);
 }
 
 namespace {

@@ -62,11 +62,29 @@ struct Choice {
 // never does).
 bool is_preemption(const Choice& c, std::uint32_t actor);
 
-// The resources a step touched, as sorted, unique ids (kGlobal: everything).
-// Two steps of different actors whose footprints are disjoint commute.
+// The resources a step touched, each with how it touched it, as sorted,
+// unique entries: the resource's kind in the top byte, its key in bits
+// 2..55, the access in bits 0..1 (footprint_entry). kGlobalResource: the
+// step touched everything. Two steps of different actors commute unless
+// they touch one resource and not both read it, nor both update it
+// commutatively (Touch::commute: arrivals counted into one mbarrier
+// phase, for instance, whose order changes nothing). Touch::await is a read
+// by a step that the write it reads enabled (a blocking wait passing on
+// the phase a completion began, an engine completing the operation an
+// issue queued): it orders like a read, but the two can never run the
+// other way round, which the exhaustive search need not try (reversible).
 using Footprint = std::vector<std::uint64_t>;
 inline constexpr std::uint64_t kGlobalResource = ~std::uint64_t{0};
+enum class Touch : std::uint64_t { read = 0, commute = 1, write = 2, await = 3 };
+inline constexpr std::uint64_t footprint_entry(std::uint64_t kind, std::uint64_t key, Touch a) {
+  return (kind << 56) | ((key & ((std::uint64_t{1} << 54) - 1)) << 2) | static_cast<std::uint64_t>(a);
+}
+inline constexpr std::uint64_t footprint_kind(std::uint64_t entry) { return entry >> 56; }
 bool independent(const Footprint& a, const Footprint& b);
+// Whether a step with footprint `later`, which depends on an earlier step
+// with footprint `earlier`, could have run first: false when `later`
+// awaits an update of `earlier` (it was enabled by it).
+bool reversible(const Footprint& earlier, const Footprint& later);
 
 class Strategy {
  public:

@@ -40,8 +40,13 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
             loc);
     return;
   }
-  w_.touch(World::Res::named, (std::uint64_t{w.cta} << 8) | id);
   NamedBarrier& nb = named_[w.cta][id];
+  // An arrival is counted into the barrier's generation (commutative with
+  // the other arrivals); the one that completes it begins the next, which
+  // the waiters await.
+  const std::uint64_t key = (std::uint64_t{w.cta} << 8) | id;
+  w_.touch(World::Res::named, World::key(key, nb.gen), Touch::read);
+  w_.touch(World::Res::named_count, World::key(key, nb.gen), Touch::commute);
   if (nb.arrived == 0) {
     nb.expected = threads;
   } else if (nb.expected != threads) {
@@ -65,6 +70,7 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
   if (nb.arrived == nb.expected) {
     nb.arrived = 0;
     ++nb.gen;
+    w_.touch(World::Res::named, World::key(key, nb.gen));
     w_.mark_list(w_.named_list(w.cta, id));
     if (race_check) {
       if (nb.syncing > 0) nb.done.push_back({.gen = gen, .clock = std::move(nb.acc), .waiting = nb.syncing});
@@ -75,7 +81,8 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
   }
   if (!sync) return;
   if (!w_.point(w, Block::named, static_cast<std::int32_t>(id), 0, gen, loc)) return;
-  w_.touch(World::Res::named, (std::uint64_t{w.cta} << 8) | id);
+  w_.touch(World::Res::named, World::key(key, gen + 1), Touch::await);
+  w_.touch(World::Res::named_count, World::key(key, gen), Touch::await);  // every arrival of its generation
   // bar.sync has acquire semantics over the barrier's participants: those
   // of the instance it arrived in, generation `gen`, though the barrier may
   // have completed again before this warp returns.
@@ -93,11 +100,17 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
                .kind = EventKind::named_pass, .a = id, .file = loc.file_name(), .line = loc.line()});
 }
 
+void BarrierRoom::touch_count(std::uint32_t k) {
+  w_.touch(World::Res::cluster, World::key(k, clusters_[k].gen), Touch::read);
+  w_.touch(World::Res::cluster_count, World::key(k, clusters_[k].gen), Touch::commute);
+}
+
 void BarrierRoom::release_if_complete(std::uint32_t k) {
   ClusterBarrier& c = clusters_[k];
   if (c.arrived > 0 && c.arrived >= w_.cluster(k).live_threads) {
     c.arrived = 0;
     ++c.gen;
+    w_.touch(World::Res::cluster, World::key(k, c.gen));  // begins the next generation
     w_.mark_list(w_.cluster_list(k));
     if (w_.options().race_check) {
       c.done.swap(c.acc);
@@ -111,7 +124,7 @@ void BarrierRoom::cluster_sync(const SourceLoc& loc) {
   if (!w_.lanes_agree(w, {.kind = LaneOp::Kind::cluster_sync, .loc = loc}) || !w_.point(w, loc)) return;
   const std::uint32_t k = w_.cta(w.cta).cluster;
   ClusterBarrier& c = clusters_[k];
-  w_.touch(World::Res::cluster, k);
+  touch_count(k);
   // barrier.cluster.arrive + wait: every non-exited thread of the cluster.
   c.arrived += lanes(w.active);
   const bool race_check = w_.options().race_check, trace = w_.options().trace;
@@ -125,7 +138,8 @@ void BarrierRoom::cluster_sync(const SourceLoc& loc) {
                .a = c.arrived, .b = w_.cluster(k).live_threads, .file = loc.file_name(), .line = loc.line()});
   release_if_complete(k);
   if (!w_.point(w, Block::cluster, -1, 0, gen, loc)) return;
-  w_.touch(World::Res::cluster, k);
+  w_.touch(World::Res::cluster, World::key(k, gen + 1), Touch::await);
+  w_.touch(World::Res::cluster_count, World::key(k, gen), Touch::await);  // every arrival and exit of it
   ++syncs_[w.id];
   if (race_check) w_.acquire(w.id, clusters_[k].done);
   if (trace)

@@ -53,7 +53,13 @@ class BarrierRoom : Room {
   void cluster_sync(const SourceLoc& loc);
   // Threads of cluster `k` exited: its barrier completes if every thread
   // still running has arrived.
-  void threads_exited(std::uint32_t k) { release_if_complete(k); }
+  // Exits lower the count of threads a cluster barrier waits for: counted
+  // into its generation like arrivals (footprints).
+  void threads_exited(std::uint32_t k) {
+    touch_count(k);
+    release_if_complete(k);
+  }
+  void touch_count(std::uint32_t k);
 
   // The scheduler's questions: has the named barrier `id` of CTA `cta`
   // (cluster `k`'s barrier) completed generation `gen`?

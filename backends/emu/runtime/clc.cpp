@@ -83,6 +83,7 @@ std::string ClcRoom::actor_name(std::uint32_t actor) const {
 
 void ClcRoom::cluster_exited(std::uint32_t cluster) {
   if (!modeled_ || launch_[cluster] != Launch::running) return;
+  w_.touch(World::Res::clc_running, 0);
   --running_;
   w_.mark(launcher());
 }
@@ -94,13 +95,17 @@ void ClcRoom::cancel(std::uint32_t cluster) {
 }
 
 void ClcRoom::step(std::uint32_t actor) {
-  w_.touch_global();  // launches and cancellations change what every CLC unit and warp can do
   const LaunchConfig& launch = w_.launch();
   auto unlaunched_changed = [&] {
     for (std::uint32_t k = 0; k < clusters(); ++k) w_.mark(base_ + 2 * k);
     w_.mark(launcher());
   };
   if (actor == launcher()) {
+    // It takes the next cluster not launched or canceled (a grant's too),
+    // once fewer than the most clusters run. The warps it starts wait for
+    // it (their step's enabler).
+    w_.touch(World::Res::clc_unlaunched, 0);
+    w_.touch(World::Res::clc_running, 0, Touch::read);
     const std::uint32_t k = next_unlaunched_++;
     launch_[k] = Launch::running;
     ++running_;
@@ -114,6 +119,13 @@ void ClcRoom::step(std::uint32_t actor) {
   const bool grant = (actor - base_) % 2 == 0;
   ClcRequest req = std::move(queue_[k].front());
   queue_[k].pop_front();
+  // The unit's order (a grant and a refusal of one request conflict), the
+  // request it answers (awaiting its issue), the unit's load; a grant
+  // cancels the next cluster not launched.
+  w_.touch(World::Res::clc_order, k);
+  w_.touch(World::Res::clc_request, World::key(k, req.seq), Touch::await);
+  w_.touch(World::Res::clc_load, k, Touch::commute);
+  if (grant) w_.touch(World::Res::clc_unlaunched, 0);
   w_.mark(base_ + 2 * k);
   w_.mark(base_ + 2 * k + 1);
   if (grant) unlaunched_changed();
@@ -121,6 +133,7 @@ void ClcRoom::step(std::uint32_t actor) {
 }
 
 bool ClcRoom::pending_for(std::uint32_t cta, std::string* what) const {
+  w_.touch(World::Res::clc_load, w_.cta(cta).cluster, Touch::read);
   for (const ClcRequest& r : queue_[w_.cta(cta).cluster]) {
     if (r.cta != cta && !r.multicast) continue;
     *what = "a clusterlaunchcontrol.try_cancel";
@@ -175,6 +188,7 @@ void ClcRoom::try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multicas
   // clusterlaunchcontrol.try_cancel instruction as failed, then the
   // behavior of issuing a subsequent clusterlaunchcontrol.try_cancel
   // instruction is undefined."
+  w_.touch(World::Res::clc_failed_seen, w.cta, Touch::read);
   if (failed_seen_[w.cta] != 0) {
     std::string m = op;
     m.append(" after ").append(cta_label(w.cta))
@@ -209,7 +223,10 @@ void ClcRoom::try_cancel(ClcResponse& resp, SharedMemBarrier& bar, bool multicas
     complete(req, k, false, static_cast<std::int32_t>(w.id));
     return;
   }
-  w_.touch_global();
+  if (issued_.size() <= k) issued_.resize(k + 1, 0);
+  req.seq = issued_[k]++;
+  w_.touch(World::Res::clc_request, World::key(k, req.seq));
+  w_.touch(World::Res::clc_load, k, Touch::commute);
   queue_[k].push_back(std::move(req));
   w_.mark(base_ + 2 * k);
   w_.mark(base_ + 2 * k + 1);
@@ -240,6 +257,7 @@ void ClcRoom::complete(ClcRequest& req, std::uint32_t cluster, bool grant, std::
   for (std::uint32_t r = 0; r < w_.launch().cluster_size; ++r) {
     const std::uint32_t cta = cl.first_cta + r;
     if (req.multicast ? false : cta != req.cta) continue;
+    w_.touch(World::Res::cta_exit, cta, Touch::read);
     if (w_.cta(cta).exited()) {
       // PTX: "The behavior of instruction with .multicast::cluster::all
       // qualifier is undefined if any CTA in the cluster is exited."
@@ -275,7 +293,10 @@ bool ClcRoom::is_canceled(const ClcResponse& resp, const SourceLoc& loc) {
   Warp& w = w_.warp();
   if (!read(resp, "clusterlaunchcontrol.query_cancel.is_canceled", w, loc)) return false;
   // The CTA has observed a failed request: no further try_cancel (PTX).
-  if (!canceled) failed_seen_[w.cta] = 1;
+  if (!canceled) {
+    w_.touch(World::Res::clc_failed_seen, w.cta, Touch::commute);  // idempotent: warps decode alike
+    failed_seen_[w.cta] = 1;
+  }
   return canceled;
 }
 

@@ -58,6 +58,7 @@ class ClcRoom : Room {
   std::vector<std::uint8_t> failed_seen_;      // per CTA: it observed a failed response
   std::uint32_t next_unlaunched_ = 0;          // clusters below it are running, exited or canceled
   std::uint32_t running_ = 0;
+  std::vector<std::uint64_t> issued_;          // per cluster: requests issued so far
 };
 
 }  // namespace wspipe::emu::detail

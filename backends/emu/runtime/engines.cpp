@@ -25,7 +25,12 @@ namespace wspipe::emu::detail {
 
 void EngineRoom::enqueue(std::uint32_t cta, bool tensor, AsyncOp op) {
   const std::uint32_t e = 2 * cta + (tensor ? 1 : 0);
-  w_.touch(World::Res::engine, e);
+  // An issue commutes with the completion of older operations: it writes
+  // only its own operation (which its completion awaits) and counts into
+  // the engine's load (which a CTA's exit reads).
+  op.seq = engines_[e].issued++;
+  w_.touch(World::Res::async_op, World::key(e, op.seq));
+  w_.touch(World::Res::engine_load, e, Touch::commute);
   changed(e);  // the engine can move
   engines_[e].queue.push_back(std::move(op));
 }
@@ -96,9 +101,13 @@ AsyncOp EngineRoom::issue_op(Warp& w, AsyncOp::Kind kind, int cta_group, SharedM
 // ------------------------------------------------------------ completion
 
 bool EngineRoom::complete(std::uint32_t e, std::size_t k) {
-  w_.touch(World::Res::engine, e);
   changed(e);
   Engine& eng = engines_[e];
+  // The engine's order (its completions, in order or not, never commute),
+  // the operation, and the engine's load.
+  w_.touch(World::Res::engine, e);
+  w_.touch(World::Res::async_op, World::key(e, eng.queue[k].seq), Touch::await);
+  w_.touch(World::Res::engine_load, e, Touch::commute);
   AsyncOp op = std::move(eng.queue[k]);
   eng.queue.erase(eng.queue.begin() + static_cast<std::ptrdiff_t>(k));
   const bool tensor = op.kind == AsyncOp::Kind::mma || op.kind == AsyncOp::Kind::commit;
@@ -135,15 +144,19 @@ void EngineRoom::place_alternatives(std::uint32_t first) {
 // position j + 1 of c's TMA engine, ahead of every older operation (PTX
 // orders no bulk copy's completion after another's); the last delivers a
 // piece of the oldest load, a prefix of whole lines (the bytes of one copy
-// may land and be counted in several steps; the H100 showed both).
+// may land and be counted in several steps; the H100 showed both), once
+// per load.
 Move EngineRoom::alternative_move(std::uint32_t actor) const {
   const std::uint32_t a = actor - alt_base_;
   const std::deque<AsyncOp>& q = engines_[2 * (a / kAlternatives)].queue;
   const std::uint32_t j = a % kAlternatives;
   if (j + 1 < kAlternatives) return q.size() > j + 1 && q[j + 1].kind == AsyncOp::Kind::tma ? Move::progress : Move::no;
-  if (q.empty() || q.front().kind != AsyncOp::Kind::tma) return Move::no;
+  // A load is split once: whether its first piece lands alone is what a
+  // barrier or a reader can tell; more pieces of it only multiply the
+  // schedules (docs/emulator-models.md, "Completion order").
+  if (q.empty() || q.front().kind != AsyncOp::Kind::tma || q.front().delivered != 0) return Move::no;
   const auto bytes = static_cast<std::uint32_t>(tma_box_bytes(q.front().map));
-  return bytes - q.front().delivered >= 2 * kPieceGrain ? Move::progress : Move::no;
+  return bytes >= 2 * kPieceGrain ? Move::progress : Move::no;
 }
 
 std::string EngineRoom::alternative_name(std::uint32_t actor) const {
@@ -160,9 +173,10 @@ bool EngineRoom::alternative_step(std::uint32_t actor) {
   if (j + 1 < kAlternatives) return complete(e, j + 1);
   // A piece: about half of what is left, in whole lines; the load stays the
   // oldest, with the rest to deliver.
-  w_.touch(World::Res::engine, e);
   changed(e);
   AsyncOp& op = engines_[e].queue.front();
+  w_.touch(World::Res::engine, e);
+  w_.touch(World::Res::async_op, World::key(e, op.seq), Touch::await);
   const auto bytes = static_cast<std::uint32_t>(tma_box_bytes(op.map));
   const std::uint32_t piece = (bytes - op.delivered) / 2 / kPieceGrain * kPieceGrain;
   const std::uint32_t comp = w_.comp_tma(op.issuer);
@@ -183,6 +197,8 @@ void EngineRoom::report_target_exited(std::uint32_t cta, const Issued& op, std::
 // hardware: a launch failure, docs/hardware.md bug 15). The same rule as an
 // operation reaching the CTA after its exit.
 bool EngineRoom::check_exit(Warp& w) {
+  for (std::uint32_t e = 0; e < engines_.size(); ++e)
+    if (w_.cta(engines_[e].cta).cluster == w_.cta(w.cta).cluster) w_.touch(World::Res::engine_load, e, Touch::read);
   std::string what;
   if (in_flight_for(w.cta, &what) || w_.clc().pending_for(w.cta, &what)) {
     w_.fail(w, "async.target-exited", cta_label(w.cta),

@@ -37,6 +37,7 @@ struct Issued {
 struct AsyncOp : Issued {
   enum class Kind : std::uint8_t { tma, mma, commit, tma_store };
   Kind kind = Kind::tma;
+  std::uint64_t seq = 0;     // its engine's issue number (footprints: World::Res::async_op)
   int cta_group = 1;
   std::uint16_t mask = 0;    // destination CTA ranks (TMA, commit); bit of the own rank when not multicast
   std::uint32_t bar_offset = 0;  // the mbarrier's offset in shared memory
@@ -71,6 +72,7 @@ struct Engine {
   bool tensor = false;
   std::string name;
   std::deque<AsyncOp> queue;
+  std::uint64_t issued = 0;  // operations issued so far
 };
 
 
@@ -80,6 +82,7 @@ struct ClcRequest : Issued {
   std::uint32_t cta = 0;     // the issuing CTA
   std::uint32_t resp_offset = 0, bar_offset = 0;  // in shared memory
   bool multicast = false;    // .multicast::cluster::all: every CTA of the cluster
+  std::uint64_t seq = 0;     // its cluster's issue number (footprints)
 };
 
 // The engines: actors first_actor() + e, e = 2 * cta + (tensor core ? 1 : 0).

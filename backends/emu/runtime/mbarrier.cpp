@@ -16,14 +16,34 @@ namespace wspipe::emu::detail {
 
 MbarrierRoom::MbarrierRoom(World& world) : Room(world), stated_(world.num_warps(), kUnstated) {}
 
-// Inline here, its only callers' file: most runs track no footprints, and
-// then the barrier's address is not worth computing.
-[[gnu::always_inline]] inline void MbarrierRoom::touch(const Mbar& m) {
-  if (!w_.tracks_footprints()) return;
-  w_.touch(World::Res::mbar,
-           (std::uint64_t{m.cta} << 32) |
-               static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(m.addr) - w_.cta(m.cta).smem));
+namespace {
+
+// The step's footprint (World::touch; inline here, their only callers'
+// file: most runs track no footprints, and then the barrier's address is
+// not worth computing): the barrier itself (its existence and fence), or
+// one of its phases' resources.
+std::uint64_t bar_key(World& w, const Mbar& m) {
+  return (std::uint64_t{m.cta} << 32) |
+         static_cast<std::uint64_t>(reinterpret_cast<const std::byte*>(m.addr) - w.cta(m.cta).smem);
 }
+
+[[gnu::always_inline]] inline void touch(World& w, const Mbar& m, Touch a) {
+  if (w.tracks_footprints()) w.touch(World::Res::mbar, bar_key(w, m), a);
+}
+
+[[gnu::always_inline]] inline void touch(World& w, const Mbar& m, World::Res kind, std::uint64_t phase, Touch a) {
+  if (w.tracks_footprints()) w.touch(kind, World::key(bar_key(w, m), phase), a);
+}
+
+// An arrival or tx update counted into the current phase: it reads that
+// the phase has begun and updates its count commutatively (completing it
+// writes the next phase's beginning: maybe_complete).
+[[gnu::always_inline]] inline void touch_count(World& w, const Mbar& m) {
+  touch(w, m, World::Res::mbar_phase, m.phase, Touch::read);
+  touch(w, m, World::Res::mbar_count, m.phase, Touch::commute);
+}
+
+}  // namespace
 
 bool MbarrierRoom::check(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc) {
   return resolve(bar, w, loc) != nullptr;
@@ -91,7 +111,7 @@ Mbar* MbarrierRoom::resolve(SharedMemBarrier& bar, Warp& w, const SourceLoc& loc
   const std::uint64_t raw = bar.raw;
   const std::uint64_t idx = (raw & 0xffffffffull) - 1;
   if ((raw & ~0xffffffffull) == kTag && idx < mbars_.size() && mbars_[idx].addr == &bar && mbars_[idx].live) {
-    touch(mbars_[idx]);
+    touch(w_, mbars_[idx], Touch::read);
     return &mbars_[idx];
   }
   w_.fail(w, "mbarrier.uninitialized", anon_name(&bar, c) + " (" + cta_label(w.cta) + ")",
@@ -113,6 +133,7 @@ Mbar* MbarrierRoom::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Wa
   const std::uint32_t peer = w_.cluster(own.cluster).first_cta + rank;
   if (peer == w.cta) return resolve(bar, w, loc);
   Cta& pc = w_.cta(peer);
+  w_.touch(World::Res::cta_exit, peer, Touch::read);
   auto* peer_bar =
       reinterpret_cast<SharedMemBarrier*>(pc.smem + (reinterpret_cast<std::byte*>(&bar) - own.smem));
   if (pc.exited()) {
@@ -131,7 +152,9 @@ Mbar* MbarrierRoom::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Wa
     return nullptr;
   }
   Mbar& m = mbars_[idx];
-  touch(m);
+  touch(w_, m, Touch::read);
+  // Whether a cluster barrier completed after the fence: its visibility.
+  if (m.fenced) w_.touch(World::Res::cluster, World::key(own.cluster, m.fenced_gen + 1), Touch::read);
   if (!m.fenced || w_.barriers().cluster_gen(own.cluster) <= m.fenced_gen) {
     w_.fail(w, "mbarrier.remote-init-not-visible", label(static_cast<std::uint32_t>(idx)),
             std::string("remote arrive before the barrier's init was made visible to the cluster: ") +
@@ -201,6 +224,7 @@ void MbarrierRoom::inval(SharedMemBarrier& bar, const SourceLoc& loc) {
   if (!w_.point(w, loc)) return;
   Mbar* m = resolve(bar, w, loc);
   if (m == nullptr) return;
+  touch(w_, *m, Touch::write);
   m->live = false;
   w_.mark_list(w_.mbar_list(static_cast<std::uint32_t>(m - mbars_.data())));  // its waiters cannot pass now
   bar.raw = 0;
@@ -218,10 +242,11 @@ void MbarrierRoom::fence_init(const SourceLoc& loc) {
   // mbarrier.init operations for the cluster (PTX "membar/fence").
   std::int64_t n = 0;
   const std::uint64_t gen = w_.barriers().cluster_gen(w_.cta(w.cta).cluster);
-  w_.touch(World::Res::cluster, w_.cta(w.cta).cluster);
+  // It records which cluster barrier generation comes next.
+  w_.touch(World::Res::cluster, World::key(w_.cta(w.cta).cluster, gen + 1), Touch::read);
   for (Mbar& m : mbars_) {
     if (m.live && !m.fenced && m.init_warp == static_cast<std::int32_t>(w.id)) {
-      touch(m);
+      touch(w_, m, Touch::write);
       m.fenced = true;
       m.fenced_gen = gen;
       ++n;
@@ -244,9 +269,11 @@ bool MbarrierRoom::check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& lo
 
 void MbarrierRoom::maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc& loc) {
   Mbar& m = mbars_[id];
-  touch(m);
   if (m.pending != 0 || m.tx != 0) return;
   // PTX "Phase Completion": pending arrivals and tx-count both reached 0.
+  // It begins the next phase, which every later arrival, wait, and the
+  // aliasing check of warps waiting for a phase two behind, read.
+  touch(w_, m, World::Res::mbar_phase, m.phase + 1, Touch::write);
   ++m.phase;
   m.pending = m.expected;
   m.observed = false;
@@ -284,7 +311,7 @@ void MbarrierRoom::maybe_complete(std::uint32_t id, std::int32_t actor, const So
 bool MbarrierRoom::complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint32_t comp, std::int32_t actor,
                                const Issued& op, std::uint64_t begin) {
   Mbar& m = mbars_[id];
-  touch(m);
+  touch_count(w_, m);
   m.tx -= bytes;
   if (!check_tx_range(id, w_.running(), op.loc)) return false;
   if (w_.options().race_check) {
@@ -302,7 +329,9 @@ bool MbarrierRoom::complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint3
 bool MbarrierRoom::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_t tx_bytes, bool remote,
                              std::uint32_t comp, std::int32_t actor, const SourceLoc& loc, const Warp* culprit) {
   Mbar* m = &mbars_[id];
-  touch(*m);
+  touch_count(w_, *m);
+  // The usage rule below reads whether a wait observed the last completion.
+  if (m->phase > 0) touch(w_, *m, World::Res::mbar_seen, m->phase - 1, Touch::read);
   Warp& running = w_.running();
   // arrive.expect_tx is expect-tx(n) then arrive-on(1), per lane.
   m->tx += static_cast<std::int64_t>(tx_bytes) * count;
@@ -360,6 +389,7 @@ void MbarrierRoom::tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const 
   if (m == nullptr) return;
   const auto id = static_cast<std::uint32_t>(m - mbars_.data());
   const std::int64_t delta = delta_per_lane * lanes(w.active);
+  touch_count(w_, *m);
   m->tx += delta;
   if (!check_tx_range(id, w, loc)) return;
   if (w_.options().trace)
@@ -428,6 +458,15 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, std::o
   // since its last wait: ping-pong consumers skip each other's. A caller
   // that states the phase it means must mean one of those two; any other
   // phase aliases onto them.
+  // Before the scheduling point, the warp reads only what its own earlier
+  // steps ordered: the barrier's existence (resolve), and, for a stated
+  // phase, whether that phase has begun and whether the one after it has
+  // completed (the check, and maybe_complete's aliasing check of waiters,
+  // read nothing else). What the wait answers is read after the point.
+  if (phase) {
+    touch(w_, *m, World::Res::mbar_phase, static_cast<std::uint64_t>(phase->value), Touch::read);
+    touch(w_, *m, World::Res::mbar_phase, static_cast<std::uint64_t>(phase->value + 2), Touch::read);
+  }
   if (phase && !check_stated(id, parity, phase->value, w, loc)) return true;
   stated_[w.id] = phase ? phase->value : kUnstated;
   // test_wait never blocks: a plain scheduling point.
@@ -438,8 +477,19 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, std::o
   // Other warps ran meanwhile and may have grown the barrier table: look the
   // barrier up again by id rather than through the pointer.
   Mbar& after = mbars_[id];
-  touch(after);
+  // What the answer depends on: which phase is current (begun, and not
+  // completed). A pass records that a wait observed the last completion.
+  // A blocking wait that passes awaits the completion that began the
+  // current phase: it could not have run before it (a try_wait or
+  // test_wait could, and answered false).
   const bool ok = passed(id, parity);
+  const Touch pass = ok && kind == WaitKind::wait ? Touch::await : Touch::read;
+  touch(w_, after, World::Res::mbar_phase, after.phase, pass);
+  // A pass happens after every arrival of the phase it passes on, not only
+  // the one that completed it (their counts commute with each other).
+  if (ok && after.phase > 0) touch(w_, after, World::Res::mbar_count, after.phase - 1, pass);
+  touch(w_, after, World::Res::mbar_phase, after.phase + 1, Touch::read);
+  if (ok && after.phase > 0) touch(w_, after, World::Res::mbar_seen, after.phase - 1, Touch::commute);
   if (ok) {
     after.observed = true;
     if (w_.options().race_check) w_.acquire(w.id, after.done);
@@ -483,6 +533,7 @@ void MbarrierRoom::report_not_shared(Warp& w, const char* whose, const SourceLoc
 // (id `id`): true, after reporting, when they overshoot the phase.
 bool MbarrierRoom::tx_overshoot(std::uint32_t id, std::uint32_t bytes, const Issued& op) {
   const Mbar& m = mbars_[id];
+  touch(w_, m, World::Res::mbar_count, m.phase, Touch::read);  // the rule reads the arrivals and tx-count
   // Silicon delivers a copy's bytes in pieces (16 bytes at a time, as far
   // as an H100 shows: docs/silicon.md). More bytes than the phase still
   // expects, with every arrival in, complete the phase partway through
@@ -505,6 +556,7 @@ bool MbarrierRoom::tx_overshoot(std::uint32_t id, std::uint32_t bytes, const Iss
 bool MbarrierRoom::check_exit(Warp& w) {
   for (std::uint32_t id = 0; id < mbars_.size(); ++id) {
     const Mbar& m = mbars_[id];
+    if (m.live && m.cta == w.cta) touch(w_, m, World::Res::mbar_count, m.phase, Touch::read);
     if (m.live && m.cta == w.cta && m.tx != 0) {
       w_.fail(w, "mbarrier.tx-pending-at-exit", label(id),
               "the CTA exited with tx-count " + std::to_string(m.tx) + " in phase " + std::to_string(m.phase) +

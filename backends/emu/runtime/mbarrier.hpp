@@ -119,8 +119,6 @@ class MbarrierRoom : Room {
   static std::string anon_name(const void* p, const Cta& c);
   bool check_tx_range(std::uint32_t id, Warp& w, const SourceLoc& loc);
   void maybe_complete(std::uint32_t id, std::int32_t actor, const SourceLoc& loc);
-  void touch(const Mbar& m);  // the step's footprint (inline in mbarrier.cpp)
-
   std::vector<Mbar> mbars_;
   // Per warp: the phase its wait in progress states it means (-1: the one
   // before the first), or kUnstated where it gave the parity alone.

@@ -188,7 +188,7 @@ void World::plain_smem_access(std::uint32_t offset, std::size_t bytes, bool writ
   Warp& w = *current_;
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, ctas_[w.cta].smem_bytes - offset));
   if (!options_.race_check) {
-    touch_smem(w.cta, offset, n);
+    touch_smem(w.cta, offset, n, write);
     return;
   }
   // One record per source line and step: a loop's accesses share it, also

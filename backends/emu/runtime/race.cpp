@@ -207,7 +207,7 @@ void World::smem_access(const void* p, std::uint32_t bytes, bool write, const So
     return;
   }
   if (!options_.race_check) {
-    touch_smem(w.cta, static_cast<std::uint32_t>(b - c.smem), bytes);
+    touch_smem(w.cta, static_cast<std::uint32_t>(b - c.smem), bytes, write);
     return;
   }
   const std::uint32_t info = access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),

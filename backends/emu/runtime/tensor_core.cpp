@@ -101,6 +101,7 @@ void TensorCoreRoom::complete_mma(AsyncOp& op, std::uint32_t e) {
   const std::uint32_t cta0 = w_.engines().engine(e).cta;
   auto target = [&](int r) { return op.cta_group == 2 ? w_.pair_cta(cta0, static_cast<std::uint32_t>(r)) : cta0; };
   for (int r = 0; r < op.cta_group; ++r) {
+    w_.touch(World::Res::cta_exit, target(r), Touch::read);
     if (w_.cta(target(r)).exited()) {
       w_.engines().report_target_exited(target(r), op,
                                         "a tcgen05.mma issued by " + issuer.name + " at step " +
@@ -130,6 +131,7 @@ void TensorCoreRoom::complete_commit(AsyncOp& op, std::uint32_t e) {
   for (std::uint32_t r = 0; r < w_.launch().cluster_size; ++r) {
     if (((op.mask >> r) & 1u) == 0) continue;
     const std::uint32_t cta = first + r;
+    w_.touch(World::Res::cta_exit, cta, Touch::read);
     if (w_.cta(cta).exited()) {
       w_.engines().report_target_exited(cta, op,
                                         "a tcgen05.commit issued by " + issuer.name + " at step " +

@@ -77,6 +77,7 @@ void TmaLoadRoom::complete(AsyncOp& op, std::uint32_t e, std::uint32_t end) {
   for (std::uint32_t r = 0; r < w_.launch().cluster_size; ++r) {
     if (((op.mask >> r) & 1u) == 0) continue;
     const std::uint32_t cta = first + r;
+    w_.touch(World::Res::cta_exit, cta, Touch::read);
     if (w_.cta(cta).exited()) {
       w_.engines().report_target_exited(
           cta, op,

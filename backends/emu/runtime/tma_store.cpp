@@ -128,9 +128,10 @@ void TmaStoreRoom::wait_group(std::uint32_t n, bool read, const SourceLoc& loc) 
   const std::uint64_t upto = c > n ? c - n : 0;
   const bool already = done(w, upto, read);
   if (!w_.point(w, already ? Block::none : Block::bulk_wait, -1, read ? 1 : 0, upto, loc)) return;
-  // What it observed depends on the TMA engine's progress: a footprint
-  // entry, so that reducing strategies do not treat the two as commuting.
-  w_.touch(World::Res::engine, 2 * w.cta);
+  // It passes after the completions of the groups it waits for, which
+  // write the warp's store progress: it awaits them (it could not pass
+  // before them).
+  for (std::uint64_t g = 0; g < upto; ++g) w_.touch(World::Res::store_progress, World::key(w.id, g), Touch::await);
   if (w_.options().race_check) {
     // The completions of the groups waited for happen before what follows.
     for (std::uint64_t g = 0; g < upto; ++g) {
@@ -167,6 +168,7 @@ std::string TmaStoreRoom::blocked_state(const Warp& w) const {
 }
 
 bool TmaStoreRoom::complete(AsyncOp& op, std::uint32_t e) {
+  w_.touch(World::Res::store_progress, World::key(op.issuer, op.group));
   const auto actor = static_cast<std::int32_t>(w_.engines().first_actor() + e);
   Warp& issuer = w_.warp_at(op.issuer);
   const std::uint32_t cta = w_.engines().engine(e).cta;
@@ -213,6 +215,8 @@ bool TmaStoreRoom::complete(AsyncOp& op, std::uint32_t e) {
 // may still be in flight then: they are performed before the grid
 // completes, which is what the host observes (the run drains them too).
 bool TmaStoreRoom::reading_at_exit(Warp& w) {
+  // What it reads, the TMA engine's queue, the exit reads as the engine's
+  // load (EngineRoom::check_exit).
   for (const AsyncOp& op : w_.engines().engine(2 * w.cta).queue) {
     if (op.kind != AsyncOp::Kind::tma_store || op.read_done) continue;
     const Warp& issuer = w_.warp_at(op.issuer);

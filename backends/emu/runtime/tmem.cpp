@@ -133,7 +133,10 @@ void TmemRoom::ensure(TmemCta& c) {
   if (w_.options().race_check) c.shadow.reset(kTmemLanes * kTmemColumns);
 }
 
+void TmemRoom::touch_alloc(std::uint32_t cta, Touch a) const { w_.touch(World::Res::tmem, w_.sm_of(cta), a); }
+
 const TmemBlock* TmemRoom::block_covering(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const {
+  touch_alloc(cta, Touch::read);
   for (const TmemBlock& b : ctas_[cta].live)
     if (col >= b.col && col + cols <= b.col + b.cols) return &b;
   return nullptr;
@@ -178,7 +181,7 @@ bool TmemRoom::check_whole_warp(Warp& w, const char* op, const SourceLoc& loc) {
 
 void TmemRoom::do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint32_t cols, std::uint32_t dst_offset,
                         const SourceLoc& loc) {
-  w_.touch_global();
+  touch_alloc(cta, Touch::write);
   TmemCta& c = ctas_[cta];
   ensure(c);
   c.live.push_back({.col = col, .cols = cols, .warp = w.id, .step = w_.step(), .loc = loc});
@@ -203,7 +206,7 @@ void TmemRoom::alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, cons
   const LaneOp op{.kind = LaneOp::Kind::tmem_alloc, .object = dst, .a = cols,
                   .b = static_cast<std::uint64_t>(cta_group), .loc = loc};
   if (!w_.lanes_agree(w, op) || !w_.point(w, loc)) return;
-  w_.touch_global();  // TMEM allocation state: not itemised
+  touch_alloc(w.cta, Touch::write);
   if (!check_whole_warp(w, "tcgen05.alloc", loc) || !w_.tensor_core().check_cta_group(w, cta_group, "tcgen05.alloc", loc)) return;
   TmemCta& c = ctas_[w.cta];
   const Cta& x = w_.cta(w.cta);
@@ -221,6 +224,8 @@ void TmemRoom::alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, cons
     return;
   }
   const auto dst_offset = static_cast<std::uint32_t>(p - x.smem);
+  w_.touch(World::Res::tmem_permit, w.cta, Touch::read);
+  if (cta_group == 2) w_.touch(World::Res::tmem_permit, w_.pair_cta(w.cta, (x.rank & 1u) ^ 1u), Touch::read);
   const bool relinquished =
       c.relinquished || (cta_group == 2 && ctas_[w_.pair_cta(w.cta, (x.rank & 1u) ^ 1u)].relinquished);
   if (relinquished) {
@@ -252,6 +257,8 @@ void TmemRoom::alloc(int cta_group, std::uint32_t* dst, std::uint32_t cols, cons
     return;
   }
   PairOp& pair = ctas_[w_.pair_cta(w.cta, 0)].pair;
+  touch_alloc(w_.pair_cta(w.cta, 0), Touch::write);  // the pair's collective, and the peer's columns
+  touch_alloc(w_.pair_cta(w.cta, 1), Touch::write);
   if (!pair.active) {
     pair = {.active = true, .dealloc = false, .gen = pair.gen, .first_warp = w.id, .cols = cols,
             .operand = dst_offset, .loc = loc};
@@ -285,7 +292,7 @@ void TmemRoom::relinquish(int cta_group, const SourceLoc& loc) {
   Warp& w = w_.warp();
   const LaneOp op{.kind = LaneOp::Kind::tmem_relinquish, .b = static_cast<std::uint64_t>(cta_group), .loc = loc};
   if (!w_.lanes_agree(w, op) || !w_.point(w, loc)) return;
-  w_.touch_global();  // TMEM allocation state: not itemised
+  w_.touch(World::Res::tmem_permit, w.cta);
   if (!check_whole_warp(w, "tcgen05.relinquish_alloc_permit", loc) ||
       !w_.tensor_core().check_cta_group(w, cta_group, "tcgen05.relinquish_alloc_permit", loc))
     return;
@@ -381,10 +388,15 @@ void TmemRoom::dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, c
   const LaneOp op{.kind = LaneOp::Kind::tmem_dealloc, .a = taddr, .b = cols,
                   .c = static_cast<std::uint64_t>(cta_group), .loc = loc};
   if (!w_.lanes_agree(w, op) || !w_.point(w, loc)) return;
-  w_.touch_global();  // TMEM allocation state: not itemised
+  // The allocations, and what dealloc_ordered reads: the tensor cores'
+  // queues (an MMA still to write the columns) and the warps' tcgen05.ld/st
+  // not yet waited for (their issue and wait read the allocations).
+  touch_alloc(w.cta, Touch::write);
+  for (std::uint32_t c = 0; c < w_.num_ctas(); ++c) w_.touch(World::Res::engine, 2 * c + 1, Touch::read);
   if (!check_whole_warp(w, "tcgen05.dealloc", loc) || !w_.tensor_core().check_cta_group(w, cta_group, "tcgen05.dealloc", loc)) return;
   const std::uint32_t col = tmem_col(taddr);
   auto free_block = [&](std::uint32_t cta) {
+    touch_alloc(cta, Touch::write);
     auto& live = ctas_[cta].live;
     live.erase(std::find_if(live.begin(), live.end(), [&](const TmemBlock& b) { return b.col == col; }));
     w_.tmem_changed(cta);
@@ -408,6 +420,8 @@ void TmemRoom::dealloc(int cta_group, std::uint32_t taddr, std::uint32_t cols, c
   // columns in both CTAs, so each warp must be ordered after both CTAs'
   // accesses (the peer's epilogue included: docs/hardware.md bug 9).
   PairOp& pair = ctas_[w_.pair_cta(w.cta, 0)].pair;
+  touch_alloc(w_.pair_cta(w.cta, 0), Touch::write);  // the pair's collective, and the peer's columns
+  touch_alloc(w_.pair_cta(w.cta, 1), Touch::write);
   if (!pair.active) {
     pair = {.active = true, .dealloc = true, .gen = pair.gen, .first_warp = w.id, .cols = cols, .operand = taddr,
             .loc = loc};
@@ -601,6 +615,7 @@ void TmemRoom::wait(bool loads, const SourceLoc& loc) {
   if (!w_.lanes_agree(w, {.kind = loads ? LaneOp::Kind::tmem_wait_ld : LaneOp::Kind::tmem_wait_st, .loc = loc})) return;
   if (w_.killing() || w_.stopping()) return;
   if (!check_whole_warp(w, loads ? "tcgen05.wait::ld" : "tcgen05.wait::st", loc)) return;
+  touch_alloc(w.cta, Touch::read);  // a dealloc reads what this wait settles
   // The agent's accesses so far happen before what the warp does next: a
   // release by the agent into the warp, which also starts the agent's next
   // epoch, so that a load or store issued after the warp's next arrive is
@@ -786,6 +801,7 @@ bool TmemRoom::check_mma_d(Warp& w, const model::MmaFootprint& fp, int cta_group
 // before the kernel exits; a leaked block stays taken for the next CTA on
 // the SM, whose tcgen05.alloc then blocks.
 void TmemRoom::check_exit(Warp& w) {
+  touch_alloc(w.cta, Touch::read);
   const TmemCta& cta = ctas_[w.cta];
   if (cta.live.empty()) return;
   const TmemBlock& b = cta.live.front();

@@ -193,6 +193,9 @@ class TmemRoom : Room {
   };
   void ensure(TmemCta& c);
   const TmemBlock* block_covering(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const;
+  // The step's footprint: the allocations of `cta`'s SM (co-resident CTAs
+  // share its columns). Never from the scheduler's movable().
+  void touch_alloc(std::uint32_t cta, Touch a) const;
   std::int64_t first_fit(std::uint32_t cta, std::uint32_t cols, int cta_group) const;
   std::string coresident_owner(std::uint32_t cta, std::uint32_t col, std::uint32_t cols) const;
   bool check_whole_warp(Warp& w, const char* op, const SourceLoc& loc);

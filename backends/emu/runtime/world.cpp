@@ -219,10 +219,21 @@ void World::finish(Warp& w) {
   w.block = Block::finished;
   mark(w.id);
   --unfinished_;
-  touch_global();  // an exit changes the cluster barrier's count and may end the CTA
   Cta& cta = ctas_[w.cta];
   Cluster& cl = clusters_[cta.cluster];
   --cta.live_warps;
+  // An exit lowers the count of threads a cluster barrier waits for
+  // (commutative with other exits and arrivals, BarrierRoom::threads_exited);
+  // the CTA's last exit ends the CTA (what reaches it afterwards reads
+  // that) and awaits every other exit of the CTA.
+  if (cta.exited()) {
+    // The CTA's exit: after every warp's; the exit checks (cta_exited)
+    // add what they read.
+    touch(Res::cta_warps, w.cta, Touch::await);
+    touch(Res::cta_exit, w.cta);
+  } else {
+    touch(Res::cta_warps, w.cta, Touch::commute);
+  }
   cl.live_threads -= 32;
   if (cl.live_threads == 0) clc_->cluster_exited(cta.cluster);
   if (killing_) {

@@ -310,14 +310,45 @@ class World : public RunningWarp {
   // A kernel source file relative to the source root, and "file:line".
   std::string rel(const char* file) const;
   std::string where(const SourceLoc& loc) const { return rel(loc.file_name()) + ":" + std::to_string(loc.line()); }
-  // Footprints: the step in progress touched a resource. Ids: kind in the
-  // top byte; mbarriers by CTA and shared-memory offset (not by id, which
-  // depends on the order of inits), named barriers by CTA and id, cluster
-  // barriers by cluster, engine queues by engine. kGlobalResource for steps
-  // whose effects are not itemised (exits, TMEM allocation).
-  enum class Res : std::uint64_t { mbar = 1, named = 2, cluster = 3, engine = 4, smem = 5 };
-  void touch(Res kind, std::uint64_t id) {
-    if (track_fp_) fp_.push_back((static_cast<std::uint64_t>(kind) << 56) | id);
+  // Footprints: the step in progress touched a resource (strategy.hpp:
+  // footprint_entry; docs/exploration.md, "The independence relation").
+  // Keys: mbarriers by CTA and shared-memory offset (not by id, which
+  // depends on the order of inits), and their phases by phase number; named
+  // barriers by CTA and id, cluster barriers by cluster, engines by engine,
+  // their operations by issue number. Keys of several parts are mixed into
+  // 54 bits: two resources that collide only make steps look dependent.
+  enum class Res : std::uint64_t {
+    mbar = 1,         // an mbarrier's existence: init, inval, fence.mbarrier_init write it
+    named = 2,        // generation g of a named barrier has begun
+    cluster = 3,      // generation g of a cluster barrier has begun
+    engine = 4,       // an engine's order of completion
+    smem = 5,         // a 16-byte chunk of shared memory (race checker off)
+    mbar_phase = 6,   // phase k of an mbarrier has begun: its completion writes it
+    mbar_count = 7,   // the arrivals and tx-count of phase k: commutative updates
+    mbar_seen = 8,    // a wait observed the completion of phase k (PTX usage rule)
+    async_op = 9,     // one asynchronous operation, by engine and issue number
+    engine_load = 10, // whether an engine has operations queued
+    tmem = 11,        // the Tensor Memory allocations of an SM
+    named_count = 12, // the arrivals of a named barrier's generation: commutative
+    cluster_count = 13, // the arrivals (and exits) of a cluster barrier's generation
+    cta_exit = 14,    // a CTA has exited: what reaches it afterwards reads it
+    cta_warps = 15,   // a CTA's warps exiting: commutative; its last exit awaits them all
+    tmem_permit = 16, // a CTA's permit to allocate TMEM (relinquish writes it, alloc reads it)
+    clc_request = 17, // one try_cancel, by cluster and issue number
+    clc_order = 18,   // a cluster's CLC unit's order of completion
+    clc_load = 19,    // whether a cluster's CLC unit has requests in flight
+    clc_unlaunched = 20,  // the clusters not yet launched or canceled
+    clc_running = 21,     // how many clusters run (the launcher waits for a free one)
+    clc_failed_seen = 22, // a CTA observed a failed try_cancel (PTX: no further try_cancel)
+    store_progress = 23,  // a warp's bulk group of TMA stores progressed (its wait_group awaits it)
+  };
+  void touch(Res kind, std::uint64_t key, Touch a = Touch::write) {
+    if (track_fp_) fp_.push_back(footprint_entry(static_cast<std::uint64_t>(kind), key, a));
+  }
+  static std::uint64_t key(std::uint64_t a, std::uint64_t b) {
+    std::uint64_t z = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
+    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
+    return z ^ (z >> 29);
   }
   // A warp's ordinary shared-memory access (SmemView, or plain C++ compiled
   // for the checker) with the race checker off: every 16-byte chunk it
@@ -325,15 +356,12 @@ class World : public RunningWarp {
   // unordered conflicting ones are reported whichever order runs, so one
   // order is enough; off, nothing would notice the other order's values,
   // so the reduction must keep both (docs/exploration.md, "Reduction").
-  void touch_smem(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes) {
+  void touch_smem(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write = true) {
     if (!track_fp_ || bytes == 0) return;
     for (std::uint64_t c = offset / 16; c <= (std::uint64_t{offset} + bytes - 1) / 16; ++c)
-      touch(Res::smem, (std::uint64_t{cta} << 32) | c);
+      touch(Res::smem, (std::uint64_t{cta} << 32) | c, write ? Touch::write : Touch::read);
   }
   bool tracks_footprints() const { return track_fp_; }
-  void touch_global() {
-    if (track_fp_) fp_.push_back(kGlobalResource);
-  }
 
   // ---- The race checker, as the rooms see it (race.cpp, clock.hpp).
   // Components: warp w -> w, and its asynchronous agents (clock.hpp): its

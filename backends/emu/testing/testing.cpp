@@ -175,7 +175,8 @@ std::optional<emu::ExploreResult> explore_or(const emu::KernelFactory& make, con
 std::string schedules_of(const emu::ExploreOptions& opts) {
   std::string out = "strategy " + emu::to_string(opts.portfolio);
   if (opts.portfolio.front().kind == emu::StrategyKind::exhaustive)
-    out += ", at most " + std::to_string(opts.preemptions.value_or(2)) + " preemptions";
+    out += opts.preemptions ? ", at most " + std::to_string(*opts.preemptions) + " preemptions"
+                            : ", every class of equivalent schedules";
   else
     out += ", first seed " + std::to_string(opts.first_seed);
   if (opts.shard_count > 1)
