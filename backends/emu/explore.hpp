@@ -92,9 +92,11 @@ struct ExploreOptions : RunOptions {
   // This process runs the run numbers i with i % shard_count == shard_index.
   std::uint32_t shard_index = 0;
   std::uint32_t shard_count = 1;
-  // Exhaustive only: the bound on preemptions per schedule (default 2), and
-  // the partial-order reduction (sleep sets); without it every schedule
-  // within the bound runs, which only comparisons need.
+  // Exhaustive only: the bound on preemptions per schedule (nullopt, the
+  // default: none; every class of equivalent schedules runs), and the
+  // partial-order reduction (source sets unbounded, sleep sets bounded);
+  // without it every schedule (within the bound) runs, which only
+  // comparisons need.
   std::optional<std::uint32_t> preemptions;
   bool reduce = true;
   // Shrink a failure (bounded by shrink_seconds of wall time).

@@ -100,7 +100,7 @@ const Setting kSettings[] = {
      [](SettingsState& s, std::string_view t) { s.options.runs = parse_whole_number(t, 1, kNoMax); }},
     {"seconds", "WSPIPE_SECONDS", "seconds = {}", "T",
      "explore: stop after T seconds         (default 10 without --runs;\n"
-     "0 with exhaustive: until the bounded space is covered),\n"
+     "0 with exhaustive: until its search is complete),\n"
      "counted once the first run has run",
      true, [](SettingsState& s, std::string_view t) { s.options.seconds = parse_seconds(t); }},
     {"jobs", "WSPIPE_JOBS", "jobs = {}", "N", "explore: threads                      (default: the machine's cores)",
@@ -110,11 +110,14 @@ const Setting kSettings[] = {
        std::tie(s.options.shard_index, s.options.shard_count) = parse_shard(t);
      }},
     {"preemptions", "WSPIPE_PREEMPTIONS", "preemptions = {}", "K",
-     "explore --strategy exhaustive: at most K preemptions (default 2)", true,
+     "explore --strategy exhaustive: at most K preemptions per schedule,\n"
+     "with sleep sets (default: no bound, every class of equivalent\n"
+     "schedules, with source sets)",
+     true,
      [](SettingsState& s, std::string_view t) { s.options.preemptions = parse_u32(t, 0, 64); }},
     {"no-reduction", "WSPIPE_NO_REDUCTION", "reduce = false", "",
      "explore --strategy exhaustive: no partial-order reduction\n"
-     "(every schedule within the bound; for comparison)",
+     "(every schedule, within the bound if any; for comparison)",
      true, [](SettingsState& s, std::string_view t) { s.options.reduce = !parse_switch(t); }},
     {"no-shrink", "WSPIPE_NO_SHRINK", "shrink = false", "", "explore: report the failing schedule as found", true,
      [](SettingsState& s, std::string_view t) { s.options.shrink = !parse_switch(t); }},
@@ -316,7 +319,7 @@ void validate_settings(const ExploreOptions& o, SettingsFront front, std::span<c
     const Setting& s = setting("max-steps");
     bad(spell(s, "0") + ": must be positive", {&s});
   }
-  // The exhaustive strategy ends by itself when the bounded space is covered.
+  // The exhaustive strategy ends by itself when its search is complete.
   if (!exhaustive && o.runs == 0 && o.seconds == 0)
     bad("no budget: " + spell(seconds, "0") + " means no time limit: give " + suggest(runs, "N") + " too",
         {&seconds, &runs});
