@@ -90,9 +90,10 @@ const PgVariant kVariants[] = {
      "bug 15: CTA 0's scheduler warp exits without draining the CLC ring; CTA 1's warps arrive on CTA 0's empty "
      "barrier after CTA 0 exited",
      {{"clc-stages", 2}, {"cluster", 2}}},
-    {"unshifted-pair-mask", PersistentGemmBug::pair_mask_unshifted, "race.tmem",
+    {"unshifted-pair-mask", PersistentGemmBug::pair_mask_unshifted, "race.tmem,deadlock,mbarrier.parity-alias",
      "bug 16: cta_group 2 in a 4x1 cluster commits accum-full with mask 0x3, not 0x3 << the pair's first rank: "
-     "the pair (2, 3) signals CTAs 0 and 1, whose epilogue reads a stage the next MMA writes (needs clusters of 4)",
+     "the pair (2, 3) signals CTAs 0 and 1, whose epilogue reads a stage the next MMA writes, or whose barrier "
+     "skips a phase, while CTAs 2 and 3 wait forever (needs clusters of 4)",
      {{"cta-group", 2}, {"cluster", 4}, {"m", 512}}},
     {"accum-released-early", PersistentGemmBug::accum_released_early, "race.tmem",
      "the epilogue arrives on accum-empty before it loads the stage's last fragment: the next tile's MMA may "

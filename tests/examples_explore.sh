@@ -61,7 +61,7 @@ while read -r name expect _; do
   set +e; "$W" explore "$name" --runs 500 --json >"$tmp/j" 2>"$tmp/err"; rc=$?; set -e
   [[ $rc == 1 ]] || fail "$name: exit $rc, expected 1"
   got=$(json_field outcome <"$tmp/j")
-  [[ "$got" == "$want" ]] || fail "$name: outcome $got, list promises $want"
+  [[ ",$want," == *",$got,"* ]] || fail "$name: outcome $got, list promises $want"
   [[ "$(json_field status <"$tmp/j")" != ok ]] || fail "$name: status ok"
   echo "ok: $name -> $got after $(json_field runs <"$tmp/j") run(s)"
   n=$((n + 1))

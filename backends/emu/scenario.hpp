@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "explore.hpp"
@@ -31,9 +32,23 @@ struct OptionSpec {
 
 using OptionValues = std::map<std::string, std::uint64_t>;
 
+// Whether `outcome` is one of `expect`'s ("race.tmem,deadlock").
+inline bool expected_outcome(std::string_view expect, std::string_view outcome) {
+  while (!expect.empty()) {
+    const std::size_t comma = expect.find(',');
+    if (expect.substr(0, comma) == outcome) return true;
+    if (comma == std::string_view::npos) break;
+    expect.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 struct VariantSpec {
   std::string name;    // "" for the correct kernel
-  std::string expect;  // "ok", "deadlock", "livelock" or a violation rule
+  // "ok", "deadlock", "livelock" or a violation rule; several separated by
+  // commas where one bug shows one way under some schedules and another
+  // way under others (expected_outcome).
+  std::string expect;
   std::string help;
   // Options this variant fixes whatever the command line says (the setting
   // its bug needs); reports show these values.
