@@ -1,0 +1,224 @@
+// The exhaustive search's partial-order reduction, tested differentially
+// (issue 24 item 5; docs/exploration.md, "Soundness, tested
+// differentially"): thousands of tiny random kernels
+// (fuzz/soundness_program.hpp), each searched without the reduction and
+// with it, at preemption bounds 0 to 2 and unbounded, with the race checker
+// on and off; the reduced search must reach exactly the final states the
+// unreduced one reaches (at a bound, the states the bound hid from the
+// reduced search must be reached once it is lifted). Then the check's own
+// teeth: reductions broken on purpose are caught.
+//
+// WSPIPE_SOUNDNESS_PROGRAMS sets the number of programs (default: 2000, or
+// WSPIPE_SOUNDNESS_CI_PROGRAMS where the build sets it: the sanitizer
+// builds, about twenty times slower), WSPIPE_SOUNDNESS_FIRST the first seed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fuzz/soundness_program.hpp"
+
+#ifndef WSPIPE_SOUNDNESS_CI_PROGRAMS
+#define WSPIPE_SOUNDNESS_CI_PROGRAMS 2000
+#endif
+
+namespace {
+
+namespace emu = wspipe::emu;
+namespace sd = wspipe::fuzz::soundness;
+using sd::OpKind;
+
+std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+// A search's budget of runs: a program whose reference search passes it is
+// counted as too large (the unbounded unreduced search of a four-warp
+// program with spins can run to millions).
+constexpr std::uint64_t kMaxRuns = 1000;
+
+struct Sweep {
+  std::uint64_t programs = 0;
+  sd::Tally tally;
+  std::vector<std::string> differences;  // each with its seed
+  double seconds = 0;
+};
+
+// The comparisons over programs [first, first + count), under each of the
+// option sets.
+Sweep sweep(std::uint64_t first, std::uint64_t count, const std::vector<emu::RunOptions>& options,
+            const std::vector<sd::Comparison>& comparisons, std::size_t stop_after = ~std::size_t{0}) {
+  Sweep s;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::uint64_t seed = first; seed < first + count && s.differences.size() < stop_after; ++seed) {
+    const sd::Program p = sd::seeded_program(seed);
+    ++s.programs;
+    for (const emu::RunOptions& o : options)
+      for (std::string& d : sd::check_program(p, o, comparisons, kMaxRuns, s.tally))
+        s.differences.push_back("seed " + std::to_string(seed) + "\n" + d);
+  }
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+void print_summary(const char* what, const Sweep& s) {
+  const sd::Tally& t = s.tally;
+  std::printf(
+      "[ soundness ] %s: %llu programs, %llu comparisons (%llu too large) in %.1f s; %llu states; unreduced %llu runs, "
+      "reduced %llu runs (+%llu pruned): %.1fx fewer; %llu comparisons where the bound hid states the unbounded "
+      "reduced search reached\n",
+      what, static_cast<unsigned long long>(s.programs), static_cast<unsigned long long>(t.comparisons),
+      static_cast<unsigned long long>(t.too_large), s.seconds, static_cast<unsigned long long>(t.states),
+      static_cast<unsigned long long>(t.reference_runs), static_cast<unsigned long long>(t.tested_runs),
+      static_cast<unsigned long long>(t.tested_pruned),
+      static_cast<double>(t.reference_runs) / static_cast<double>(std::max<std::uint64_t>(t.tested_runs + t.tested_pruned, 1)),
+      static_cast<unsigned long long>(t.lifted));
+}
+
+std::string first_differences(const Sweep& s, std::size_t n = 3) {
+  std::string out;
+  for (std::size_t i = 0; i < s.differences.size() && i < n; ++i) out += s.differences[i] + "\n";
+  return out;
+}
+
+// The reduction under test. The lead's dynamic partial-order reduction
+// (unbounded) is one more comparison here: {bounded(kNoBound, false), <its
+// SearchSpec>, {}}.
+std::vector<sd::Comparison> comparisons() { return sd::bounded_comparisons(2); }
+
+sd::Program two_warps(std::vector<sd::Op> w0, std::vector<sd::Op> w1) {
+  sd::Program p;
+  p.warps = 2;
+  p.bars = 1;
+  p.count[0] = 1;
+  p.ops[0] = std::move(w0);
+  p.ops[1] = std::move(w1);
+  return p;
+}
+
+std::set<std::string> states(const sd::Program& p, bool race_check = true) {
+  std::set<std::string> out;
+  for (const auto& kv : sd::search(p, sd::bounded(sd::kNoBound, false), sd::run_options(race_check)).states)
+    out.insert(kv.first);
+  return out;
+}
+
+TEST(explore_Soundness, TheReducedSearchReachesTheUnreducedFinalStates) {
+  const std::uint64_t count = env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS);
+  const Sweep s = sweep(env_or("WSPIPE_SOUNDNESS_FIRST", 1), count, {sd::run_options(true), sd::run_options(false)},
+                        comparisons());
+  print_summary("race checker on and off", s);
+  EXPECT_TRUE(s.differences.empty()) << s.differences.size() << " differences; the first:\n" << first_differences(s);
+  // The sweep compares something: most programs fit the budget.
+  EXPECT_LT(s.tally.too_large * 3, s.tally.comparisons);
+  EXPECT_GT(s.tally.states, s.tally.comparisons);
+}
+
+// Try_wait time-outs and loads out of issue order are choice points of
+// their own; without them the search is another one, checked on a subset.
+TEST(explore_Soundness, AndWithoutTimeOutsOrLoadsOutOfOrder) {
+  const std::uint64_t count = std::max<std::uint64_t>(env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS) / 4, 1);
+  const Sweep s = sweep(env_or("WSPIPE_SOUNDNESS_FIRST", 1), count,
+                        {sd::run_options(true, false, false), sd::run_options(false, false, true),
+                         sd::run_options(false, true, false)},
+                        comparisons());
+  print_summary("without time-outs or loads out of order", s);
+  EXPECT_TRUE(s.differences.empty()) << s.differences.size() << " differences; the first:\n" << first_differences(s);
+}
+
+// ---- the check's teeth
+
+// A reduction that takes every two steps for independent (each step's
+// footprint is hidden from the search) is caught within the first programs,
+// and the report's schedule token replays to the state it names.
+TEST(explore_Soundness, AReductionThatCallsEveryStepIndependentIsCaught) {
+  sd::SearchSpec broken = sd::bounded(sd::kNoBound, true);
+  broken.name = "unbounded, every step independent";
+  broken.footprints = [](const emu::Footprint&) { return emu::Footprint{}; };
+  const std::vector<sd::Comparison> c = {{sd::bounded(sd::kNoBound, false), broken, {}}};
+  for (const bool race_check : {true, false}) {
+    const Sweep s = sweep(1, 200, {sd::run_options(race_check)}, c, 1);
+    ASSERT_FALSE(s.differences.empty()) << "race_check " << race_check;
+    std::printf("[ soundness ] caught (race checker %s):\n%s", race_check ? "on" : "off", s.differences[0].c_str());
+    // The first state it names, replayed by its token.
+    const std::string& d = s.differences[0];
+    const auto seed = std::stoull(d.substr(5));
+    const auto at = d.find("not by " + broken.name + ": ");
+    const auto state_at = d.find(": ", at + 7) + 2;
+    const std::string state = d.substr(state_at, d.find('\n', state_at) - state_at);
+    const auto token_at = d.find("schedule: ", state_at) + 10;
+    const std::string token = d.substr(token_at, d.find('\n', token_at) - token_at);
+    EXPECT_EQ(sd::replay(sd::seeded_program(seed), sd::run_options(race_check), token), state);
+  }
+}
+
+// With the race checker off, a warp's shared-memory accesses are resources
+// of its steps; a search that is not told of them misses the values one
+// order of a store and a load shows. With the checker on they are no
+// resources (a racing pair is reported either way), so hiding them changes
+// nothing.
+TEST(explore_Soundness, HidingTheDataFromTheFootprintsIsCaughtOnlyWithoutTheRaceChecker) {
+  sd::SearchSpec blind = sd::bounded(sd::kNoBound, true);
+  blind.name = "unbounded, data accesses hidden";
+  blind.footprints = [](const emu::Footprint& fp) {
+    emu::Footprint kept;
+    for (const std::uint64_t id : fp)
+      if (id == emu::kGlobalResource || (id >> 56) != 5) kept.push_back(id);  // kind 5: a shared-memory chunk
+    return kept;
+  };
+  const std::vector<sd::Comparison> c = {{sd::bounded(sd::kNoBound, false), blind, {}}};
+  // Warp 0 arrives on b1, stores the word and arrives on b0; warp 1 waits
+  // for b1, loads the word and waits for b0. The load before the store
+  // needs warp 1 to go first once b1 has completed; with the data hidden,
+  // warp 0's store then stays asleep until warp 1 blocks on b0, and the
+  // branch is cut.
+  sd::Program p = two_warps({{.kind = OpKind::arrive, .bar = 1}, {.kind = OpKind::store, .value = 1}, {.kind = OpKind::arrive}},
+                            {{.kind = OpKind::wait, .bar = 1}, {.kind = OpKind::load}, {.kind = OpKind::wait}});
+  p.bars = 2;
+  p.count[1] = 1;
+  sd::Tally t;
+  const auto off = sd::check_program(p, sd::run_options(false), c, 100 * kMaxRuns, t);
+  ASSERT_EQ(off.size(), 1u);
+  EXPECT_NE(off[0].find("reached by unbounded, unreduced, not by unbounded, data accesses hidden: ok | w0@3: | w1@3: v0"),
+            std::string::npos)
+      << off[0];
+  EXPECT_TRUE(sd::check_program(p, sd::run_options(true), c, 100 * kMaxRuns, t).empty());
+  EXPECT_EQ(t.too_large, 0u);
+  // Nor on the generated programs, with the checker on.
+  const Sweep on = sweep(1, 100, {sd::run_options(true)}, c);
+  EXPECT_TRUE(on.differences.empty()) << first_differences(on);
+}
+
+// ---- what a final state is
+
+// A handoff through a barrier: the load sees the store, whatever the order.
+TEST(explore_Soundness, AFinalStateHoldsWhatEachWarpObservedAndTheStoredWords) {
+  const sd::Program p = two_warps({{.kind = OpKind::store, .slot = 1, .value = 7}, {.kind = OpKind::arrive}},
+                                  {{.kind = OpKind::wait}, {.kind = OpKind::load, .slot = 1}});
+  EXPECT_EQ(sd::to_string(p), "b0(1) | w0: store(s1=7); arrive(b0) | w1: wait(b0,0); load(s1)");
+  EXPECT_EQ(states(p), (std::set<std::string>{"ok | w0@2: | w1@2: v7 | s: 0 7 0"}));
+}
+
+// A run that ends stops recording: the warps torn down after a deadlock or
+// a violation pass their waits and read whatever is there, and none of that
+// is the run's. A violation keeps the rule, the actor of the step that broke
+// it, and that warp's own operations and observations.
+TEST(explore_Soundness, TheTeardownAfterARunEndedIsNotObserved) {
+  const sd::Program stuck = two_warps({{.kind = OpKind::try_wait}}, {{.kind = OpKind::wait}, {.kind = OpKind::load}});
+  EXPECT_EQ(states(stuck), (std::set<std::string>{"deadlock | w0@1: 0 | w1@0: | s: 0 0 0"}));
+  const sd::Program over = two_warps({{.kind = OpKind::try_wait}, {.kind = OpKind::named_sync, .bytes = 96}},
+                                     {{.kind = OpKind::wait}, {.kind = OpKind::load}});
+  EXPECT_EQ(states(over), (std::set<std::string>{"named-barrier.thread-count by w0@1: 0"}));
+  // A racing store and load with the checker on: "race", whichever order.
+  const sd::Program racy = two_warps({{.kind = OpKind::store, .value = 1}}, {{.kind = OpKind::load}});
+  EXPECT_EQ(states(racy), (std::set<std::string>{"race"}));
+  EXPECT_EQ(states(racy, false), (std::set<std::string>{"ok | w0@1: | w1@1: v0 | s: 1 0 0",
+                                                         "ok | w0@1: | w1@1: v1 | s: 1 0 0"}));
+}
+
+}  // namespace
