@@ -155,7 +155,7 @@ inline std::string to_string(const Program& p) {
 // ------------------------------------------------------------- generation
 
 // A program from a source of choices: `below(n)` returns a number in
-// [0, n). Seeded (emu::Rng) in the test, the input's bytes in the fuzzer.
+// [0, n) (n >= 1 always). Seeded (emu::Rng) in the test, the input's bytes in the fuzzer.
 // Most programs have a producer/consumer shape that completes on some
 // schedule (the arrivals a barrier counts, the bytes it expects then
 // delivered by a TMA load, waits for the phase), with the rest random
@@ -171,7 +171,7 @@ Program make_program(Below&& below) {
   // Keep programs tiny: the unreduced search must finish in milliseconds.
   // Each warp's start and the bar.sync after the barriers' init are steps
   // too, so more warps get fewer operations.
-  const std::uint32_t budget = 2 + below(p.warps == 2 ? 4 : p.warps == 3 ? 3 : 2);
+  const std::uint32_t budget = 2 + below(p.warps == 2 ? 5 : p.warps == 3 ? 3 : 2);
   std::uint32_t total = 0;
   auto room = [&](std::uint32_t w, std::uint32_t n) {
     return p.ops[w].size() + n <= kMaxOps && total + n <= budget;
@@ -189,39 +189,44 @@ Program make_program(Below&& below) {
   for (std::uint32_t tries = 0; total < budget && tries < 64; ++tries) {
     const std::uint32_t r = below(100);
     const std::uint32_t w = below(p.warps);
-    if (r < 30 && p.warps >= 2) {
-      // A handoff: a producer arrives (with the bytes of its load) on a
-      // barrier, a consumer waits for the phase, then reads what came.
+    if (r < 30) {
+      // A handoff: a producer arrives (with the bytes of its load, or
+      // after a store) on a barrier, a consumer waits for the phase, then
+      // reads what came; or reads first, racing with the producer. Gated:
+      // both first meet on another barrier, so that the read and the
+      // producer's write are the two steps that can go next.
       const std::uint32_t c = (w + 1 + below(p.warps - 1)) % p.warps;
       const std::uint8_t b = some_bar();
       const bool load = chance(50);
-      if (!room(w, load ? 2 : 1) || !room(c, 2)) continue;
+      const bool store = !load && chance(50);
+      const bool gated = p.bars >= 2 && chance(40);
+      const auto g = gated ? static_cast<std::uint8_t>((b + 1 + below(p.bars - 1)) % p.bars) : b;
+      if (!room(w, (load || store ? 2 : 1) + (gated ? 1 : 0)) || !room(c, gated ? 3 : 2)) continue;
       const std::uint16_t bytes = byte_count();
       const std::uint8_t t = some_tile();
+      const std::uint8_t slot = static_cast<std::uint8_t>(below(kSlots));
+      if (gated) {
+        emit(w, {.kind = OpKind::arrive, .bar = g});
+        emit(c, {.kind = OpKind::wait, .bar = g});
+      }
       if (load) {
         emit(w, {.kind = OpKind::arrive_tx, .bar = b, .bytes = bytes});
         emit(w, {.kind = OpKind::tma_load, .bar = b, .tile = t, .bytes = chance(85) ? bytes : byte_count(),
                  .value = below(16)});
-      } else if (chance(50)) {
-        emit(w, {.kind = OpKind::store, .slot = static_cast<std::uint8_t>(below(kSlots)), .value = ++stored});
-        if (!room(w, 1)) continue;
-        emit(w, {.kind = OpKind::arrive, .bar = b});
       } else {
+        if (store) emit(w, {.kind = OpKind::store, .slot = slot, .value = ++stored});
         emit(w, {.kind = OpKind::arrive, .bar = b});
       }
-      if (chance(70)) {
-        emit(c, {.kind = OpKind::wait, .bar = b, .parity = static_cast<std::uint8_t>(chance(90) ? 0 : 1)});
-      } else {
-        emit(c, {.kind = OpKind::spin, .bar = b, .parity = 0, .tries = static_cast<std::uint8_t>(1 + below(3))});
-      }
-      if (!room(c, 1)) continue;
-      if (load)
-        emit(c, {.kind = OpKind::load_tile, .tile = t, .word = tile_word()});
-      else
-        emit(c, {.kind = OpKind::load, .slot = static_cast<std::uint8_t>(below(kSlots))});
+      const Op wait = chance(70) ? Op{.kind = OpKind::wait, .bar = b, .parity = static_cast<std::uint8_t>(chance(90) ? 0 : 1)}
+                                 : Op{.kind = OpKind::spin, .bar = b, .tries = static_cast<std::uint8_t>(1 + below(3))};
+      const Op read = load ? Op{.kind = OpKind::load_tile, .tile = t, .word = tile_word()}
+                           : Op{.kind = OpKind::load, .slot = chance(80) ? slot : static_cast<std::uint8_t>(below(kSlots))};
+      const bool early = gated || chance(25);
+      emit(c, early ? read : wait);
+      emit(c, early ? wait : read);
       continue;
     }
-    if (r < 36 && p.warps >= 2) {
+    if (r < 36) {
       // The named barrier: a group of warps, each syncing or arriving.
       std::uint32_t group = 0, n = 0;
       for (std::uint32_t v = 0; v < p.warps; ++v)
