@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "fuzz/model_fuzz.hpp"
 #include "fuzz/soundness_program.hpp"
@@ -31,16 +32,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // an input the fuzzer keeps is then cheap to run again.
   constexpr std::uint64_t kMaxRuns = 1000;
   static const std::vector<sd::Comparison> comparisons = sd::bounded_comparisons(2);
-  sd::Tally tally;
-  const auto differences = sd::check_program(p, o, comparisons, kMaxRuns, tally);
+  std::vector<sd::Tally> tallies;
+  const auto differences = sd::check_program(p, o, comparisons, kMaxRuns, tallies);
   // What a corpus exercises, as the model targets print their outcomes.
   static const bool show = std::getenv("WSPIPE_FUZZ_OUTCOMES") != nullptr;
-  if (show)
-    std::fprintf(stderr, "%s\n  %llu comparisons (%llu too large), %llu states, %llu unreduced runs, %llu reduced\n",
-                 sd::to_string(p).c_str(), static_cast<unsigned long long>(tally.comparisons),
-                 static_cast<unsigned long long>(tally.too_large), static_cast<unsigned long long>(tally.states),
-                 static_cast<unsigned long long>(tally.reference_runs),
-                 static_cast<unsigned long long>(tally.tested_runs + tally.tested_pruned));
+  if (show) {
+    std::fprintf(stderr, "%s\n", sd::to_string(p).c_str());
+    for (std::size_t i = 0; i < tallies.size(); ++i) {
+      const sd::Tally& t = tallies[i];
+      std::fprintf(stderr, "  %s: %s\n", comparisons[i].tested.name.c_str(),
+                   t.too_large != 0 ? "too large"
+                                    : (std::to_string(t.states) + " states, " + std::to_string(t.reference_runs) +
+                                       " runs unreduced, " + std::to_string(t.tested_runs + t.tested_pruned) + " reduced")
+                                          .c_str());
+    }
+  }
   if (!differences.empty()) {
     std::fprintf(stderr, "dpor_soundness: the reduced search does not reach the unreduced search's final states\n%s",
                  differences.front().c_str());

@@ -376,8 +376,10 @@ class Run {
       ++done_[w];
     }
     // The warp's exit touches everything (kGlobalResource): a step of its
-    // own, so that the last operation's footprint is its own too.
-    B::syncwarp();
+    // own, so that the last operation's footprint is its own too. (A warp
+    // without operations goes without: that step would only multiply the
+    // unreduced interleavings.)
+    if (!p_.ops[w].empty()) B::syncwarp();
   }
 
   // Performs one operation; false when the run has ended (teardown).
@@ -564,6 +566,7 @@ inline std::vector<Comparison> bounded_comparisons(std::uint32_t max_bound) {
   return c;
 }
 
+// One comparison's counts over the programs it ran on.
 struct Tally {
   std::uint64_t comparisons = 0;
   std::uint64_t reference_runs = 0, tested_runs = 0, tested_pruned = 0, states = 0;
@@ -655,21 +658,28 @@ inline std::string check(const Program& p, const emu::RunOptions& o, const Compa
   return {};
 }
 
-// Every comparison on one program, in order; the differences found. The
-// comparisons go from the cheapest reference search to the dearest: once
-// one's reference passes `max_runs`, the rest are counted as too large
-// without being run.
+// Every comparison on one program, in order; the differences found, and
+// each comparison's counts added to its tally (tallies[i] for
+// comparisons[i]). The comparisons go from the cheapest reference search to
+// the dearest: once one passes `max_runs` (or a quarter of it), the rest
+// are counted as too large without being run.
 inline std::vector<std::string> check_program(const Program& p, const emu::RunOptions& o,
                                               const std::vector<Comparison>& comparisons, std::uint64_t max_runs,
-                                              Tally& tally) {
+                                              std::vector<Tally>& tallies) {
+  tallies.resize(comparisons.size());
   std::vector<std::string> differences;
   for (std::size_t i = 0; i < comparisons.size(); ++i) {
-    const std::uint64_t large = tally.too_large;
-    std::string d = check(p, o, comparisons[i], max_runs, tally);
+    const std::uint64_t large = tallies[i].too_large, runs = tallies[i].reference_runs;
+    std::string d = check(p, o, comparisons[i], max_runs, tallies[i]);
     if (!d.empty()) differences.push_back(std::move(d));
-    if (tally.too_large != large) {
-      tally.comparisons += comparisons.size() - i - 1;
-      tally.too_large += comparisons.size() - i - 1;
+    // A reference search grows several times over from one bound to the
+    // next: one past a quarter of the budget predicts the next one past all
+    // of it, which would cost the budget for nothing.
+    if (tallies[i].too_large != large || (tallies[i].reference_runs - runs) * 4 > max_runs) {
+      for (std::size_t j = i + 1; j < comparisons.size(); ++j) {
+        ++tallies[j].comparisons;
+        ++tallies[j].too_large;
+      }
       break;
     }
   }
