@@ -40,11 +40,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::fprintf(stderr, "%s\n", sd::to_string(p).c_str());
     for (std::size_t i = 0; i < tallies.size(); ++i) {
       const sd::Tally& t = tallies[i];
-      std::fprintf(stderr, "  %s: %s\n", comparisons[i].tested.name.c_str(),
-                   t.too_large != 0 ? "too large"
-                                    : (std::to_string(t.states) + " states, " + std::to_string(t.reference_runs) +
-                                       " runs unreduced, " + std::to_string(t.tested_runs + t.tested_pruned) + " reduced")
-                                          .c_str());
+      const std::string counts = t.too_large != 0 ? "too large"
+                                                  : std::to_string(t.states) + " states, " +
+                                                        std::to_string(t.reference_runs) + " runs unreduced, " +
+                                                        std::to_string(t.tested_runs + t.tested_pruned) + " reduced";
+      std::fprintf(stderr, "  %s: %s\n", comparisons[i].tested.name.c_str(), counts.c_str());
     }
   }
   if (!differences.empty()) {

@@ -20,8 +20,13 @@
 // deadlock, livelock, the rule of the violation), then per warp the number
 // of operations it completed and every value it observed (a try_wait's
 // answer, the try on which a spin passed, a loaded word), then the shared
-// words as the warps' stores left them. Two refinements are by design, not
-// weaknesses of the comparison:
+// words as the warps' stores left them. Three refinements follow from what
+// a reduction promises:
+//  - a run that ends in a violation stops there: the steps of other warps
+//    that commute with the one that broke the rule may have run before it
+//    or not, and a reduction explores one of those orders. Its state is the
+//    rule, the actor of that step, and that warp's own operations and
+//    observations (the violation and its causal past).
 //  - race checker on: data accesses are no footprints (a racing pair is
 //    reported whichever order runs, so one order is enough); a run that
 //    ends in a race keeps only "race" as its state. Which race is reported
@@ -45,12 +50,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +69,7 @@ inline constexpr std::uint32_t kMaxBars = 3;
 inline constexpr std::uint32_t kMaxOps = 5;  // per warp
 inline constexpr std::uint32_t kTiles = 2;
 inline constexpr std::uint32_t kTileBytes = 256;  // two 128-byte lines: a load of all of it lands in pieces
+inline constexpr std::uint32_t kTileWords = kTileBytes / 4;
 inline constexpr std::uint32_t kWords = 8;        // the shared words; slots 0, 4 and 5 are used
 inline constexpr std::uint32_t kSlots = 3;
 inline constexpr std::uint32_t kSlotWord[kSlots] = {0, 4, 5};  // slots 1 and 2 share a 16-byte chunk
@@ -112,15 +116,12 @@ struct Program {
   }
 };
 
-inline bool observes(OpKind k) {
-  return k == OpKind::try_wait || k == OpKind::spin || k == OpKind::load || k == OpKind::load_tile;
-}
-
 // "b0(1) b1(2) | w0: arrive_tx(b0,16); wait(b0,0); load(s1) | w1: ...": how
 // a program is printed in a report.
 inline std::string to_string(const Program& p) {
   std::string s;
-  for (std::uint32_t b = 0; b < p.bars; ++b) s += (b != 0 ? " b" : "b") + std::to_string(b) + "(" + std::to_string(p.count[b]) + ")";
+  for (std::uint32_t b = 0; b < p.bars; ++b)
+    s += (b != 0 ? " b" : "b") + std::to_string(b) + "(" + std::to_string(p.count[b]) + ")";
   for (std::uint32_t w = 0; w < p.warps; ++w) {
     s += " | w" + std::to_string(w) + ":";
     const char* sep = " ";
@@ -183,6 +184,7 @@ Program make_program(Below&& below) {
   auto byte_count = [&] { return static_cast<std::uint16_t>(chance(75) ? 16 : chance(50) ? kTileBytes : 32); };
   auto some_bar = [&] { return static_cast<std::uint8_t>(below(p.bars)); };
   auto some_tile = [&] { return static_cast<std::uint8_t>(below(kTiles)); };
+  auto some_slot = [&] { return static_cast<std::uint8_t>(below(kSlots)); };
   auto tile_word = [&] { return static_cast<std::uint8_t>(chance(70) ? 0 : 32 + below(4)); };  // line 0 or 1
   std::uint32_t stored = 0;
 
@@ -204,7 +206,7 @@ Program make_program(Below&& below) {
       if (!room(w, (load || store ? 2 : 1) + (gated ? 1 : 0)) || !room(c, gated ? 3 : 2)) continue;
       const std::uint16_t bytes = byte_count();
       const std::uint8_t t = some_tile();
-      const std::uint8_t slot = static_cast<std::uint8_t>(below(kSlots));
+      const std::uint8_t slot = some_slot();
       if (gated) {
         emit(w, {.kind = OpKind::arrive, .bar = g});
         emit(c, {.kind = OpKind::wait, .bar = g});
@@ -217,10 +219,11 @@ Program make_program(Below&& below) {
         if (store) emit(w, {.kind = OpKind::store, .slot = slot, .value = ++stored});
         emit(w, {.kind = OpKind::arrive, .bar = b});
       }
-      const Op wait = chance(70) ? Op{.kind = OpKind::wait, .bar = b, .parity = static_cast<std::uint8_t>(chance(90) ? 0 : 1)}
-                                 : Op{.kind = OpKind::spin, .bar = b, .tries = static_cast<std::uint8_t>(1 + below(3))};
+      const Op wait = chance(70)
+                          ? Op{.kind = OpKind::wait, .bar = b, .parity = static_cast<std::uint8_t>(chance(90) ? 0 : 1)}
+                          : Op{.kind = OpKind::spin, .bar = b, .tries = static_cast<std::uint8_t>(1 + below(3))};
       const Op read = load ? Op{.kind = OpKind::load_tile, .tile = t, .word = tile_word()}
-                           : Op{.kind = OpKind::load, .slot = chance(80) ? slot : static_cast<std::uint8_t>(below(kSlots))};
+                           : Op{.kind = OpKind::load, .slot = chance(80) ? slot : some_slot()};
       const bool early = gated || chance(25);
       emit(c, early ? read : wait);
       emit(c, early ? wait : read);
@@ -248,7 +251,9 @@ Program make_program(Below&& below) {
     switch (below(10)) {
       case 0: emit(w, {.kind = OpKind::arrive, .bar = b}); break;
       case 1: emit(w, {.kind = OpKind::expect_tx, .bar = b, .bytes = byte_count()}); break;
-      case 2: emit(w, {.kind = OpKind::tma_load, .bar = b, .tile = some_tile(), .bytes = byte_count(), .value = below(16)}); break;
+      case 2:
+        emit(w, {.kind = OpKind::tma_load, .bar = b, .tile = some_tile(), .bytes = byte_count(), .value = below(16)});
+        break;
       case 3: emit(w, {.kind = OpKind::try_wait, .bar = b, .parity = static_cast<std::uint8_t>(below(2))}); break;
       case 4:
         emit(w, {.kind = OpKind::spin, .bar = b, .parity = static_cast<std::uint8_t>(below(2)),
@@ -256,8 +261,8 @@ Program make_program(Below&& below) {
         break;
       case 5: emit(w, {.kind = OpKind::wait, .bar = b, .parity = static_cast<std::uint8_t>(chance(80) ? 0 : 1)}); break;
       case 6:
-      case 7: emit(w, {.kind = OpKind::store, .slot = static_cast<std::uint8_t>(below(kSlots)), .value = ++stored}); break;
-      case 8: emit(w, {.kind = OpKind::load, .slot = static_cast<std::uint8_t>(below(kSlots))}); break;
+      case 7: emit(w, {.kind = OpKind::store, .slot = some_slot(), .value = ++stored}); break;
+      case 8: emit(w, {.kind = OpKind::load, .slot = some_slot()}); break;
       default: emit(w, {.kind = OpKind::load_tile, .tile = some_tile(), .word = tile_word()}); break;
     }
   }
@@ -323,7 +328,7 @@ inline const std::vector<std::uint32_t>& source_words() {
 struct Storage {
   SharedMemBarrier bar[kMaxBars];
   alignas(16) std::uint32_t word[kWords];
-  alignas(128) std::uint32_t tile[kTiles][kTileBytes / 4];
+  alignas(128) std::uint32_t tile[kTiles][kTileWords];
 };
 
 // One run's observations, and the kernel that makes them.
@@ -366,7 +371,8 @@ class Run {
         for (std::uint32_t b = 0; b < p_.bars; ++b) B::init(st.bar[b], p_.count[b], {"bar", static_cast<int>(b)});
         B::fence_init();
         std::fill_n(words.write_range(0, kWords), kWords, 0u);
-        for (auto& t : st.tile) std::fill_n(SmemView<B, std::uint32_t>(t, kTileBytes / 4).write_range(0, kTileBytes / 4), kTileBytes / 4, 0u);
+        for (auto& t : st.tile)
+          std::fill_n(SmemView<B, std::uint32_t>(t, kTileWords).write_range(0, kTileWords), kTileWords, 0u);
         B::fence_proxy_async();
       });
     }
@@ -384,7 +390,6 @@ class Run {
 
   // Performs one operation; false when the run has ended (teardown).
   bool perform(Storage& st, std::uint32_t w, const Op& op) {
-    bool live = watch_.in_step();
     auto note = [&](std::string v) {
       if (watch_.in_step()) seen_[w].push_back(std::move(v));
     };
@@ -445,7 +450,7 @@ class Run {
         case OpKind::load_tile: {
           if (!watch_.in_step()) break;
           const std::uint32_t v =
-              SmemView<B, std::uint32_t>(st.tile[op.tile], kTileBytes / 4).load(op.word);
+              SmemView<B, std::uint32_t>(st.tile[op.tile], kTileWords).load(op.word);
           note(race_check_ ? "t" + std::to_string(v) : "t?");
           break;
         }
@@ -453,8 +458,7 @@ class Run {
         case OpKind::named_arrive: break;
       }
     });
-    live = live && watch_.in_step();
-    return live;
+    return watch_.in_step();
   }
 
   // " w1@2: 0 v3": warp w's operations completed and what it observed.
@@ -561,7 +565,8 @@ struct Comparison {
 inline std::vector<Comparison> bounded_comparisons(std::uint32_t max_bound) {
   std::vector<Comparison> c;
   for (std::uint32_t k = 0; k <= max_bound; ++k)
-    c.push_back({bounded(k, false), bounded(k, true), {bounded(k + 1, true), bounded(k + 3, true), bounded(kNoBound, true)}});
+    c.push_back({bounded(k, false), bounded(k, true),
+                 {bounded(k + 1, true), bounded(k + 3, true), bounded(kNoBound, true)}});
   c.push_back({bounded(kNoBound, false), bounded(kNoBound, true), {}});
   return c;
 }

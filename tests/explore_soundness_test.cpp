@@ -142,7 +142,8 @@ TEST(explore_Soundness, TheReducedSearchReachesTheUnreducedFinalStates) {
 // Try_wait time-outs and loads out of issue order are choice points of
 // their own; without them the search is another one, checked on a subset.
 TEST(explore_Soundness, AndWithoutTimeOutsOrLoadsOutOfOrder) {
-  const std::uint64_t count = std::max<std::uint64_t>(env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS) / 4, 1);
+  const std::uint64_t count =
+      std::max<std::uint64_t>(env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS) / 4, 1);
   const auto c = comparisons();
   const Sweep s = sweep(env_or("WSPIPE_SOUNDNESS_FIRST", 1), count,
                         {sd::run_options(true, false, false), sd::run_options(false, false, true),
@@ -219,8 +220,9 @@ TEST(explore_Soundness, HidingTheDataFromTheFootprintsIsCaughtOnlyWithoutTheRace
   // needs warp 1 to go first once b1 has completed (a preemption); with the
   // data hidden, warp 0's store then stays asleep until warp 1 blocks on
   // b0, and the branch is cut.
-  sd::Program p = two_warps({{.kind = OpKind::arrive, .bar = 1}, {.kind = OpKind::store, .value = 1}, {.kind = OpKind::arrive}},
-                            {{.kind = OpKind::wait, .bar = 1}, {.kind = OpKind::load}, {.kind = OpKind::wait}});
+  sd::Program p =
+      two_warps({{.kind = OpKind::arrive, .bar = 1}, {.kind = OpKind::store, .value = 1}, {.kind = OpKind::arrive}},
+                {{.kind = OpKind::wait, .bar = 1}, {.kind = OpKind::load}, {.kind = OpKind::wait}});
   p.bars = 2;
   p.count[1] = 1;
   std::vector<sd::Tally> t;
@@ -230,10 +232,13 @@ TEST(explore_Soundness, HidingTheDataFromTheFootprintsIsCaughtOnlyWithoutTheRace
             std::string::npos)
       << off[0];
   EXPECT_TRUE(sd::check_program(p, sd::run_options(true), c, kMaxRuns, t).empty());
-  // The generated programs have that shape too (a gated handoff).
-  const Sweep generated = sweep(1, 100, {sd::run_options(false)}, c, 1);
-  ASSERT_FALSE(generated.differences.empty());
-  std::printf("[ soundness ] caught (race checker off):\n%s", generated.differences[0].c_str());
+  // The generated programs have that shape too (a gated handoff; the first
+  // is program 65, past the sanitizer builds' sweeps).
+  if (kTeethPrograms >= 100) {
+    const Sweep generated = sweep(1, kTeethPrograms, {sd::run_options(false)}, c, 1);
+    ASSERT_FALSE(generated.differences.empty());
+    std::printf("[ soundness ] caught (race checker off):\n%s", generated.differences[0].c_str());
+  }
   const Sweep on = sweep(1, kTeethPrograms, {sd::run_options(true)}, c);
   EXPECT_TRUE(on.differences.empty()) << first_differences(on);
 }
