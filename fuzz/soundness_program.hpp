@@ -20,7 +20,8 @@
 // deadlock, livelock, the rule of the violation), then per warp the number
 // of operations it completed and every value it observed (a try_wait's
 // answer, the try on which a spin passed, a loaded word), then the shared
-// words as the warps' stores left them. Three refinements follow from what
+// words as the warps' stores left them and the tiles as the TMA loads left
+// them (Run::note_tiles). Three refinements follow from what
 // a reduction promises:
 //  - a run that ends in a violation stops there: the steps of other warps
 //    that commute with the one that broke the rule may have run before it
@@ -301,8 +302,12 @@ class Watch final : public emu::Strategy {
   bool wants_footprints() const override { return true; }  // a pick at every step: in_step stays exact
   void stepped(std::uint32_t actor, const emu::Footprint& fp) override {
     in_step_ = false;
+    if (after_step) after_step(actor);
     if (inner_.wants_footprints()) inner_.stepped(actor, footprints_ ? footprints_(fp) : fp);
   }
+  // Called after each step, while the run's memory is still there (the
+  // last step's too, before the teardown).
+  std::function<void(std::uint32_t actor)> after_step;
   bool in_step() const { return in_step_; }
   // The actor of the step in progress, or of the last one.
   std::uint32_t actor() const { return actor_; }
@@ -334,7 +339,15 @@ struct Storage {
 // One run's observations, and the kernel that makes them.
 class Run {
  public:
-  Run(const Program& p, const Watch& watch, bool race_check) : p_(p), watch_(watch), race_check_(race_check) {}
+  // Observes the run through `watch` (which it hooks: one Run per run).
+  Run(const Program& p, Watch& watch, bool race_check) : p_(p), watch_(watch), race_check_(race_check) {
+    watch.after_step = [this](std::uint32_t actor) {
+      if (actor >= p_.warps && storage_ != nullptr) note_tiles();
+    };
+  }
+  ~Run() { watch_.after_step = nullptr; }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
 
   emu::Kernel kernel() {
     emu::Kernel k;
@@ -356,6 +369,9 @@ class Run {
     for (std::uint32_t w = 0; w < p_.warps; ++w) s += " |" + warp(w);
     s += " | s:";
     for (const std::uint32_t k : kSlotWord) s += " " + std::to_string(words_[k]);
+    s += " | t:";
+    for (const auto& t : tiles_)
+      s += " " + std::to_string(t[0]) + "," + std::to_string(t[1]) + "," + std::to_string(t[2]);
     return s;
   }
 
@@ -367,6 +383,7 @@ class Run {
     const std::uint32_t w = B::warp_idx();
     const SmemView<B, std::uint32_t> words(st.word, kWords);
     if (w == 0) {
+      storage_ = &st;
       B::elect_one([&] {
         for (std::uint32_t b = 0; b < p_.bars; ++b) B::init(st.bar[b], p_.count[b], {"bar", static_cast<int>(b)});
         B::fence_init();
@@ -461,6 +478,16 @@ class Run {
     return watch_.in_step();
   }
 
+  // What the TMA engine left in the tiles, after each of its steps: words
+  // 0, 4 and 8 of each, which name the load that wrote them last (loads of
+  // 16, 32 and 256 bytes, all to a tile's start, each word naming its
+  // source). Read behind the race checker's back: the run's own memory,
+  // not an access of a warp.
+  void note_tiles() {
+    for (std::uint32_t t = 0; t < kTiles; ++t)
+      for (std::uint32_t i = 0; i < 3; ++i) tiles_[t][i] = storage_->tile[t][4 * i];
+  }
+
   // " w1@2: 0 v3": warp w's operations completed and what it observed.
   std::string warp(std::uint32_t w) const {
     std::string s = " w" + std::to_string(w) + "@" + std::to_string(done_[w]) + ":";
@@ -469,11 +496,13 @@ class Run {
   }
 
   const Program& p_;
-  const Watch& watch_;
+  Watch& watch_;
+  const Storage* storage_ = nullptr;
   bool race_check_;
   std::array<std::uint32_t, kMaxWarps> done_{};
   std::array<std::vector<std::string>, kMaxWarps> seen_;
   std::array<std::uint32_t, kWords> words_{};  // the words as the warps' stores left them
+  std::array<std::array<std::uint32_t, 3>, kTiles> tiles_{};  // note_tiles()
 };
 
 // ------------------------------------------------------------- searching
