@@ -10,15 +10,17 @@
 //
 // WSPIPE_SOUNDNESS_PROGRAMS sets the number of programs (default: 2000, or
 // WSPIPE_SOUNDNESS_CI_PROGRAMS where the build sets it: the sanitizer
-// builds, about twenty times slower), WSPIPE_SOUNDNESS_FIRST the first seed.
+// builds, about 30 times slower), WSPIPE_SOUNDNESS_FIRST the first seed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fuzz/soundness_program.hpp"
@@ -266,16 +268,17 @@ TEST(explore_Soundness, HidingTheDataFromTheFootprintsIsCaughtOnlyWithoutTheRace
 
 // ---- what a final state is
 
-// A handoff through a barrier: the load sees the store, whatever the order.
-TEST(explore_Soundness, AFinalStateHoldsWhatEachWarpObservedAndTheStoredWords) {
+// A handoff through a barrier: the load sees the store, whatever the order;
+// and the tiles as the TMA loads left them.
+TEST(explore_Soundness, AFinalStateHoldsWhatEachWarpObservedAndTheDataLeft) {
   const sd::Program p = two_warps({{.kind = OpKind::store, .slot = 1, .value = 7}, {.kind = OpKind::arrive}},
                                   {{.kind = OpKind::wait}, {.kind = OpKind::load, .slot = 1}});
   EXPECT_EQ(sd::to_string(p), "b0(1) | w0: store(s1=7); arrive(b0) | w1: wait(b0,0); load(s1)");
   EXPECT_EQ(states(p), (std::set<std::string>{"ok | w0@2: | w1@2: v7 | s: 0 7 0 | t: 0,0,0 0,0,0"}));
   // A TMA load of source row 3 (words 1012...) into tile 0, then one of
   // 256 bytes from row 5 over it: words 0, 4 and 8 of the tile name the
-  // last writer of each part. With loads out of issue order both orders
-  // end the run; a warp reads the tile once both have landed.
+  // last writer of each part. With loads out of issue order, both orders
+  // are reached; the warp reads the tile once both have landed.
   const sd::Program tma = two_warps(
       {{.kind = OpKind::arrive_tx, .bytes = 16 + sd::kTileBytes},
        {.kind = OpKind::tma_load, .bytes = 16, .value = 3},
