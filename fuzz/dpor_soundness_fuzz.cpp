@@ -10,9 +10,10 @@
 // programs in CI.
 //
 // Input: byte 0: race checker (bit 0), spurious try_wait (bit 1), loads out
-// of issue order (bit 2), each on when its bit is clear (the defaults);
-// the rest draws the program (make_program: each choice is a byte modulo
-// the number of alternatives; 0 once the input runs out).
+// of issue order (bit 2), each on when its bit is clear (the defaults), and
+// a cluster of two CTAs (bit 3); the rest draws the program (make_program:
+// each choice is a byte modulo the number of alternatives; 0 once the
+// input runs out).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   wspipe::fuzz::Bytes in(data, size);
   const std::uint8_t head = in.u8();
   const auto o = sd::run_options((head & 1u) == 0, (head & 2u) == 0, (head & 4u) == 0);
-  const sd::Program p = sd::make_program([&](std::uint32_t n) { return static_cast<std::uint32_t>(in.u8() % n); });
+  const sd::Program p =
+      sd::make_program([&](std::uint32_t n) { return static_cast<std::uint32_t>(in.u8() % n); }, (head & 8u) != 0 ? 2 : 1);
   // A search that passes this many runs leaves the comparison undecided:
   // an input the fuzzer keeps is then cheap to run again.
   constexpr std::uint64_t kMaxRuns = 1000;

@@ -65,7 +65,8 @@
 
 namespace wspipe::fuzz::soundness {
 
-inline constexpr std::uint32_t kMaxWarps = 4;
+inline constexpr std::uint32_t kMaxWarps = 4;  // in all: a cluster of two CTAs has up to 2 each
+inline constexpr std::uint32_t kMaxCtas = 2;
 inline constexpr std::uint32_t kMaxBars = 3;
 inline constexpr std::uint32_t kMaxOps = 5;  // per warp
 inline constexpr std::uint32_t kTiles = 2;
@@ -88,8 +89,9 @@ enum class OpKind : std::uint8_t {
   store,        // shared word slot = value
   load,         // shared word slot: observed
   load_tile,    // word `word` of tile `tile`: observed
-  named_sync,   // bar.sync kNamedId, `threads`
-  named_arrive  // bar.arrive kNamedId, `threads`
+  named_sync,    // bar.sync kNamedId, `threads`
+  named_arrive,  // bar.arrive kNamedId, `threads`
+  cluster_sync   // barrier.cluster.arrive + wait (a cluster of two CTAs; every warp has one)
 };
 
 struct Op {
@@ -102,17 +104,23 @@ struct Op {
   std::uint8_t word = 0;    // load_tile: the word of the tile
   std::uint16_t bytes = 0;  // tx operations and loads; named barriers: threads
   std::uint32_t value = 0;  // store: the value; tma_load: the source's 16-byte row
+  // A cluster of two CTAs: arrive and arrive_tx on the other CTA's barrier
+  // `bar`; tma_load multicast to both CTAs (each CTA's tile `tile`, each
+  // CTA's barrier `bar`).
+  bool peer = false;
 };
 
 struct Program {
-  std::uint32_t warps = 2;
-  std::uint32_t bars = 1;
+  std::uint32_t ctas = 1;   // 1, or a cluster of 2
+  std::uint32_t warps = 2;  // per CTA
+  std::uint32_t bars = 1;   // per CTA
   std::array<std::uint32_t, kMaxBars> count{};  // arrivals per phase
-  std::array<std::vector<Op>, kMaxWarps> ops;
+  std::array<std::vector<Op>, kMaxWarps> ops;   // by warp of the cluster: CTA c's warp w is c * warps + w
 
+  std::uint32_t all_warps() const { return ctas * warps; }
   std::uint32_t size() const {
     std::uint32_t n = 0;
-    for (std::uint32_t w = 0; w < warps; ++w) n += static_cast<std::uint32_t>(ops[w].size());
+    for (std::uint32_t w = 0; w < all_warps(); ++w) n += static_cast<std::uint32_t>(ops[w].size());
     return n;
   }
 };
@@ -120,14 +128,14 @@ struct Program {
 // "b0(1) b1(2) | w0: arrive_tx(b0,16); wait(b0,0); load(s1) | w1: ...": how
 // a program is printed in a report.
 inline std::string to_string(const Program& p) {
-  std::string s;
+  std::string s = p.ctas == 1 ? "" : "2 CTAs of " + std::to_string(p.warps) + " warps, ";
   for (std::uint32_t b = 0; b < p.bars; ++b)
     s += (b != 0 ? " b" : "b") + std::to_string(b) + "(" + std::to_string(p.count[b]) + ")";
-  for (std::uint32_t w = 0; w < p.warps; ++w) {
+  for (std::uint32_t w = 0; w < p.all_warps(); ++w) {
     s += " | w" + std::to_string(w) + ":";
     const char* sep = " ";
     for (const Op& op : p.ops[w]) {
-      const std::string b = "b" + std::to_string(op.bar);
+      const std::string b = "b" + std::to_string(op.bar) + (op.peer && op.kind != OpKind::tma_load ? "@peer" : "");
       const std::string t = "t" + std::to_string(op.tile);
       s += sep;
       sep = "; ";
@@ -136,7 +144,8 @@ inline std::string to_string(const Program& p) {
         case OpKind::arrive_tx: s += "arrive_tx(" + b + "," + std::to_string(op.bytes) + ")"; break;
         case OpKind::expect_tx: s += "expect_tx(" + b + "," + std::to_string(op.bytes) + ")"; break;
         case OpKind::tma_load:
-          s += "tma_load(" + t + "<-row" + std::to_string(op.value) + "," + std::to_string(op.bytes) + "," + b + ")";
+          s += "tma_load(" + t + "<-row" + std::to_string(op.value) + "," + std::to_string(op.bytes) + "," + b +
+               (op.peer ? ",multicast)" : ")");
           break;
         case OpKind::wait: s += "wait(" + b + "," + std::to_string(op.parity) + ")"; break;
         case OpKind::try_wait: s += "try_wait(" + b + "," + std::to_string(op.parity) + ")"; break;
@@ -148,6 +157,7 @@ inline std::string to_string(const Program& p) {
         case OpKind::load_tile: s += "load(" + t + "[" + std::to_string(op.word) + "])"; break;
         case OpKind::named_sync: s += "bar.sync(" + std::to_string(op.bytes) + ")"; break;
         case OpKind::named_arrive: s += "bar.arrive(" + std::to_string(op.bytes) + ")"; break;
+        case OpKind::cluster_sync: s += "cluster_sync"; break;
       }
     }
   }
@@ -163,20 +173,26 @@ inline std::string to_string(const Program& p) {
 // delivered by a TMA load, waits for the phase), with the rest random
 // around it; any of it may be off (a missing arrival, a wrong byte count,
 // a wait for the wrong parity), which is as interesting to compare.
+// ctas = 2: a cluster of two CTAs of 1 or 2 warps each, whose handoffs may
+// cross from one CTA to the other (a remote arrival, a multicast load) and
+// whose warps may all meet at a cluster barrier. (The draws of a one-CTA
+// program do not depend on the cluster's: a seed's program stays the same.)
 template <class Below>
-Program make_program(Below&& below) {
+Program make_program(Below&& below, std::uint32_t ctas = 1) {
   auto chance = [&](std::uint32_t percent) { return below(100) < percent; };
   Program p;
-  p.warps = chance(65) ? 2 : chance(70) ? 3 : 4;
+  p.ctas = ctas;
+  p.warps = ctas == 1 ? (chance(65) ? 2 : chance(70) ? 3 : 4) : (chance(85) ? 1 : 2);
+  const std::uint32_t n = p.all_warps();
   p.bars = 1 + (chance(60) ? 0 : 1 + below(2));
   for (std::uint32_t b = 0; b < p.bars; ++b) p.count[b] = chance(70) ? 1 : 2;
   // Keep programs tiny: the unreduced search must finish in milliseconds.
   // Each warp's start and the bar.sync after the barriers' init are steps
   // too, so more warps get fewer operations.
-  const std::uint32_t budget = 2 + below(p.warps == 2 ? 5 : p.warps == 3 ? 3 : 2);
+  const std::uint32_t budget = 2 + below(n == 2 ? 5 : n == 3 ? 3 : 2);
   std::uint32_t total = 0;
-  auto room = [&](std::uint32_t w, std::uint32_t n) {
-    return p.ops[w].size() + n <= kMaxOps && total + n <= budget;
+  auto room = [&](std::uint32_t w, std::uint32_t ops) {
+    return p.ops[w].size() + ops <= kMaxOps && total + ops <= budget;
   };
   auto emit = [&](std::uint32_t w, Op op) {
     p.ops[w].push_back(op);
@@ -187,38 +203,46 @@ Program make_program(Below&& below) {
   auto some_tile = [&] { return static_cast<std::uint8_t>(below(kTiles)); };
   auto some_slot = [&] { return static_cast<std::uint8_t>(below(kSlots)); };
   auto tile_word = [&] { return static_cast<std::uint8_t>(chance(70) ? 0 : 32 + below(4)); };  // line 0 or 1
+  auto same_cta = [&](std::uint32_t v, std::uint32_t w) { return v / p.warps == w / p.warps; };
+  auto remote = [&] { return p.ctas == 2 && chance(30); };
   std::uint32_t stored = 0;
 
   for (std::uint32_t tries = 0; total < budget && tries < 64; ++tries) {
     const std::uint32_t r = below(100);
-    const std::uint32_t w = below(p.warps);
+    const std::uint32_t w = below(n);
     if (r < 30) {
       // A handoff: a producer arrives (with the bytes of its load, or
       // after a store) on a barrier, a consumer waits for the phase, then
       // reads what came; or reads first, racing with the producer. Gated:
       // both first meet on another barrier, so that the read and the
-      // producer's write are the two steps that can go next.
-      const std::uint32_t c = (w + 1 + below(p.warps - 1)) % p.warps;
+      // producer's write are the two steps that can go next. Across the
+      // cluster, the barriers are the consumer's: the producer arrives on
+      // them remotely, and its load is a multicast, which its own CTA's
+      // barrier expects too.
+      const std::uint32_t c = (w + 1 + below(n - 1)) % n;
+      const bool across = !same_cta(w, c);
       const std::uint8_t b = some_bar();
       const bool load = chance(50);
       const bool store = !load && chance(50);
       const bool gated = p.bars >= 2 && chance(40);
       const auto g = gated ? static_cast<std::uint8_t>((b + 1 + below(p.bars - 1)) % p.bars) : b;
-      if (!room(w, (load || store ? 2 : 1) + (gated ? 1 : 0)) || !room(c, gated ? 3 : 2)) continue;
+      if (!room(w, (load || store ? 2 : 1) + (gated ? 1 : 0) + (load && across ? 1 : 0)) || !room(c, gated ? 3 : 2))
+        continue;
       const std::uint16_t bytes = byte_count();
       const std::uint8_t t = some_tile();
       const std::uint8_t slot = some_slot();
       if (gated) {
-        emit(w, {.kind = OpKind::arrive, .bar = g});
+        emit(w, {.kind = OpKind::arrive, .bar = g, .peer = across});
         emit(c, {.kind = OpKind::wait, .bar = g});
       }
       if (load) {
-        emit(w, {.kind = OpKind::arrive_tx, .bar = b, .bytes = bytes});
+        if (across) emit(w, {.kind = OpKind::expect_tx, .bar = b, .bytes = bytes});
+        emit(w, {.kind = OpKind::arrive_tx, .bar = b, .bytes = bytes, .peer = across});
         emit(w, {.kind = OpKind::tma_load, .bar = b, .tile = t, .bytes = chance(85) ? bytes : byte_count(),
-                 .value = below(16)});
+                 .value = below(16), .peer = across});
       } else {
         if (store) emit(w, {.kind = OpKind::store, .slot = slot, .value = ++stored});
-        emit(w, {.kind = OpKind::arrive, .bar = b});
+        emit(w, {.kind = OpKind::arrive, .bar = b, .peer = across});
       }
       const Op wait = chance(70)
                           ? Op{.kind = OpKind::wait, .bar = b, .parity = static_cast<std::uint8_t>(chance(90) ? 0 : 1)}
@@ -230,16 +254,25 @@ Program make_program(Below&& below) {
       emit(c, early ? wait : read);
       continue;
     }
+    if (r < 36 && p.ctas == 2 && chance(40)) {
+      // The cluster barrier: every warp of the cluster.
+      bool fits = true;
+      for (std::uint32_t v = 0; v < n; ++v) fits = fits && room(v, 1) && total + n <= budget;
+      if (!fits) continue;
+      for (std::uint32_t v = 0; v < n; ++v) emit(v, {.kind = OpKind::cluster_sync});
+      continue;
+    }
     if (r < 36) {
-      // The named barrier: a group of warps, each syncing or arriving.
-      std::uint32_t group = 0, n = 0;
-      for (std::uint32_t v = 0; v < p.warps; ++v)
-        if ((v == w || chance(60)) && room(v, 1)) group |= 1u << v;
-      for (std::uint32_t v = 0; v < p.warps; ++v) n += (group >> v) & 1u;
-      if (n < 2) continue;
-      const auto threads = static_cast<std::uint16_t>(32 * (chance(90) ? n : n + 1));
+      // The named barrier: a group of warps of one CTA, each syncing or
+      // arriving.
+      std::uint32_t group = 0, members = 0;
+      for (std::uint32_t v = 0; v < n; ++v)
+        if (same_cta(v, w) && (v == w || chance(60)) && room(v, 1)) group |= 1u << v;
+      for (std::uint32_t v = 0; v < n; ++v) members += (group >> v) & 1u;
+      if (members < 2) continue;
+      const auto threads = static_cast<std::uint16_t>(32 * (chance(90) ? members : members + 1));
       bool synced = false;
-      for (std::uint32_t v = 0; v < p.warps; ++v) {
+      for (std::uint32_t v = 0; v < n; ++v) {
         if (((group >> v) & 1u) == 0) continue;
         const bool sync = !synced || chance(60);
         synced = synced || sync;
@@ -250,10 +283,11 @@ Program make_program(Below&& below) {
     if (!room(w, 1)) continue;
     const std::uint8_t b = some_bar();
     switch (below(10)) {
-      case 0: emit(w, {.kind = OpKind::arrive, .bar = b}); break;
+      case 0: emit(w, {.kind = OpKind::arrive, .bar = b, .peer = remote()}); break;
       case 1: emit(w, {.kind = OpKind::expect_tx, .bar = b, .bytes = byte_count()}); break;
       case 2:
-        emit(w, {.kind = OpKind::tma_load, .bar = b, .tile = some_tile(), .bytes = byte_count(), .value = below(16)});
+        emit(w, {.kind = OpKind::tma_load, .bar = b, .tile = some_tile(), .bytes = byte_count(), .value = below(16),
+                 .peer = remote()});
         break;
       case 3: emit(w, {.kind = OpKind::try_wait, .bar = b, .parity = static_cast<std::uint8_t>(below(2))}); break;
       case 4:
@@ -270,10 +304,10 @@ Program make_program(Below&& below) {
   return p;
 }
 
-// The program of a seed (the test's).
-inline Program seeded_program(std::uint64_t seed) {
+// The program of a seed (the test's); ctas = 2: a cluster's.
+inline Program seeded_program(std::uint64_t seed, std::uint32_t ctas = 1) {
   emu::Rng rng(seed * 0x9E3779B97F4A7C15ull + 0x5EED);
-  return make_program([&](std::uint32_t n) { return rng.below(n); });
+  return make_program([&](std::uint32_t n) { return rng.below(n); }, ctas);
 }
 
 // ---------------------------------------------------------------- running
@@ -342,7 +376,7 @@ class Run {
   // Observes the run through `watch` (which it hooks: one Run per run).
   Run(const Program& p, Watch& watch, bool race_check) : p_(p), watch_(watch), race_check_(race_check) {
     watch.after_step = [this](std::uint32_t actor) {
-      if (actor >= p_.warps && storage_ != nullptr) note_tiles();
+      if (actor >= p_.all_warps()) note_tiles();
     };
   }
   ~Run() { watch_.after_step = nullptr; }
@@ -351,6 +385,7 @@ class Run {
 
   emu::Kernel kernel() {
     emu::Kernel k;
+    k.launch.cluster_size = p_.ctas;
     k.launch.warps_per_cta = p_.warps;
     k.launch.smem_bytes = sizeof(Storage);
     k.body = [this] { body(); };
@@ -363,15 +398,17 @@ class Run {
     if (r.status == emu::Status::violation) {
       if (race_check_ && s.rfind("race.", 0) == 0) return "race";
       const std::uint32_t a = watch_.actor();
-      if (a >= p_.warps) return s + " by an engine";
+      if (a >= p_.all_warps()) return s + " by an engine";
       return s + " by" + warp(a);
     }
-    for (std::uint32_t w = 0; w < p_.warps; ++w) s += " |" + warp(w);
-    s += " | s:";
-    for (const std::uint32_t k : kSlotWord) s += " " + std::to_string(words_[k]);
-    s += " | t:";
-    for (const auto& t : tiles_)
-      s += " " + std::to_string(t[0]) + "," + std::to_string(t[1]) + "," + std::to_string(t[2]);
+    for (std::uint32_t w = 0; w < p_.all_warps(); ++w) s += " |" + warp(w);
+    for (std::uint32_t c = 0; c < p_.ctas; ++c) {
+      s += c == 0 ? " | s:" : " / s:";  // a second CTA's words and tiles after a slash
+      for (const std::uint32_t k : kSlotWord) s += " " + std::to_string(words_[c][k]);
+      s += " | t:";
+      for (const auto& t : tiles_[c])
+        s += " " + std::to_string(t[0]) + "," + std::to_string(t[1]) + "," + std::to_string(t[2]);
+    }
     return s;
   }
 
@@ -380,10 +417,11 @@ class Run {
 
   void body() {
     auto& st = B::shared_storage<Storage>();
-    const std::uint32_t w = B::warp_idx();
+    const std::uint32_t cta = B::cta_rank();
+    const std::uint32_t w = cta * p_.warps + B::warp_idx();
     const SmemView<B, std::uint32_t> words(st.word, kWords);
-    if (w == 0) {
-      storage_ = &st;
+    if (B::warp_idx() == 0) {
+      storage_[cta] = &st;
       B::elect_one([&] {
         for (std::uint32_t b = 0; b < p_.bars; ++b) B::init(st.bar[b], p_.count[b], {"bar", static_cast<int>(b)});
         B::fence_init();
@@ -393,20 +431,30 @@ class Run {
         B::fence_proxy_async();
       });
     }
-    B::named_sync(0, 32 * p_.warps);
+    // Every barrier initialised before any warp uses one, its own CTA's or,
+    // in a cluster, the other's.
+    if (p_.ctas == 1)
+      B::named_sync(0, 32 * p_.warps);
+    else
+      B::cluster_sync();
     for (const Op& op : p_.ops[w]) {
-      if (!perform(st, w, op)) return;  // the run has ended
+      if (!perform(st, cta, w, op)) return;  // the run has ended
       ++done_[w];
     }
     // The warp's exit touches everything (kGlobalResource): a step of its
     // own, so that the last operation's footprint is its own too. (A warp
     // without operations goes without: that step would only multiply the
-    // unreduced interleavings.)
-    if (!p_.ops[w].empty()) B::syncwarp();
+    // unreduced interleavings.) In a cluster, a CTA must not exit while the
+    // other may still arrive on its barriers or multicast into it: the
+    // warps meet at the cluster barrier first.
+    if (p_.ctas == 2)
+      B::cluster_sync();
+    else if (!p_.ops[w].empty())
+      B::syncwarp();
   }
 
   // Performs one operation; false when the run has ended (teardown).
-  bool perform(Storage& st, std::uint32_t w, const Op& op) {
+  bool perform(Storage& st, std::uint32_t cta, std::uint32_t w, const Op& op) {
     auto note = [&](std::string v) {
       if (watch_.in_step()) seen_[w].push_back(std::move(v));
     };
@@ -414,6 +462,7 @@ class Run {
     switch (op.kind) {
       case OpKind::named_sync: B::named_sync(kNamedId, op.bytes); return watch_.in_step();
       case OpKind::named_arrive: B::named_arrive(kNamedId, op.bytes); return watch_.in_step();
+      case OpKind::cluster_sync: B::cluster_sync(); return watch_.in_step();
       case OpKind::store:
       case OpKind::load:
       case OpKind::load_tile:
@@ -425,8 +474,18 @@ class Run {
     }
     B::elect_one([&] {
       switch (op.kind) {
-        case OpKind::arrive: B::arrive(bar); break;
-        case OpKind::arrive_tx: B::arrive_expect_tx(bar, op.bytes); break;
+        case OpKind::arrive:
+          if (op.peer)
+            B::arrive_remote(bar, 1 - cta);
+          else
+            B::arrive(bar);
+          break;
+        case OpKind::arrive_tx:
+          if (op.peer)
+            B::arrive_expect_tx_remote(bar, op.bytes, 1 - cta);
+          else
+            B::arrive_expect_tx(bar, op.bytes);
+          break;
         case OpKind::expect_tx: B::expect_tx(bar, op.bytes); break;
         case OpKind::tma_load: {
           TensorMap m;
@@ -437,7 +496,10 @@ class Run {
           m.box[0] = op.bytes;
           TmaCoords at;
           at.c[0] = static_cast<std::int32_t>(16 * op.value);
-          B::tma_load<1, 1>(m, st.tile[op.tile], bar, at);
+          if (op.peer)
+            B::tma_load_multicast<1, 1>(m, st.tile[op.tile], bar, at, 0b11);
+          else
+            B::tma_load<1, 1>(m, st.tile[op.tile], bar, at);
           break;
         }
         case OpKind::wait: B::wait(bar, op.parity); break;
@@ -456,7 +518,7 @@ class Run {
         case OpKind::store:
           if (!watch_.in_step()) break;
           SmemView<B, std::uint32_t>(st.word, kWords).store(kSlotWord[op.slot], op.value);
-          if (watch_.in_step()) words_[kSlotWord[op.slot]] = op.value;
+          if (watch_.in_step()) words_[cta][kSlotWord[op.slot]] = op.value;
           break;
         case OpKind::load: {
           if (!watch_.in_step()) break;
@@ -472,7 +534,8 @@ class Run {
           break;
         }
         case OpKind::named_sync:
-        case OpKind::named_arrive: break;
+        case OpKind::named_arrive:
+        case OpKind::cluster_sync: break;
       }
     });
     return watch_.in_step();
@@ -484,8 +547,10 @@ class Run {
   // source). Read behind the race checker's back: the run's own memory,
   // not an access of a warp.
   void note_tiles() {
-    for (std::uint32_t t = 0; t < kTiles; ++t)
-      for (std::uint32_t i = 0; i < 3; ++i) tiles_[t][i] = storage_->tile[t][4 * i];
+    for (std::uint32_t c = 0; c < p_.ctas; ++c)
+      if (storage_[c] != nullptr)
+        for (std::uint32_t t = 0; t < kTiles; ++t)
+          for (std::uint32_t i = 0; i < 3; ++i) tiles_[c][t][i] = storage_[c]->tile[t][4 * i];
   }
 
   // " w1@2: 0 v3": warp w's operations completed and what it observed.
@@ -497,12 +562,14 @@ class Run {
 
   const Program& p_;
   Watch& watch_;
-  const Storage* storage_ = nullptr;
+  std::array<const Storage*, kMaxCtas> storage_{};
   bool race_check_;
   std::array<std::uint32_t, kMaxWarps> done_{};
   std::array<std::vector<std::string>, kMaxWarps> seen_;
-  std::array<std::uint32_t, kWords> words_{};  // the words as the warps' stores left them
-  std::array<std::array<std::uint32_t, 3>, kTiles> tiles_{};  // note_tiles()
+  // Per CTA: the words as the warps' stores left them, the tiles as
+  // note_tiles() saw them last.
+  std::array<std::array<std::uint32_t, kWords>, kMaxCtas> words_{};
+  std::array<std::array<std::array<std::uint32_t, 3>, kTiles>, kMaxCtas> tiles_{};
 };
 
 // ------------------------------------------------------------- searching

@@ -55,14 +55,16 @@ struct Sweep {
   double seconds = 0;
 };
 
-// The comparisons over programs [first, first + count), under each of the
-// option sets.
+// The comparisons over programs [first, first + count) (of one CTA, or a
+// cluster of `ctas`), under each of the option sets; it stops after
+// `stop_after` differences.
 Sweep sweep(std::uint64_t first, std::uint64_t count, const std::vector<emu::RunOptions>& options,
-            const std::vector<sd::Comparison>& comparisons, std::size_t stop_after = ~std::size_t{0}) {
+            const std::vector<sd::Comparison>& comparisons, std::size_t stop_after = ~std::size_t{0},
+            std::uint32_t ctas = 1) {
   Sweep s;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::uint64_t seed = first; seed < first + count && s.differences.size() < stop_after; ++seed) {
-    const sd::Program p = sd::seeded_program(seed);
+    const sd::Program p = sd::seeded_program(seed, ctas);
     ++s.programs;
     for (const emu::RunOptions& o : options)
       for (std::string& d : sd::check_program(p, o, comparisons, kMaxRuns, s.tallies))
@@ -153,6 +155,20 @@ TEST(explore_Soundness, AndWithoutTimeOutsOrLoadsOutOfOrder) {
                         c);
   print_summary("without time-outs or loads out of order", s, c);
   EXPECT_TRUE(s.differences.empty()) << s.differences.size() << " differences; the first:\n" << first_differences(s);
+}
+
+// A cluster of two CTAs: handoffs across it (remote arrivals, multicast
+// loads into both CTAs) and the cluster barrier.
+TEST(explore_Soundness, AndInAClusterOfTwoCtas) {
+  const std::uint64_t count =
+      std::max<std::uint64_t>(env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS) / 4, 1);
+  const auto c = comparisons();
+  const Sweep s = sweep(env_or("WSPIPE_SOUNDNESS_FIRST", 1), count, {sd::run_options(true), sd::run_options(false)}, c,
+                        ~std::size_t{0}, 2);
+  print_summary("a cluster of two CTAs", s, c);
+  EXPECT_TRUE(s.differences.empty()) << s.differences.size() << " differences; the first:\n" << first_differences(s);
+  const sd::Tally all = total(s);
+  EXPECT_LT(all.too_large * 2, all.comparisons);
 }
 
 // ---- the check's teeth
