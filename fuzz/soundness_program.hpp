@@ -575,7 +575,7 @@ class Run {
 // ------------------------------------------------------------- searching
 
 // How one search is made. The comparisons take it as a parameter, so that
-// another search (the lead's DPOR, unbounded) is one more entry.
+// another search (dynamic partial-order reduction, unbounded) is one more entry.
 // `footprints` is Watch's (a test's deliberately broken reduction); empty
 // for every real search.
 struct SearchSpec {
