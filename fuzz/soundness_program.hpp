@@ -12,9 +12,12 @@
 // with RunOptions::async_reorder its loads complete out of issue order and
 // in pieces), blocking waits, single try_waits and bounded try_wait spins,
 // stores and loads of shared words through SmemView, loads of the TMA
-// tiles, and bar.sync / bar.arrive on the named barrier. Nothing keeps a
-// program well-behaved: deadlocks, rule violations and races are outcomes
-// like any other, and compared as such.
+// tiles, and bar.sync / bar.arrive on the named barrier. Or a cluster of
+// two CTAs of 1 or 2 warps, whose handoffs may cross from one CTA to the
+// other (remote arrivals, TMA loads multicast to both) and whose warps may
+// meet at the cluster barrier. Nothing keeps a program well-behaved:
+// deadlocks, rule violations and races are outcomes like any other, and
+// compared as such.
 //
 // A final state (Run::state()): how the run ended (emu::outcome: ok,
 // deadlock, livelock, the rule of the violation), then per warp the number
