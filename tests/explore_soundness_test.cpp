@@ -172,7 +172,8 @@ TEST(explore_Soundness, AndInAClusterOfTwoCtas) {
 }
 
 // A soundness bug of today's sleep-set reduction, found by this check
-// (seed 2064 of the sweep without time-outs, minimised); enable this test
+// (seeds 2064 and 8482 of the sweep without time-outs, the first
+// minimised); enable this test
 // once the reduction handles it. With spurious_try_wait off, a try_wait
 // times out only when nothing else can move (an idle time-out). Both warps
 // wait on b0, which nothing completes: the scheduler lets one time out.
