@@ -11,8 +11,10 @@ set -euo pipefail
 build=${1:?usage: private_headers_check.sh BUILD_DIR}
 private='backends/emu/runtime/|backends/emu/exhaustive\.hpp'
 # Objects allowed to see the runtime: the emulator itself and the tests of
-# its internals (the scheduler's enabled set, the shadow tables, the models).
-allowed='(wspipe_emu|emu_scheduler_test|emu_shadow_test|models_test)\.dir/'
+# its internals (the scheduler's enabled set, the shadow tables, the models)
+# and the differential tests of the exhaustive search's reduction, which drive
+# the search directly.
+allowed='(wspipe_emu|emu_scheduler_test|emu_shadow_test|models_test|explore_soundness_test|fuzz_dpor_soundness)\.dir/'
 
 deps() {
   if [[ -f $build/build.ninja ]]; then

@@ -65,7 +65,7 @@ ctest --preset tsan -j "$jobs" -R 'explore_Parallel|ShardedExploration|TestingHe
 # in fuzz/corpus/ is left as it is: a crash, a sanitizer report or a
 # disagreement with a model fuzzer's reference fails the suite, and the
 # input that did it stays in the /tmp directory printed.
-fuzz_targets=(mbarrier named_barrier tmem tma schedule_decode ring_replay)
+fuzz_targets=(mbarrier named_barrier tmem tma schedule_decode ring_replay dpor_soundness)
 "$root/tools/bootstrap.sh" fuzz "${fuzz_targets[@]/#/fuzz_}"
 for t in "${fuzz_targets[@]}"; do
   work=$(mktemp -d /tmp/wspipe-fuzz-$t.XXXXXX)

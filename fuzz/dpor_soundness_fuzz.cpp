@@ -1,0 +1,58 @@
+// The exhaustive search's partial-order reduction against the unreduced
+// search (fuzz/soundness_program.hpp; docs/fuzzing.md, docs/exploration.md
+// "Soundness, tested differentially"): the input is a tiny kernel, searched
+// without the reduction and with it at preemption bounds 0 to 2 and
+// unbounded; the reduced search must reach the same final states (at a
+// bound, those the bound hid from it must be reached once the bound is
+// lifted). A difference prints the program, the searches and the states
+// only one reached, with schedule tokens, and aborts. The continuous form
+// of tests/explore_soundness_test.cpp, which checks thousands of seeded
+// programs in CI.
+//
+// Input: byte 0: race checker (bit 0), spurious try_wait (bit 1), loads out
+// of issue order (bit 2), each on when its bit is clear (the defaults), and
+// a cluster of two CTAs (bit 3); the rest draws the program (make_program:
+// each choice is a byte modulo the number of alternatives; 0 once the
+// input runs out).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "fuzz/model_fuzz.hpp"
+#include "fuzz/soundness_program.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  namespace sd = wspipe::fuzz::soundness;
+  wspipe::fuzz::Bytes in(data, size);
+  const std::uint8_t head = in.u8();
+  const auto o = sd::run_options((head & 1u) == 0, (head & 2u) == 0, (head & 4u) == 0);
+  const sd::Program p =
+      sd::make_program([&](std::uint32_t n) { return static_cast<std::uint32_t>(in.u8() % n); }, (head & 8u) != 0 ? 2 : 1);
+  // A search that passes this many runs leaves the comparison undecided:
+  // an input the fuzzer keeps is then cheap to run again.
+  constexpr std::uint64_t kMaxRuns = 1000;
+  static const std::vector<sd::Comparison> comparisons = sd::bounded_comparisons(2);
+  std::vector<sd::Tally> tallies;
+  const auto differences = sd::check_program(p, o, comparisons, kMaxRuns, tallies);
+  // What a corpus exercises, as the model targets print their outcomes.
+  static const bool show = std::getenv("WSPIPE_FUZZ_OUTCOMES") != nullptr;
+  if (show) {
+    std::fprintf(stderr, "%s\n", sd::to_string(p).c_str());
+    for (std::size_t i = 0; i < tallies.size(); ++i) {
+      const sd::Tally& t = tallies[i];
+      const std::string counts = t.too_large != 0 ? "too large"
+                                                  : std::to_string(t.states) + " states, " +
+                                                        std::to_string(t.reference_runs) + " runs unreduced, " +
+                                                        std::to_string(t.tested_runs + t.tested_pruned) + " reduced";
+      std::fprintf(stderr, "  %s: %s\n", comparisons[i].tested.name.c_str(), counts.c_str());
+    }
+  }
+  if (!differences.empty()) {
+    std::fprintf(stderr, "dpor_soundness: the reduced search does not reach the unreduced search's final states\n%s",
+                 differences.front().c_str());
+    std::abort();
+  }
+  return 0;
+}

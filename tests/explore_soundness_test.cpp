@@ -1,0 +1,356 @@
+// The exhaustive search's partial-order reduction, tested differentially
+// (issue 24 item 5; docs/exploration.md, "Soundness, tested
+// differentially"): thousands of tiny random kernels
+// (fuzz/soundness_program.hpp), each searched without the reduction and
+// with it, at preemption bounds 0 to 2 and unbounded, with the race checker
+// on and off; the reduced search must reach exactly the final states the
+// unreduced one reaches (at a bound, the states the bound hid from the
+// reduced search must be reached once it is lifted). Then the check's own
+// teeth: reductions broken on purpose are caught.
+//
+// WSPIPE_SOUNDNESS_PROGRAMS sets the number of programs (default: 2000, or
+// WSPIPE_SOUNDNESS_CI_PROGRAMS where the build sets it: the sanitizer
+// builds, about 30 times slower), WSPIPE_SOUNDNESS_FIRST the first seed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fuzz/soundness_program.hpp"
+
+#ifndef WSPIPE_SOUNDNESS_CI_PROGRAMS
+#define WSPIPE_SOUNDNESS_CI_PROGRAMS 2000
+#endif
+
+namespace {
+
+namespace emu = wspipe::emu;
+namespace sd = wspipe::fuzz::soundness;
+using sd::OpKind;
+
+std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+// A search's budget of runs: a program whose reference search passes it is
+// counted as too large (the unbounded unreduced search of a four-warp
+// program with spins can run to millions).
+constexpr std::uint64_t kMaxRuns = 1000;
+
+// The sweeps of the tests of the check itself.
+constexpr std::uint64_t kTeethPrograms = WSPIPE_SOUNDNESS_CI_PROGRAMS >= 1000 ? 100 : 20;
+
+struct Sweep {
+  std::uint64_t programs = 0;
+  std::vector<sd::Tally> tallies;        // per comparison
+  std::vector<std::string> differences;  // each with its seed
+  double seconds = 0;
+};
+
+// The comparisons over programs [first, first + count) (of one CTA, or a
+// cluster of `ctas`), under each of the option sets; it stops after
+// `stop_after` differences.
+Sweep sweep(std::uint64_t first, std::uint64_t count, const std::vector<emu::RunOptions>& options,
+            const std::vector<sd::Comparison>& comparisons, std::size_t stop_after = ~std::size_t{0},
+            std::uint32_t ctas = 1) {
+  Sweep s;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::uint64_t seed = first; seed < first + count && s.differences.size() < stop_after; ++seed) {
+    const sd::Program p = sd::seeded_program(seed, ctas);
+    ++s.programs;
+    for (const emu::RunOptions& o : options)
+      for (std::string& d : sd::check_program(p, o, comparisons, kMaxRuns, s.tallies))
+        s.differences.push_back("seed " + std::to_string(seed) + "\n" + d);
+  }
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+// One line per comparison: the reduction factor at each bound.
+void print_summary(const char* what, const Sweep& s, const std::vector<sd::Comparison>& comparisons) {
+  std::printf("[ soundness ] %s: %llu programs in %.1f s\n", what, static_cast<unsigned long long>(s.programs),
+              s.seconds);
+  for (std::size_t i = 0; i < s.tallies.size(); ++i) {
+    const sd::Tally& t = s.tallies[i];
+    const std::uint64_t reduced = t.tested_runs + t.tested_pruned;
+    std::printf(
+        "[ soundness ]   %-18s %6llu comparisons (%llu too large), %6llu states; unreduced %8llu runs, reduced %7llu "
+        "(+%llu pruned): %.1fx; the bound hid states from %llu\n",
+        (comparisons[i].tested.name + ":").c_str(), static_cast<unsigned long long>(t.comparisons),
+        static_cast<unsigned long long>(t.too_large), static_cast<unsigned long long>(t.states),
+        static_cast<unsigned long long>(t.reference_runs), static_cast<unsigned long long>(t.tested_runs),
+        static_cast<unsigned long long>(t.tested_pruned),
+        static_cast<double>(t.reference_runs) / static_cast<double>(std::max<std::uint64_t>(reduced, 1)),
+        static_cast<unsigned long long>(t.lifted));
+  }
+}
+
+sd::Tally total(const Sweep& s) {
+  sd::Tally all;
+  for (const sd::Tally& t : s.tallies) {
+    all.comparisons += t.comparisons;
+    all.too_large += t.too_large;
+    all.states += t.states;
+  }
+  return all;
+}
+
+std::string first_differences(const Sweep& s, std::size_t n = 3) {
+  std::string out;
+  for (std::size_t i = 0; i < s.differences.size() && i < n; ++i) out += s.differences[i] + "\n";
+  return out;
+}
+
+// The reductions under test. Another one (dynamic partial-order reduction,
+// unbounded) is one more comparison here: {bounded(kNoBound, false), <its
+// SearchSpec>, {}}.
+std::vector<sd::Comparison> comparisons() { return sd::bounded_comparisons(2); }
+
+sd::Program two_warps(std::vector<sd::Op> w0, std::vector<sd::Op> w1) {
+  sd::Program p;
+  p.warps = 2;
+  p.bars = 1;
+  p.count[0] = 1;
+  p.ops[0] = std::move(w0);
+  p.ops[1] = std::move(w1);
+  return p;
+}
+
+std::set<std::string> states(const sd::Program& p, bool race_check = true) {
+  std::set<std::string> out;
+  for (const auto& kv : sd::search(p, sd::bounded(sd::kNoBound, false), sd::run_options(race_check)).states)
+    out.insert(kv.first);
+  return out;
+}
+
+TEST(explore_Soundness, TheReducedSearchReachesTheUnreducedFinalStates) {
+  const std::uint64_t count = env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS);
+  const auto c = comparisons();
+  const Sweep s = sweep(env_or("WSPIPE_SOUNDNESS_FIRST", 1), count, {sd::run_options(true), sd::run_options(false)}, c);
+  print_summary("race checker on and off", s, c);
+  EXPECT_TRUE(s.differences.empty()) << s.differences.size() << " differences; the first:\n" << first_differences(s);
+  // The sweep compares something: most comparisons fit the budget.
+  const sd::Tally all = total(s);
+  EXPECT_LT(all.too_large * 2, all.comparisons);
+  EXPECT_GT(all.states, all.comparisons);
+}
+
+// Try_wait time-outs and loads out of issue order are choice points of
+// their own; without them the search is another one, checked on a subset.
+TEST(explore_Soundness, AndWithoutTimeOutsOrLoadsOutOfOrder) {
+  const std::uint64_t count =
+      std::max<std::uint64_t>(env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS) / 4, 1);
+  const auto c = comparisons();
+  const Sweep s = sweep(env_or("WSPIPE_SOUNDNESS_FIRST", 1), count,
+                        {sd::run_options(true, false, false), sd::run_options(false, false, true),
+                         sd::run_options(false, true, false)},
+                        c);
+  print_summary("without time-outs or loads out of order", s, c);
+  EXPECT_TRUE(s.differences.empty()) << s.differences.size() << " differences; the first:\n" << first_differences(s);
+}
+
+// A cluster of two CTAs: handoffs across it (remote arrivals, multicast
+// loads into both CTAs) and the cluster barrier.
+TEST(explore_Soundness, AndInAClusterOfTwoCtas) {
+  const std::uint64_t count =
+      std::max<std::uint64_t>(env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS) / 4, 1);
+  const auto c = comparisons();
+  const Sweep s = sweep(env_or("WSPIPE_SOUNDNESS_FIRST", 1), count, {sd::run_options(true), sd::run_options(false)}, c,
+                        ~std::size_t{0}, 2);
+  print_summary("a cluster of two CTAs", s, c);
+  EXPECT_TRUE(s.differences.empty()) << s.differences.size() << " differences; the first:\n" << first_differences(s);
+  const sd::Tally all = total(s);
+  EXPECT_LT(all.too_large * 2, all.comparisons);
+}
+
+// A soundness bug of today's sleep-set reduction, found by this check
+// (seeds 2064 and 8482 of the sweep without time-outs, the first
+// minimised); enable this test
+// once the reduction handles it. With spurious_try_wait off, a try_wait
+// times out only when nothing else can move (an idle time-out). Both warps
+// wait on b0, which nothing completes: the scheduler lets one time out.
+// Warp 0 timing out (its step touches b0) lets warp 0 go on to arrive on
+// b1, and then nothing can time out any more; warp 1 timing out (its step
+// touches b0, then its spin's first try on b1 blocks) leaves both idle
+// again. The footprints call the two time-outs independent, but warp 0's
+// disables warp 1's next one. In the branch where warp 1 times out first,
+// warp 0's time-out is asleep, and it stays asleep while warp 1's spin
+// times out again (b1 only): the schedule where warp 1's first try times
+// out and its second passes, "s2", is never run:
+//   unbounded, unreduced: 336 runs, 3 states; reduced: 20 runs (+4 pruned),
+//   2 states; missing "ok | w0@2: 0 | w1@2: 0 s2 | ...", schedule 4:092d4410:7b.
+// An idle time-out's footprint holding kGlobalResource (it depends on
+// whether any actor can move) makes the two searches agree on this program
+// and on every two-warp program of up to six operations among the first
+// 8000 seeds.
+TEST(explore_Soundness, DISABLED_AnIdleTimeOutIsNotIndependentOfAStepThatLetsAnotherActorMove) {
+  sd::Program p = two_warps({{.kind = OpKind::try_wait}, {.kind = OpKind::arrive, .bar = 1}},
+                            {{.kind = OpKind::try_wait}, {.kind = OpKind::spin, .bar = 1, .tries = 2}});
+  p.bars = 2;
+  p.count[1] = 1;
+  for (const bool race_check : {true, false}) {
+    std::vector<sd::Tally> t;
+    const auto d = sd::check_program(p, sd::run_options(race_check, false, false), comparisons(), 100 * kMaxRuns, t);
+    EXPECT_TRUE(d.empty()) << d.front();
+  }
+}
+
+// ---- the check's teeth
+
+// The comparisons, with the reduced searches (tested and lifted) told
+// `footprints(fp)` of each step instead of its footprint.
+std::vector<sd::Comparison> broken(std::function<emu::Footprint(const emu::Footprint&)> footprints,
+                                   const std::string& what) {
+  std::vector<sd::Comparison> c = comparisons();
+  for (sd::Comparison& k : c) {
+    k.tested.footprints = footprints;
+    k.tested.name += ", " + what;
+    for (sd::SearchSpec& l : k.lifted) {
+      l.footprints = footprints;
+      l.name += ", " + what;
+    }
+  }
+  return c;
+}
+
+// The first difference's seed, first state and its schedule token.
+struct Caught {
+  std::uint64_t seed = 0;
+  std::string state, token;
+};
+Caught parse(const std::string& d) {
+  Caught c;
+  c.seed = std::stoull(d.substr(5));
+  const auto at = d.find("\n  reached by ");
+  const auto state = d.find(": ", d.find(", not by ", at)) + 2;
+  c.state = d.substr(state, d.find('\n', state) - state);
+  const auto token = d.find("schedule: ", state) + 10;
+  c.token = d.substr(token, d.find('\n', token) - token);
+  return c;
+}
+
+// A reduction that takes every two steps for independent (each step's
+// footprint is hidden from the search) is caught within the first programs,
+// and the report's schedule token replays to the state it names.
+TEST(explore_Soundness, AReductionThatCallsEveryStepIndependentIsCaught) {
+  const auto c = broken([](const emu::Footprint&) { return emu::Footprint{}; }, "every step independent");
+  for (const bool race_check : {true, false}) {
+    const Sweep s = sweep(1, 100, {sd::run_options(race_check)}, c, 1);
+    ASSERT_FALSE(s.differences.empty()) << "race_check " << race_check;
+    std::printf("[ soundness ] caught (race checker %s):\n%s", race_check ? "on" : "off", s.differences[0].c_str());
+    const Caught k = parse(s.differences[0]);
+    EXPECT_EQ(sd::replay(sd::seeded_program(k.seed), sd::run_options(race_check), k.token), k.state);
+  }
+}
+
+// Footprints without the resources of one kind (the top byte of an id:
+// 1 mbarriers, 2 named barriers, 4 engine queues, 5 shared-memory chunks).
+std::function<emu::Footprint(const emu::Footprint&)> hiding(std::uint64_t kind) {
+  return [kind](const emu::Footprint& fp) {
+    emu::Footprint kept;
+    for (const std::uint64_t id : fp)
+      if (id == emu::kGlobalResource || (id >> 56) != kind) kept.push_back(id);
+    return kept;
+  };
+}
+
+// A reduction blind to the mbarriers, or to the named barriers, is caught
+// on the generated programs, with the race checker on and off. (One blind
+// to the engine queues is not, in 1000 programs: the TMA engine's steps
+// also touch the barrier they complete on, and a warp's exit, which touches
+// everything, wakes any step put to sleep.)
+TEST(explore_Soundness, HidingTheBarriersFromTheFootprintsIsCaught) {
+  for (const auto& [kind, what] : {std::pair{1, "mbarriers hidden"}, std::pair{2, "named barriers hidden"}}) {
+    // The first program that shows the named barriers' is program 192.
+    if (kind == 2 && kTeethPrograms < 100) continue;
+    const auto c = broken(hiding(static_cast<std::uint64_t>(kind)), what);
+    for (const bool race_check : {true, false}) {
+      const Sweep s = sweep(1, 2 * kTeethPrograms, {sd::run_options(race_check)}, c, 1);
+      EXPECT_FALSE(s.differences.empty()) << what << ", race_check " << race_check;
+    }
+  }
+}
+
+// With the race checker off, a warp's shared-memory accesses are resources
+// of its steps; a search that is not told of them misses the values one
+// order of a store and a load shows. With the checker on they are no
+// resources (a racing pair is reported either way), so hiding them changes
+// nothing.
+TEST(explore_Soundness, HidingTheDataFromTheFootprintsIsCaughtOnlyWithoutTheRaceChecker) {
+  const auto c = broken(hiding(5), "data accesses hidden");
+  // Warp 0 arrives on b1, stores the word and arrives on b0; warp 1 waits
+  // for b1, loads the word and waits for b0. The load before the store
+  // needs warp 1 to go first once b1 has completed (a preemption); with the
+  // data hidden, warp 0's store then stays asleep until warp 1 blocks on
+  // b0, and the branch is cut.
+  sd::Program p =
+      two_warps({{.kind = OpKind::arrive, .bar = 1}, {.kind = OpKind::store, .value = 1}, {.kind = OpKind::arrive}},
+                {{.kind = OpKind::wait, .bar = 1}, {.kind = OpKind::load}, {.kind = OpKind::wait}});
+  p.bars = 2;
+  p.count[1] = 1;
+  std::vector<sd::Tally> t;
+  const auto off = sd::check_program(p, sd::run_options(false), c, kMaxRuns, t);
+  ASSERT_FALSE(off.empty());
+  EXPECT_NE(off[0].find("not by unbounded, reduced, data accesses hidden: ok | w0@3: | w1@3: v0 | s: 1 0 0"),
+            std::string::npos)
+      << off[0];
+  EXPECT_TRUE(sd::check_program(p, sd::run_options(true), c, kMaxRuns, t).empty());
+  // The generated programs have that shape too (a gated handoff; the first
+  // is program 65, past the sanitizer builds' sweeps).
+  if (kTeethPrograms >= 100) {
+    const Sweep generated = sweep(1, kTeethPrograms, {sd::run_options(false)}, c, 1);
+    ASSERT_FALSE(generated.differences.empty());
+    std::printf("[ soundness ] caught (race checker off):\n%s", generated.differences[0].c_str());
+  }
+  const Sweep on = sweep(1, kTeethPrograms, {sd::run_options(true)}, c);
+  EXPECT_TRUE(on.differences.empty()) << first_differences(on);
+}
+
+// ---- what a final state is
+
+// A handoff through a barrier: the load sees the store, whatever the order;
+// and the tiles as the TMA loads left them.
+TEST(explore_Soundness, AFinalStateHoldsWhatEachWarpObservedAndTheDataLeft) {
+  const sd::Program p = two_warps({{.kind = OpKind::store, .slot = 1, .value = 7}, {.kind = OpKind::arrive}},
+                                  {{.kind = OpKind::wait}, {.kind = OpKind::load, .slot = 1}});
+  EXPECT_EQ(sd::to_string(p), "b0(1) | w0: store(s1=7); arrive(b0) | w1: wait(b0,0); load(s1)");
+  EXPECT_EQ(states(p), (std::set<std::string>{"ok | w0@2: | w1@2: v7 | s: 0 7 0 | t: 0,0,0 0,0,0"}));
+  // A TMA load of source row 3 (words 1012...) into tile 0, then one of
+  // 256 bytes from row 5 over it: words 0, 4 and 8 of the tile name the
+  // last writer of each part. With loads out of issue order, both orders
+  // are reached; the warp reads the tile once both have landed.
+  const sd::Program tma = two_warps(
+      {{.kind = OpKind::arrive_tx, .bytes = 16 + sd::kTileBytes},
+       {.kind = OpKind::tma_load, .bytes = 16, .value = 3},
+       {.kind = OpKind::tma_load, .bytes = sd::kTileBytes, .value = 5}},
+      {{.kind = OpKind::wait}, {.kind = OpKind::load_tile}});
+  EXPECT_EQ(states(tma, false), (std::set<std::string>{"ok | w0@3: | w1@2: t? | s: 0 0 0 | t: 1020,1024,1028 0,0,0",
+                                                        "ok | w0@3: | w1@2: t? | s: 0 0 0 | t: 1012,1024,1028 0,0,0"}));
+}
+
+// A run that ends stops recording: the warps torn down after a deadlock or
+// a violation pass their waits and read whatever is there, and none of that
+// is the run's. A violation keeps the rule, the actor of the step that broke
+// it, and that warp's own operations and observations.
+TEST(explore_Soundness, TheTeardownAfterARunEndedIsNotObserved) {
+  const sd::Program stuck = two_warps({{.kind = OpKind::try_wait}}, {{.kind = OpKind::wait}, {.kind = OpKind::load}});
+  EXPECT_EQ(states(stuck), (std::set<std::string>{"deadlock | w0@1: 0 | w1@0: | s: 0 0 0 | t: 0,0,0 0,0,0"}));
+  const sd::Program over = two_warps({{.kind = OpKind::try_wait}, {.kind = OpKind::named_sync, .bytes = 96}},
+                                     {{.kind = OpKind::wait}, {.kind = OpKind::load}});
+  EXPECT_EQ(states(over), (std::set<std::string>{"named-barrier.thread-count by w0@1: 0"}));
+  // A racing store and load with the checker on: "race", whichever order.
+  const sd::Program racy = two_warps({{.kind = OpKind::store, .value = 1}}, {{.kind = OpKind::load}});
+  EXPECT_EQ(states(racy), (std::set<std::string>{"race"}));
+  EXPECT_EQ(states(racy, false), (std::set<std::string>{"ok | w0@1: | w1@1: v0 | s: 1 0 0 | t: 0,0,0 0,0,0",
+                                                         "ok | w0@1: | w1@1: v1 | s: 1 0 0 | t: 0,0,0 0,0,0"}));
+}
+
+}  // namespace
