@@ -22,9 +22,11 @@ void ExhaustiveSearch::new_execution(std::uint32_t num_actors) {
   // before it repeat the previous run's, whose races were analysed then.
   first_new_ = stack_.empty() ? 0 : std::numeric_limits<std::size_t>::max();
   timed_out_.assign(num_actors, 0);
-  step_spins_ = false;
+  step_spins_ = step_idle_ = false;
   last_step_.assign(num_actors, -1);
   disabled_at_.assign(num_actors, -1);
+  last_enabled_.clear();
+  failed_ = false;
 }
 
 std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
@@ -32,6 +34,7 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   auto take = [&](std::uint32_t actor, std::int64_t node) {
     const std::uint32_t* it = std::lower_bound(c.enabled, c.enabled + c.n, actor);
     step_spins_ = c.spin != nullptr && c.spin[it - c.enabled] != 0;
+    step_idle_ = c.spin != nullptr && std::all_of(c.spin, c.spin + c.n, [](std::uint8_t s) { return s != 0; });
     const std::int64_t k = static_cast<std::int64_t>(steps_.size());
     const std::int64_t d = actor < disabled_at_.size() ? disabled_at_[actor] : -1;
     const std::int64_t enabler = d >= 0 && d > last_step_[actor] ? d : -1;
@@ -39,6 +42,7 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
     if (actor < last_step_.size()) last_step_[actor] = k;
     return actor;
   };
+  last_enabled_.assign(c.enabled, c.enabled + c.n);
   // The actors that cannot move at this step (the step taken now may
   // enable them). An actor the last step disabled (a load out of order
   // once the engine completed it, a grant once the launcher took the last
@@ -111,7 +115,16 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   return take(*first, node_);
 }
 
-void ExhaustiveSearch::stepped(std::uint32_t actor, const Footprint& fp) {
+void ExhaustiveSearch::stepped(std::uint32_t actor, const Footprint& step_fp) {
+  // A time-out taken because no actor could make progress depends on every
+  // actor: one that could move would have gone instead (with time-outs off,
+  // it could not have timed out at all).
+  Footprint idle;
+  if (step_idle_) {
+    idle = step_fp;
+    idle.push_back(kGlobalResource);
+  }
+  const Footprint& fp = step_idle_ ? idle : step_fp;
   if (node_ >= 0) stack_[static_cast<std::size_t>(node_)].chosen_fp = fp;
   if (!steps_.empty()) steps_.back().fp = fp;
   if (actor < timed_out_.size()) timed_out_[actor] = step_spins_ ? 1 : 0;
@@ -166,6 +179,15 @@ void ExhaustiveSearch::add_backtrack(Node& n, std::uint32_t actor) {
 // (a step of v with no step of v before it in happens-before). If one is
 // already in the backtrack set, nothing is added.
 void ExhaustiveSearch::analyse_races() {
+  // A run that ends on a failure leaves actors whose next steps never ran
+  // (those that could move at its last choice, the last one's own next
+  // step included: a wait that blocked for good, say): they race with
+  // nothing. Each is a virtual last step that conflicts with everything,
+  // so the orders where it came earlier are explored too. A run that ends
+  // normally leaves none.
+  if (failed_ && !pruned_ && !steps_.empty())
+    for (const std::uint32_t a : last_enabled_)
+      steps_.push_back({.actor = a, .node = kVirtual, .enabler = -1, .fp = {kGlobalResource}});
   const std::size_t n = steps_.size();
   if (n == 0 || first_new_ >= n) return;
   const std::size_t actors = timed_out_.size();
@@ -188,7 +210,9 @@ void ExhaustiveSearch::analyse_races() {
     last[s.actor] = static_cast<std::int64_t>(k);
     for (std::size_t j = k; j-- > 0;) {
       const Step& e = steps_[j];
-      if (e.actor == s.actor || ordered(j, k) || independent(e.fp, s.fp)) continue;
+      if (e.actor == s.actor || ordered(j, k) || (e.node == kVirtual && s.node == kVirtual) ||
+          independent(e.fp, s.fp))
+        continue;
       if (k >= first_new_ && e.node >= 0 && reversible(e.fp, s.fp)) {
         // A race (j, k): the initials of v.
         Node& node = stack_[static_cast<std::size_t>(e.node)];

@@ -39,6 +39,7 @@ class ExhaustiveSearch final : public Strategy {
   bool pruned() const override { return pruned_; }
   bool wants_footprints() const override { return true; }
   void stepped(std::uint32_t actor, const Footprint& fp) override;
+  void ended(bool failed) override { failed_ = failed; }
 
   // After a run: moves to the next branch; false when none is left.
   bool advance();
@@ -75,13 +76,16 @@ class ExhaustiveSearch final : public Strategy {
   // One step of the run in progress, for the race analysis.
   struct Step {
     std::uint32_t actor = 0;
-    std::int64_t node = -1;  // its choice point's index, or -1 (one actor could move)
+    std::int64_t node = -1;  // its choice point's index, or -1 (one actor could move), or kVirtual
     // The step after which the actor could move again, when it could not
     // at some point since its previous step (a wait, an empty queue): it
     // happens before this one. -1: none.
     std::int64_t enabler = -1;
     Footprint fp;
   };
+  // A step a failing run never took (analyse_races): unordered with the
+  // other virtual steps.
+  static constexpr std::int64_t kVirtual = -2;
   bool dpor() const { return reduce_ && !bound_; }
   Choice choice_of(const Node& n) const;
   bool allowed(const Node& n, std::size_t i) const;
@@ -109,9 +113,12 @@ class ExhaustiveSearch final : public Strategy {
   bool past_prefix_ = false;
   std::vector<std::uint8_t> timed_out_;
   bool step_spins_ = false;
+  bool step_idle_ = false;  // the step is a time-out where nothing could progress
   // Per actor: the last step it took, and the last step at whose choice it
   // could not move (-1: none).
   std::vector<std::int64_t> last_step_, disabled_at_;
+  std::vector<std::uint32_t> last_enabled_;  // at the run's last choice
+  bool failed_ = false;                      // the run ended on a failure
 };
 
 }  // namespace wspipe::emu::detail

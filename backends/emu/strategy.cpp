@@ -75,6 +75,10 @@ bool independent(const Footprint& a, const Footprint& b) {
 }
 
 bool reversible(const Footprint& earlier, const Footprint& later) {
+  // A step that touched everything conflicts, and awaits nothing in
+  // particular.
+  const auto global = [](const Footprint& f) { return !f.empty() && f.back() == kGlobalResource; };
+  if (global(earlier) || global(later)) return true;
   // Not when the later step awaits an update (a write, or a count) of the
   // earlier one: it was enabled by it, whatever else they share.
   const bool enabled = any_shared(earlier, later, [](unsigned ma, unsigned mb) {

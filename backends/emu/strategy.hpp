@@ -106,6 +106,10 @@ class Strategy {
   // new_execution): called as each run starts, before its first pick, with
   // the number of actors of that run.
   virtual void new_execution(std::uint32_t /*num_actors*/) {}
+  // Called as each run ends (strategies that want footprints only): with
+  // whether it ended on a failure (a violation, a deadlock or a livelock),
+  // which may leave actors that could still move.
+  virtual void ended(bool /*failed*/) {}
 };
 
 struct StrategyParams {

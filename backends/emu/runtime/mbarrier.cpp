@@ -330,6 +330,11 @@ bool MbarrierRoom::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_
                              std::uint32_t comp, std::int32_t actor, const SourceLoc& loc, const Warp* culprit) {
   Mbar* m = &mbars_[id];
   touch_count(w_, *m);
+  // Decrements of the count (arrivals, complete_tx) commute: one that does
+  // not complete the phase after another would not before it either. An
+  // expect_tx raises the tx-count: moved later, it could let an earlier
+  // decrement complete the phase, so it conflicts with them.
+  if (tx_bytes != 0) touch(w_, *m, World::Res::mbar_count, m->phase, Touch::write);
   // The usage rule below reads whether a wait observed the last completion.
   if (m->phase > 0) touch(w_, *m, World::Res::mbar_seen, m->phase - 1, Touch::read);
   Warp& running = w_.running();
@@ -337,6 +342,8 @@ bool MbarrierRoom::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_
   m->tx += static_cast<std::int64_t>(tx_bytes) * count;
   if (tx_bytes != 0 && !check_tx_range(id, running, loc)) return false;
   if (count > m->pending) {
+    // Whether it over-arrives depends on the arrivals before it.
+    touch(w_, *m, World::Res::mbar_count, m->phase, Touch::read);
     w_.fail(running, "mbarrier.over-arrival", label(id),
             "arrive of " + std::to_string(count) + (count > 1 ? " (one per active lane)" : "") + " with only " +
                 std::to_string(m->pending) + " of " + std::to_string(m->expected) + " arrivals pending in phase " +
@@ -390,6 +397,7 @@ void MbarrierRoom::tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const 
   const auto id = static_cast<std::uint32_t>(m - mbars_.data());
   const std::int64_t delta = delta_per_lane * lanes(w.active);
   touch_count(w_, *m);
+  if (delta > 0) touch(w_, *m, World::Res::mbar_count, m->phase, Touch::write);  // an expect_tx (arrive_on)
   m->tx += delta;
   if (!check_tx_range(id, w, loc)) return;
   if (w_.options().trace)

@@ -262,7 +262,10 @@ RunResult World::run() {
   main_ctx_ = boost::fibers::context::active();
   main_stack_ = this_stack();
   dispatch(nullptr);  // returns when the run has ended
-  if (track_fp_) close_step();
+  if (track_fp_) {
+    close_step();
+    strategy_->ended(result_.status != Status::ok);
+  }
   if (mismatch_.empty() && !result_.pruned) mismatch_ = strategy_->mismatch();
   const Schedule& replayed = options_.strategy.replay;
   const std::uint32_t check =
