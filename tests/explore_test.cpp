@@ -822,6 +822,109 @@ TEST(explore_Shrink, ALivelockCannotMakeShrinkingOverrunItsTime) {
   EXPECT_LT(r.steps, base.max_steps);
 }
 
+// ---- the search for the fewest preemptions
+
+// Three CTAs share one SM's 512 Tensor Memory columns; each takes a first
+// region (CTA 0 256 columns, the others 128), then 128 more while holding
+// it. Once all three hold their first region the 512 are taken and each
+// waits: a deadlock, which needs all three first allocations before any
+// second one, so a switch away from each of two CTAs after its first:
+// exactly two preemptions. (Any two holders leave 128 free for a second
+// allocation, so no fewer will do.)
+emu::Kernel three_holders() {
+  emu::Kernel k;
+  k.launch.num_clusters = 3;
+  k.launch.ctas_per_sm = 3;
+  k.launch.warps_per_cta = 1;
+  struct Columns {
+    std::uint32_t base[2];  // tcgen05.alloc's destinations
+  };
+  k.launch.smem_bytes = sizeof(Columns);
+  k.body = [] {
+    std::uint32_t* base = B::shared_storage<Columns>().base;
+    const std::uint32_t first = B::cluster_idx() == 0 ? 256 : 128;
+    B::tmem_alloc<1>(&base[0], first);
+    B::tmem_alloc<1>(&base[1], 128);  // holding the first
+    B::syncwarp();
+    B::tmem_relinquish<1>();
+    B::tmem_dealloc<1>(base[1], 128);
+    B::tmem_dealloc<1>(base[0], first);
+  };
+  return k;
+}
+
+// The round-robin run deadlocks with a preemption at nearly every choice
+// point; delta debugging alone keeps more than two (no single deviation's
+// removal moves a switch to after the next CTA's first allocation). The
+// search for the minimum proves bounds 0 and 1 clean, finds a two-preemption
+// schedule at bound 2, and says the result is minimal.
+TEST(explore_Minimal, TheSearchReachesTheFewestPreemptionsTheBugNeedsAndSaysSo) {
+  const emu::RunResult rr = emu::run(three_holders(), test::with_strategy(emu::StrategyKind::round_robin));
+  ASSERT_EQ(rr.status, emu::Status::deadlock) << rr.report();
+  ASSERT_GT(rr.preemptions(), 2u);
+  // Two is the minimum: a complete search within one preemption passes.
+  emu::ExploreOptions one;
+  one.portfolio = {{emu::StrategyKind::exhaustive}};
+  one.preemptions = 1;
+  one.seconds = 0;
+  const emu::ExploreResult within_one = emu::explore(three_holders(), one);
+  ASSERT_TRUE(within_one.ok()) << within_one.report();
+  ASSERT_EQ(within_one.verdict(), emu::Verdict::verified);
+
+  emu::ShrinkStats st;
+  const emu::RunResult small = emu::shrink(three_holders, {}, rr, 60, &st);
+  EXPECT_EQ(small.status, emu::Status::deadlock);
+  EXPECT_EQ(small.preemptions(), 2u);
+  EXPECT_EQ(st.preemptions_after, 2u);
+  EXPECT_TRUE(st.minimal);
+  EXPECT_TRUE(st.finished);
+  EXPECT_EQ(emu::replay(three_holders(), small.schedule, {}).status, emu::Status::deadlock);
+}
+
+// Without time to search the bounds below, the result is not called
+// minimal, and the report and the JSON say so; with the time, it is.
+TEST(explore_Minimal, NotProvedWhereTheTimeRanOutFirst) {
+  const emu::RunResult rr = emu::run(three_holders(), test::with_strategy(emu::StrategyKind::round_robin));
+  ASSERT_EQ(rr.status, emu::Status::deadlock);
+  emu::ShrinkStats st;
+  const emu::RunResult small = emu::shrink(three_holders, {}, rr, 0, &st);
+  EXPECT_GT(small.preemptions(), 0u);
+  EXPECT_FALSE(st.minimal);
+  EXPECT_FALSE(st.finished);
+
+  auto explored = [](double shrink_seconds, bool minimal, const std::string& line) {
+    auto o = test::fixed_runs(1);
+    o.portfolio = {{emu::StrategyKind::round_robin}};
+    o.shrink_seconds = shrink_seconds;
+    const emu::ExploreResult e = emu::explore(three_holders(), o);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.failure->shrink.minimal, minimal);
+    EXPECT_TRUE(contains(e.report(), line)) << e.report();
+    const std::string json = emu::to_json(e);
+    EXPECT_TRUE(contains(json, minimal ? "\"minimal\":true" : "\"minimal\":false")) << json;
+  };
+  explored(0, false, " preemptions, not proved minimal (shrinking ran out of time)\n");
+  explored(20, true, " -> 2 preemptions, minimal\n");
+}
+
+// No preemption left: minimal, with nothing to search and nothing said in
+// the report. Not shrunk, a run with preemptions is not called minimal.
+TEST(explore_Minimal, NoPreemptionIsMinimalAndAnUnshrunkRunIsNot) {
+  const emu::ExploreResult stuck = emu::explore(ring(2, 8, RingBug::no_release), test::fixed_runs(10));
+  ASSERT_FALSE(stuck.ok());
+  EXPECT_EQ(stuck.failure->shrink.preemptions_after, 0u);
+  EXPECT_TRUE(stuck.failure->shrink.minimal);
+  EXPECT_TRUE(contains(stuck.report(), " -> 0 preemptions\n")) << stuck.report();
+  auto o = test::fixed_runs(1);
+  o.portfolio = {{emu::StrategyKind::round_robin}};
+  o.shrink = false;
+  const emu::ExploreResult unshrunk = emu::explore(three_holders(), o);
+  ASSERT_FALSE(unshrunk.ok());
+  EXPECT_GT(unshrunk.failure->shrink.preemptions_after, 0u);
+  EXPECT_FALSE(unshrunk.failure->shrink.minimal);
+  EXPECT_TRUE(contains(unshrunk.report(), " preemptions, not proved minimal\n")) << unshrunk.report();
+}
+
 // The settings table's rules between settings, whichever front gives them.
 TEST(explore_Settings, RulesBetweenSettings) {
   auto apply = [](emu::ExploreOptions& o, std::vector<std::pair<const char*, const char*>> given) {

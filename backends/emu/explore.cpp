@@ -319,10 +319,21 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
 // A candidate is kept when its run has the same outcome and is smaller
 // (fewer preemptions, then fewer deviations); the kept run's own schedule,
 // not the candidate, becomes the current one. Each remaining preemption is
-// also tried later, where the same switch may be a free choice. Then a
-// preemption-bounded exhaustive search (bounds 0, 1, ... below the count
-// left) looks for the same outcome with fewer preemptions, in at most a
-// quarter of the time; if it finds one, that is minimised in turn.
+// also tried later, where the same switch may be a free choice.
+//
+// Delta debugging only walks down from the run that was found, and can stop
+// well above the fewest preemptions the bug needs (each CTA of a co-resident
+// deadlock must be switched away from at one place, which no removal of
+// single deviations reaches). The search for the minimum then runs the
+// preemption-bounded exhaustive search with bounds 0, 1, ... below the count
+// left, each to its end or to the end of the time: the first schedule of the
+// outcome it meets is kept and minimised in turn. A bound searched to its
+// end without the outcome proves that no schedule with that many
+// preemptions or fewer has it (up to the reduction): the result is minimal
+// once every bound below its count is so proved. The bounds go upwards since
+// each one covers the ones below it at a fraction of its cost: the cheap
+// ones prove what they can first, and the first bound that meets the
+// outcome is the minimum.
 RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunResult& failing, double seconds,
                  ShrinkStats* stats, const std::atomic<int>* interrupt) {
   const auto t0 = SteadyClock::now();
@@ -338,7 +349,8 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
     return true;
   };
   // Runs `o` (trace off); keeps its run if it is a smaller run of the target.
-  auto keep_if_smaller = [&](RunOptions o) {
+  // *cut: the run was stopped at the end of the time, before its end.
+  auto keep_if_smaller = [&](RunOptions o, bool* cut = nullptr) {
     o.trace = false;
     // A candidate that livelocks runs to its step budget: it stops at the
     // end of the shrink's time instead (RunOptions::deadline).
@@ -346,6 +358,7 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
                                                std::chrono::duration<double>(seconds)));
     RunResult r = run(make(), o);
     ++st.replays;
+    if (cut) *cut = r.stopped;
     if (r.pruned || outcome(r) != target || !smaller(r, best)) return false;
     best = std::move(r);
     return true;
@@ -404,24 +417,31 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
 
   if (!best.schedule.empty()) attempt({});  // the default policy's run: often all a deadlock needs
   minimise();
-  const double deepen_until = since(t0) + std::max(0.0, seconds - since(t0)) / 4;
-  for (std::uint32_t bound = 0; bound < best.preemptions() && since(t0) < deepen_until && !out_of_time(); ++bound) {
-    detail::ExhaustiveSearch search(bound, true);
-    bool found = false;
+  // The search for the minimum, in the time left: bounds 0 .. proved-1 were
+  // searched to their end without the outcome.
+  std::uint32_t proved = 0;
+  while (proved < best.preemptions() && !out_of_time()) {
+    detail::ExhaustiveSearch search(proved, true);
+    bool found = false, cut = false;
     do {
       RunOptions o = base;
       o.strategy = {};
       o.strategy.kind = StrategyKind::exhaustive;
       o.strategy.shared = &search;  // one strategy across the runs, keeping its tree
-      found = keep_if_smaller(std::move(o));
-    } while (!found && since(t0) < deepen_until && !out_of_time() && search.advance());
+      found = keep_if_smaller(std::move(o), &cut);
+    } while (!found && !cut && !out_of_time() && search.advance());
     if (found) {
-      minimise();
-      break;
+      minimise();  // fewer deviations; its preemptions stay, the bounds below are proved
+    } else if (cut || out_of_time()) {
+      st.finished = false;
+      break;  // this bound was not searched to its end
+    } else {
+      ++proved;
     }
   }
   st.choices_after = best.schedule.size();
   st.preemptions_after = best.preemptions();
+  st.minimal = best.preemptions() <= proved;
   if (stats) *stats = st;
   return best;
 }
@@ -670,6 +690,7 @@ ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions&
     RunResult small = found.result;
     f.shrink.choices_before = f.shrink.choices_after = small.schedule.size();
     f.shrink.preemptions_before = f.shrink.preemptions_after = small.preemptions();
+    f.shrink.minimal = small.preemptions() == 0;
     if (o.shrink) {
       if (o.on_progress) o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0), .failed = true,
                                         .shrinking = true});

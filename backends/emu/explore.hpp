@@ -128,6 +128,12 @@ struct ShrinkStats {
   std::uint64_t replays = 0;                                    // runs the shrinker made
   bool finished = true;      // false: its time ran out, or it was interrupted, first
   bool interrupted = false;  // ExploreOptions::interrupt stopped it
+  // No schedule with fewer preemptions has the outcome: the result has none,
+  // or the bounded exhaustive search covered every bound below its count
+  // without meeting the outcome (up to the search's reduction). False where
+  // the time ran out first; not shrunk (ExploreOptions::shrink off), true
+  // only for a run with no preemption.
+  bool minimal = false;
 };
 
 struct Failure {

@@ -81,9 +81,11 @@ std::string run_name(const Failure& f) {
 
 std::string shrunk_line(const ShrinkStats& s) {
   const char* cut = s.interrupted ? " (shrinking interrupted)" : s.finished ? "" : " (shrinking ran out of time)";
+  // With none left the count is the fewest there can be: nothing to say.
+  const char* fewest = s.preemptions_after == 0 ? "" : s.minimal ? ", minimal" : ", not proved minimal";
   return "shrunk:   " + std::to_string(s.choices_before) + " -> " + std::to_string(s.choices_after) +
          " deviations, " + std::to_string(s.preemptions_before) + " -> " + std::to_string(s.preemptions_after) +
-         " preemptions" + cut + "\n";
+         " preemptions" + fewest + cut + "\n";
 }
 
 std::string ExploreResult::report() const {
@@ -177,7 +179,7 @@ JsonFields json_fields(const ExploreResult& e) {
                                ",\"choices_after\":" + std::to_string(s.choices_after) +
                                ",\"preemptions_before\":" + std::to_string(s.preemptions_before) +
                                ",\"preemptions_after\":" + std::to_string(s.preemptions_after) +
-                               ",\"finished\":" + json_bool(s.finished) +
+                               ",\"minimal\":" + json_bool(s.minimal) + ",\"finished\":" + json_bool(s.finished) +
                                ",\"interrupted\":" + json_bool(s.interrupted) + "}");
   return j;
 }
