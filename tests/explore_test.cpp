@@ -877,6 +877,7 @@ TEST(explore_Minimal, TheSearchReachesTheFewestPreemptionsTheBugNeedsAndSaysSo) 
   EXPECT_EQ(small.preemptions(), 2u);
   EXPECT_EQ(st.preemptions_after, 2u);
   EXPECT_TRUE(st.minimal);
+  EXPECT_EQ(st.preemptions_needed, 2u);
   EXPECT_TRUE(st.finished);
   EXPECT_EQ(emu::replay(three_holders(), small.schedule, {}).status, emu::Status::deadlock);
 }
@@ -905,6 +906,44 @@ TEST(explore_Minimal, NotProvedWhereTheTimeRanOutFirst) {
   };
   explored(0, false, " preemptions, not proved minimal (shrinking ran out of time)\n");
   explored(20, true, " -> 2 preemptions, minimal\n");
+}
+
+// Stopped anywhere in its course (the interrupt flag, raised when the
+// shrinker asks for its n-th instance), the shrinker never claims more than
+// it proved: the bound it reports as needed is at most the true two, and
+// "minimal" only ever comes with two preemptions. Stopped while it
+// searches bound 2, it reports bounds 0 and 1 as proved.
+TEST(explore_Minimal, StoppedAnywhereItClaimsNoMoreThanItProved) {
+  const emu::RunResult rr = emu::run(three_holders(), test::with_strategy(emu::StrategyKind::round_robin));
+  ASSERT_EQ(rr.status, emu::Status::deadlock);
+  emu::ShrinkStats whole;
+  emu::shrink(three_holders, {}, rr, 60, &whole);
+  ASSERT_TRUE(whole.minimal);
+  bool partly_proved = false;
+  for (std::uint64_t stop = 1; stop <= whole.replays; stop += whole.replays / 8) {
+    SCOPED_TRACE("stopped at instance " + std::to_string(stop));
+    std::atomic<int> flag{0};
+    std::uint64_t made = 0;
+    const emu::KernelFactory counting = [&] {
+      if (++made >= stop) flag = 1;
+      return three_holders();
+    };
+    emu::ShrinkStats st;
+    const emu::RunResult small = emu::shrink(counting, {}, rr, 60, &st, &flag);
+    EXPECT_EQ(small.status, emu::Status::deadlock);
+    EXPECT_LE(st.preemptions_needed, 2u);
+    EXPECT_EQ(st.minimal, small.preemptions() == 2 && st.preemptions_needed == 2);
+    if (st.minimal) continue;
+    EXPECT_TRUE(st.interrupted && !st.finished);
+    if (st.preemptions_needed > 0) {
+      partly_proved = true;
+      EXPECT_TRUE(contains(emu::shrunk_line(st), "preemptions, not proved minimal: at least " +
+                                                     std::to_string(st.preemptions_needed) +
+                                                     " needed (shrinking interrupted)\n"))
+          << emu::shrunk_line(st);
+    }
+  }
+  EXPECT_TRUE(partly_proved) << "no stop fell in the search of a bound above 0";
 }
 
 // No preemption left: minimal, with nothing to search and nothing said in

@@ -441,6 +441,7 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
   }
   st.choices_after = best.schedule.size();
   st.preemptions_after = best.preemptions();
+  st.preemptions_needed = std::min<std::uint64_t>(proved, best.preemptions());
   st.minimal = best.preemptions() <= proved;
   if (stats) *stats = st;
   return best;

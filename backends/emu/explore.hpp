@@ -134,6 +134,10 @@ struct ShrinkStats {
   // the time ran out first; not shrunk (ExploreOptions::shrink off), true
   // only for a run with no preemption.
   bool minimal = false;
+  // What the search proved where it could not prove the result minimal: no
+  // schedule with fewer preemptions than this has the outcome (every bound
+  // below it was covered). 0: nothing proved; preemptions_after when minimal.
+  std::uint64_t preemptions_needed = 0;
 };
 
 struct Failure {
