@@ -831,25 +831,26 @@ TEST(explore_Shrink, ALivelockCannotMakeShrinkingOverrunItsTime) {
 // second one, so a switch away from each of two CTAs after its first:
 // exactly two preemptions. (Any two holders leave 128 free for a second
 // allocation, so no fewer will do.)
+void take_two_regions(std::uint32_t* base) {  // tcgen05.alloc's destinations
+  const std::uint32_t first = B::cluster_idx() == 0 ? 256 : 128;
+  B::tmem_alloc<1>(&base[0], first);
+  B::tmem_alloc<1>(&base[1], 128);  // holding the first
+  B::syncwarp();
+  B::tmem_relinquish<1>();
+  B::tmem_dealloc<1>(base[1], 128);
+  B::tmem_dealloc<1>(base[0], first);
+}
+
 emu::Kernel three_holders() {
   emu::Kernel k;
   k.launch.num_clusters = 3;
   k.launch.ctas_per_sm = 3;
   k.launch.warps_per_cta = 1;
   struct Columns {
-    std::uint32_t base[2];  // tcgen05.alloc's destinations
+    std::uint32_t base[2];
   };
   k.launch.smem_bytes = sizeof(Columns);
-  k.body = [] {
-    std::uint32_t* base = B::shared_storage<Columns>().base;
-    const std::uint32_t first = B::cluster_idx() == 0 ? 256 : 128;
-    B::tmem_alloc<1>(&base[0], first);
-    B::tmem_alloc<1>(&base[1], 128);  // holding the first
-    B::syncwarp();
-    B::tmem_relinquish<1>();
-    B::tmem_dealloc<1>(base[1], 128);
-    B::tmem_dealloc<1>(base[0], first);
-  };
+  k.body = [] { take_two_regions(B::shared_storage<Columns>().base); };
   return k;
 }
 
@@ -944,6 +945,56 @@ TEST(explore_Minimal, StoppedAnywhereItClaimsNoMoreThanItProved) {
     }
   }
   EXPECT_TRUE(partly_proved) << "no stop fell in the search of a bound above 0";
+}
+
+// three_holders with two more warps in each CTA that hand a token back and
+// forth through two mbarriers: each hand-over blocks one of them, a free
+// choice among every warp that can move, so that even bound 0 of the
+// exhaustive search has more schedules than a test can run. The deadlock
+// still needs exactly two preemptions (a warp that allocates never blocks
+// between its two allocations).
+emu::Kernel three_holders_and_a_ping_pong() {
+  emu::Kernel k = three_holders();
+  struct Storage {
+    std::uint32_t base[2];
+    SharedMemBarrier ping, pong;
+  };
+  k.launch.warps_per_cta = 3;
+  k.launch.smem_bytes = sizeof(Storage);
+  k.body = [] {
+    auto& s = B::shared_storage<Storage>();
+    if (B::warp_idx() == 0) {
+      test::init_bar(s.ping, 1, "ping");
+      test::init_bar(s.pong, 1, "pong");
+    }
+    B::cluster_sync();
+    if (B::warp_idx() == 0) return take_two_regions(s.base);
+    for (std::uint32_t i = 0; i < 6; ++i) {
+      if (B::warp_idx() == 1) {
+        test::elected_arrive(s.ping);
+        B::wait(s.pong, i & 1);
+      } else {
+        B::wait(s.ping, i & 1);
+        test::elected_arrive(s.pong);
+      }
+    }
+  };
+  return k;
+}
+
+// Delta debugging of the round-robin run keeps ten preemptions here, and the
+// bounded search does not end bound 0 within the time: the restarts (other
+// failing runs, shrunk in turn) reach the two the deadlock needs. Without
+// them the result stays at ten. (In the default build the first restart
+// gets there within a tenth of a second.)
+TEST(explore_Minimal, RestartsReachFewerPreemptionsWhereTheSearchCannotEnd) {
+  const emu::RunResult rr =
+      emu::run(three_holders_and_a_ping_pong(), test::with_strategy(emu::StrategyKind::round_robin));
+  ASSERT_EQ(rr.status, emu::Status::deadlock) << rr.report();
+  emu::ShrinkStats st;
+  const emu::RunResult small = emu::shrink(three_holders_and_a_ping_pong, {}, rr, 2, &st);
+  EXPECT_EQ(small.preemptions(), 2u) << "from " << rr.preemptions();
+  EXPECT_EQ(emu::replay(three_holders_and_a_ping_pong(), small.schedule, {}).status, emu::Status::deadlock);
 }
 
 // No preemption left: minimal, with nothing to search and nothing said in
