@@ -456,9 +456,13 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
         return;
       }
       if (is_smaller(r, best)) {
+        // At most `proved` preemptions, which the bounds below prove the
+        // fewest: the search is over, and delta debugging cuts deviations.
         best = std::move(r);
-        minimise(best);  // fewer deviations; its preemptions stay, the bounds below are proved
-      } else if (!search->advance()) {
+        minimise(best);
+        return;
+      }
+      if (!search->advance()) {
         search.reset();
         ++proved;
       }
@@ -468,8 +472,8 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
   std::uint64_t restarts = 0;
   auto restart_turn = [&](double until) {
     while (!out_of_time()) {
-      // PCT first (depth 3, over the failing run's length), then random, in
-      // turn, as the default portfolio explores.
+      // The default portfolio's strategies in turn, PCT first (depth 3, over
+      // the failing run's length): its runs deviate less, and shrink sooner.
       RunOptions o = base;
       o.strategy = {};
       o.strategy.kind = restarts % 2 == 0 ? StrategyKind::pct : StrategyKind::random;

@@ -223,8 +223,11 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
 
 // Shrinks `failing` (a run of `make`'s kernel with options `base`) to a
 // schedule with the fewest preemptions, then the fewest deviations, whose
-// run has the same outcome(). Returns the smallest run found (no trace);
-// `stats` gets the figures. `interrupt`: as ExploreOptions::interrupt.
+// run has the same outcome(), within `seconds` of wall time: delta
+// debugging, then the search for the minimum (docs/exploration.md,
+// "Shrinking"), which ends early only once the result is proved minimal.
+// Returns the smallest run found (no trace); `stats` gets the figures.
+// `interrupt`: as ExploreOptions::interrupt.
 RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunResult& failing, double seconds,
                  ShrinkStats* stats, const std::atomic<int>* interrupt = nullptr);
 
