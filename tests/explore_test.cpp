@@ -855,6 +855,199 @@ TEST(explore_Shrink, ALivelockCannotMakeShrinkingOverrunItsTime) {
   EXPECT_LT(r.steps, base.max_steps);
 }
 
+// ---- the search for the fewest preemptions
+
+// Three CTAs share one SM's 512 Tensor Memory columns; each takes a first
+// region (CTA 0 256 columns, the others 128), then 128 more while holding
+// it. Once all three hold their first region the 512 are taken and each
+// waits: a deadlock, which needs all three first allocations before any
+// second one, so a switch away from each of two CTAs after its first:
+// exactly two preemptions. (Any two holders leave 128 free for a second
+// allocation, so no fewer will do.)
+void take_two_regions(std::uint32_t* base) {  // tcgen05.alloc's destinations
+  const std::uint32_t first = B::cluster_idx() == 0 ? 256 : 128;
+  B::tmem_alloc<1>(&base[0], first);
+  B::tmem_alloc<1>(&base[1], 128);  // holding the first
+  B::syncwarp();
+  B::tmem_relinquish<1>();
+  B::tmem_dealloc<1>(base[1], 128);
+  B::tmem_dealloc<1>(base[0], first);
+}
+
+emu::Kernel three_holders() {
+  emu::Kernel k;
+  k.launch.num_clusters = 3;
+  k.launch.ctas_per_sm = 3;
+  k.launch.warps_per_cta = 1;
+  struct Columns {
+    std::uint32_t base[2];
+  };
+  k.launch.smem_bytes = sizeof(Columns);
+  k.body = [] { take_two_regions(B::shared_storage<Columns>().base); };
+  return k;
+}
+
+// The round-robin run deadlocks with a preemption at nearly every choice
+// point; delta debugging alone keeps more than two (no single deviation's
+// removal moves a switch to after the next CTA's first allocation). The
+// search for the minimum proves bounds 0 and 1 clean, finds a two-preemption
+// schedule at bound 2, and says the result is minimal.
+TEST(explore_Minimal, TheSearchReachesTheFewestPreemptionsTheBugNeedsAndSaysSo) {
+  const emu::RunResult rr = emu::run(three_holders(), test::with_strategy(emu::StrategyKind::round_robin));
+  ASSERT_EQ(rr.status, emu::Status::deadlock) << rr.report();
+  ASSERT_GT(rr.preemptions(), 2u);
+  // Two is the minimum: a complete search within one preemption passes.
+  emu::ExploreOptions one;
+  one.portfolio = {{emu::StrategyKind::exhaustive}};
+  one.preemptions = 1;
+  one.seconds = 0;
+  const emu::ExploreResult within_one = emu::explore(three_holders(), one);
+  ASSERT_TRUE(within_one.ok()) << within_one.report();
+  ASSERT_EQ(within_one.verdict(), emu::Verdict::verified);
+
+  emu::ShrinkStats st;
+  const emu::RunResult small = emu::shrink(three_holders, {}, rr, 60, &st);
+  EXPECT_EQ(small.status, emu::Status::deadlock);
+  EXPECT_EQ(small.preemptions(), 2u);
+  EXPECT_EQ(st.preemptions_after, 2u);
+  EXPECT_TRUE(st.minimal);
+  EXPECT_EQ(st.preemptions_needed, 2u);
+  EXPECT_TRUE(st.finished);
+  EXPECT_EQ(emu::replay(three_holders(), small.schedule, {}).status, emu::Status::deadlock);
+}
+
+// Without time to search the bounds below, the result is not called
+// minimal, and the report and the JSON say so; with the time, it is.
+TEST(explore_Minimal, NotProvedWhereTheTimeRanOutFirst) {
+  const emu::RunResult rr = emu::run(three_holders(), test::with_strategy(emu::StrategyKind::round_robin));
+  ASSERT_EQ(rr.status, emu::Status::deadlock);
+  emu::ShrinkStats st;
+  const emu::RunResult small = emu::shrink(three_holders, {}, rr, 0, &st);
+  EXPECT_GT(small.preemptions(), 0u);
+  EXPECT_FALSE(st.minimal);
+  EXPECT_FALSE(st.finished);
+
+  auto explored = [](double shrink_seconds, bool minimal, const std::string& line) {
+    auto o = test::fixed_runs(1);
+    o.portfolio = {{emu::StrategyKind::round_robin}};
+    o.shrink_seconds = shrink_seconds;
+    const emu::ExploreResult e = emu::explore(three_holders(), o);
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.failure->shrink.minimal, minimal);
+    EXPECT_TRUE(contains(e.report(), line)) << e.report();
+    const std::string json = emu::to_json(e);
+    EXPECT_TRUE(contains(json, minimal ? "\"minimal\":true" : "\"minimal\":false")) << json;
+  };
+  explored(0, false, " preemptions, not proved minimal (shrinking ran out of time)\n");
+  explored(20, true, " -> 2 preemptions, minimal\n");
+}
+
+// Stopped anywhere in its course (the interrupt flag, raised when the
+// shrinker asks for its n-th instance), the shrinker never claims more than
+// it proved: the bound it reports as needed is at most the true two, and
+// "minimal" only ever comes with two preemptions. Stopped while it
+// searches bound 2, it reports bounds 0 and 1 as proved.
+TEST(explore_Minimal, StoppedAnywhereItClaimsNoMoreThanItProved) {
+  const emu::RunResult rr = emu::run(three_holders(), test::with_strategy(emu::StrategyKind::round_robin));
+  ASSERT_EQ(rr.status, emu::Status::deadlock);
+  emu::ShrinkStats whole;
+  emu::shrink(three_holders, {}, rr, 60, &whole);
+  ASSERT_TRUE(whole.minimal);
+  bool partly_proved = false;
+  for (std::uint64_t stop = 1; stop <= whole.replays; stop += whole.replays / 8) {
+    SCOPED_TRACE("stopped at instance " + std::to_string(stop));
+    std::atomic<int> flag{0};
+    std::uint64_t made = 0;
+    const emu::KernelFactory counting = [&] {
+      if (++made >= stop) flag = 1;
+      return three_holders();
+    };
+    emu::ShrinkStats st;
+    const emu::RunResult small = emu::shrink(counting, {}, rr, 60, &st, &flag);
+    EXPECT_EQ(small.status, emu::Status::deadlock);
+    EXPECT_LE(st.preemptions_needed, 2u);
+    EXPECT_EQ(st.minimal, small.preemptions() == 2 && st.preemptions_needed == 2);
+    if (st.minimal) continue;
+    EXPECT_TRUE(st.interrupted && !st.finished);
+    if (st.preemptions_needed > 0) {
+      partly_proved = true;
+      EXPECT_TRUE(contains(emu::shrunk_line(st), "preemptions, not proved minimal: at least " +
+                                                     std::to_string(st.preemptions_needed) +
+                                                     " needed (shrinking interrupted)\n"))
+          << emu::shrunk_line(st);
+    }
+  }
+  EXPECT_TRUE(partly_proved) << "no stop fell in the search of a bound above 0";
+}
+
+// three_holders with two more warps in each CTA that hand a token back and
+// forth through two mbarriers: each hand-over blocks one of them, a free
+// choice among every warp that can move, so that even bound 0 of the
+// exhaustive search has more schedules than a test can run. The deadlock
+// still needs exactly two preemptions (a warp that allocates never blocks
+// between its two allocations).
+emu::Kernel three_holders_and_a_ping_pong() {
+  emu::Kernel k = three_holders();
+  struct Storage {
+    std::uint32_t base[2];
+    SharedMemBarrier ping, pong;
+  };
+  k.launch.warps_per_cta = 3;
+  k.launch.smem_bytes = sizeof(Storage);
+  k.body = [] {
+    auto& s = B::shared_storage<Storage>();
+    if (B::warp_idx() == 0) {
+      test::init_bar(s.ping, 1, "ping");
+      test::init_bar(s.pong, 1, "pong");
+    }
+    B::cluster_sync();
+    if (B::warp_idx() == 0) return take_two_regions(s.base);
+    for (std::uint32_t i = 0; i < 6; ++i) {
+      if (B::warp_idx() == 1) {
+        test::elected_arrive(s.ping);
+        B::wait(s.pong, i & 1);
+      } else {
+        B::wait(s.ping, i & 1);
+        test::elected_arrive(s.pong);
+      }
+    }
+  };
+  return k;
+}
+
+// Delta debugging of the round-robin run keeps ten preemptions here, and the
+// bounded search does not end bound 0 within the time: the restarts (other
+// failing runs, shrunk in turn) reach the two the deadlock needs. Without
+// them the result stays at ten. (In the default build the first restart
+// gets there within a tenth of a second.)
+TEST(explore_Minimal, RestartsReachFewerPreemptionsWhereTheSearchCannotEnd) {
+  const emu::RunResult rr =
+      emu::run(three_holders_and_a_ping_pong(), test::with_strategy(emu::StrategyKind::round_robin));
+  ASSERT_EQ(rr.status, emu::Status::deadlock) << rr.report();
+  emu::ShrinkStats st;
+  const emu::RunResult small = emu::shrink(three_holders_and_a_ping_pong, {}, rr, 2, &st);
+  EXPECT_EQ(small.preemptions(), 2u) << "from " << rr.preemptions();
+  EXPECT_EQ(emu::replay(three_holders_and_a_ping_pong(), small.schedule, {}).status, emu::Status::deadlock);
+}
+
+// No preemption left: minimal, with nothing to search and nothing said in
+// the report. Not shrunk, a run with preemptions is not called minimal.
+TEST(explore_Minimal, NoPreemptionIsMinimalAndAnUnshrunkRunIsNot) {
+  const emu::ExploreResult stuck = emu::explore(ring(2, 8, RingBug::no_release), test::fixed_runs(10));
+  ASSERT_FALSE(stuck.ok());
+  EXPECT_EQ(stuck.failure->shrink.preemptions_after, 0u);
+  EXPECT_TRUE(stuck.failure->shrink.minimal);
+  EXPECT_TRUE(contains(stuck.report(), " -> 0 preemptions\n")) << stuck.report();
+  auto o = test::fixed_runs(1);
+  o.portfolio = {{emu::StrategyKind::round_robin}};
+  o.shrink = false;
+  const emu::ExploreResult unshrunk = emu::explore(three_holders(), o);
+  ASSERT_FALSE(unshrunk.ok());
+  EXPECT_GT(unshrunk.failure->shrink.preemptions_after, 0u);
+  EXPECT_FALSE(unshrunk.failure->shrink.minimal);
+  EXPECT_TRUE(contains(unshrunk.report(), " preemptions, not proved minimal\n")) << unshrunk.report();
+}
+
 // The settings table's rules between settings, whichever front gives them.
 TEST(explore_Settings, RulesBetweenSettings) {
   auto apply = [](emu::ExploreOptions& o, std::vector<std::pair<const char*, const char*>> given) {

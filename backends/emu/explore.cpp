@@ -319,10 +319,36 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
 // A candidate is kept when its run has the same outcome and is smaller
 // (fewer preemptions, then fewer deviations); the kept run's own schedule,
 // not the candidate, becomes the current one. Each remaining preemption is
-// also tried later, where the same switch may be a free choice. Then a
-// preemption-bounded exhaustive search (bounds 0, 1, ... below the count
-// left) looks for the same outcome with fewer preemptions, in at most a
-// quarter of the time; if it finds one, that is minimised in turn.
+// also tried later, where the same switch may be a free choice.
+//
+// Delta debugging only walks down from the run it starts from, and can stop
+// well above the fewest preemptions the bug needs: each CTA of a co-resident
+// deadlock must be switched away from at one place, which no removal of
+// single deviations reaches; a load in pieces or a series of try_wait
+// time-outs is several preemptions, none of which can go alone, where
+// another path needs none. The search for the minimum then takes turns of
+// two kinds until the result is proved minimal or the time is spent:
+//
+// - the preemption-bounded exhaustive search with bounds 0, 1, ... below
+//   the count left, each resumed where the last turn left it: the first
+//   schedule of the outcome it meets is kept and minimised in turn. A bound
+//   searched to its end without the outcome proves that no schedule with
+//   that many preemptions or fewer has it (up to the reduction): the result
+//   is minimal once every bound below its count is so proved. The bounds go
+//   upwards since each one covers the ones below it at a fraction of its
+//   cost: the cheap ones prove what they can first, and the first bound
+//   that meets the outcome is the minimum;
+// - a restart: PCT and random runs, of seeds of their own, until one has
+//   the outcome; delta debugging minimises it (for a tenth of the time at
+//   most, unless it gets below the result, which it then replaces). On a
+//   large kernel even bound 0, which branches at every free choice, may
+//   not end within the time, while another failing run often shrinks to
+//   far fewer preemptions than the first.
+//
+// A search turn lasts a twentieth of the time: a small kernel's minimum is
+// proved in the first, and a restart that is cheap (a small kernel's) takes
+// little from the search, while on a large kernel, where the search cannot
+// end, the restarts take most of the time.
 RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunResult& failing, double seconds,
                  ShrinkStats* stats, const std::atomic<int>* interrupt) {
   const auto t0 = SteadyClock::now();
@@ -337,36 +363,43 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
     st.finished = false;
     return true;
   };
-  // Runs `o` (trace off); keeps its run if it is a smaller run of the target.
-  auto keep_if_smaller = [&](RunOptions o) {
+  // Runs `o` with the trace off. A run that livelocks runs to its step
+  // budget: it stops at the end of the shrink's time instead
+  // (RunOptions::deadline).
+  auto run_within = [&](RunOptions o) {
     o.trace = false;
-    // A candidate that livelocks runs to its step budget: it stops at the
-    // end of the shrink's time instead (RunOptions::deadline).
     o.deadline = std::min(o.deadline, t0 + std::chrono::duration_cast<SteadyClock::duration>(
                                                std::chrono::duration<double>(seconds)));
-    RunResult r = run(make(), o);
     ++st.replays;
-    if (r.pruned || outcome(r) != target || !smaller(r, best)) return false;
-    best = std::move(r);
-    return true;
+    return run(make(), o);
   };
+  auto is_smaller = [&](const RunResult& r, const RunResult& than) {
+    return !r.pruned && outcome(r) == target && smaller(r, than);
+  };
+  // The end of a restart's minimisation (below); none otherwise.
+  double cap = std::numeric_limits<double>::infinity();
+  auto over = [&] { return out_of_time() || since(t0) >= cap; };
   using Devs = std::vector<Schedule::Deviation>;
-  auto attempt = [&](Devs devs) {
-    if (out_of_time()) return false;
+  // Replays `devs` leniently; keeps the run in `cur` if it is smaller.
+  auto attempt = [&](RunResult& cur, Devs devs) {
+    if (over()) return false;
     RunOptions o = base;
     o.strategy = {};
     o.strategy.kind = StrategyKind::replay;
     o.strategy.strict = false;
     o.strategy.replay = Schedule(std::move(devs));
-    return keep_if_smaller(std::move(o));
+    RunResult r = run_within(std::move(o));
+    if (!is_smaller(r, cur)) return false;
+    cur = std::move(r);
+    return true;
   };
-  auto minimise = [&] {
-    for (bool again = true; again && !best.schedule.empty() && !out_of_time();) {
+  auto minimise = [&](RunResult& cur) {
+    for (bool again = true; again && !cur.schedule.empty() && !over();) {
       again = false;
       // ddmin: remove chunks, from halves down to single deviations.
       for (std::size_t parts = 2;;) {
-        const Devs devs = best.schedule.deviations();
-        if (devs.empty() || !st.finished) break;
+        const Devs devs = cur.schedule.deviations();
+        if (devs.empty() || over()) break;
         parts = std::min(parts, devs.size());
         const std::size_t chunk = (devs.size() + parts - 1) / parts;
         bool reduced = false;
@@ -374,7 +407,7 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
           Devs cand(devs.begin(), devs.begin() + static_cast<std::ptrdiff_t>(begin));
           cand.insert(cand.end(), devs.begin() + static_cast<std::ptrdiff_t>(std::min(begin + chunk, devs.size())),
                       devs.end());
-          reduced = attempt(std::move(cand));
+          reduced = attempt(cur, std::move(cand));
         }
         if (reduced) {
           parts = std::max<std::size_t>(parts - 1, 2);
@@ -386,42 +419,90 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
       }
       // Delay each preemption: the same switch a little later may come when
       // the running actor blocks, and then it is a free choice.
-      const std::vector<std::uint64_t> pre = best.preemption_at;
+      const std::vector<std::uint64_t> pre = cur.preemption_at;
       for (std::uint64_t at : pre) {
-        const Devs devs = best.schedule.deviations();
+        const Devs devs = cur.schedule.deviations();
         const auto it = std::find_if(devs.begin(), devs.end(), [&](const auto& d) { return d.at == at; });
         if (it == devs.end()) continue;
-        const std::uint64_t limit = std::next(it) == devs.end() ? best.choices : std::next(it)->at;
+        const std::uint64_t limit = std::next(it) == devs.end() ? cur.choices : std::next(it)->at;
         for (std::uint64_t delay = 1; it->at + delay < limit && !again; delay *= 2) {
           Devs cand = devs;
           cand[static_cast<std::size_t>(it - devs.begin())].at += delay;
-          again = attempt(std::move(cand));
+          again = attempt(cur, std::move(cand));
         }
-        if (again || !st.finished) break;
+        if (again || over()) break;
       }
     }
   };
 
-  if (!best.schedule.empty()) attempt({});  // the default policy's run: often all a deadlock needs
-  minimise();
-  const double deepen_until = since(t0) + std::max(0.0, seconds - since(t0)) / 4;
-  for (std::uint32_t bound = 0; bound < best.preemptions() && since(t0) < deepen_until && !out_of_time(); ++bound) {
-    detail::ExhaustiveSearch search(bound, true);
-    bool found = false;
-    do {
+  if (!best.schedule.empty()) attempt(best, {});  // the default policy's run: often all a deadlock needs
+  minimise(best);
+
+  // The search for the minimum. Bounds 0 .. proved-1 were searched to their
+  // end without the outcome; `search` is the bound `proved`'s, under way.
+  std::uint32_t proved = 0;
+  std::optional<detail::ExhaustiveSearch> search;
+  bool search_cut = false;  // a run of it stopped at a deadline: it goes no further
+  auto search_turn = [&](double until) {
+    while (proved < best.preemptions() && since(t0) < until && !out_of_time()) {
+      if (!search) search.emplace(proved, true);
       RunOptions o = base;
       o.strategy = {};
       o.strategy.kind = StrategyKind::exhaustive;
-      o.strategy.shared = &search;  // one strategy across the runs, keeping its tree
-      found = keep_if_smaller(std::move(o));
-    } while (!found && since(t0) < deepen_until && !out_of_time() && search.advance());
-    if (found) {
-      minimise();
-      break;
+      o.strategy.shared = &*search;  // one strategy across the runs, keeping its tree
+      RunResult r = run_within(std::move(o));
+      if (r.stopped) {
+        search_cut = true;
+        return;
+      }
+      if (is_smaller(r, best)) {
+        // At most `proved` preemptions, which the bounds below prove the
+        // fewest: the search is over, and delta debugging cuts deviations.
+        best = std::move(r);
+        minimise(best);
+        return;
+      }
+      if (!search->advance()) {
+        search.reset();
+        ++proved;
+      }
     }
+  };
+  constexpr std::uint64_t kRestartSeed = 0x7368726e6b5f7273ull;  // restarts' runs: seeds of their own
+  std::uint64_t restarts = 0;
+  auto restart_turn = [&](double until) {
+    while (!out_of_time()) {
+      // The default portfolio's strategies in turn, PCT first (depth 3, over
+      // the failing run's length): its runs deviate less, and shrink sooner.
+      RunOptions o = base;
+      o.strategy = {};
+      o.strategy.kind = restarts % 2 == 0 ? StrategyKind::pct : StrategyKind::random;
+      o.strategy.pct_steps = std::max<std::uint64_t>(failing.steps, 1);
+      o.strategy.seed = run_seed(kRestartSeed, restarts++);
+      RunResult r = run_within(std::move(o));
+      if (!r.pruned && outcome(r) == target) {
+        cap = since(t0) + seconds / 10;
+        minimise(r);
+        cap = std::numeric_limits<double>::infinity();
+        if (smaller(r, best)) {
+          best = std::move(r);
+          minimise(best);
+        }
+        return;
+      }
+      if (since(t0) >= until) return;
+    }
+  };
+  while (!search_cut && proved < best.preemptions() && !out_of_time()) {
+    search_turn(since(t0) + seconds / 20);
+    if (search_cut || proved >= best.preemptions() || out_of_time()) break;
+    restart_turn(since(t0) + seconds / 20);
   }
+  if (search_cut) st.finished = false;
   st.choices_after = best.schedule.size();
   st.preemptions_after = best.preemptions();
+  st.preemptions_needed = std::min<std::uint64_t>(proved, best.preemptions());
+  st.minimal = best.preemptions() <= proved;
   if (stats) *stats = st;
   return best;
 }
@@ -671,6 +752,7 @@ ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions&
     RunResult small = found.result;
     f.shrink.choices_before = f.shrink.choices_after = small.schedule.size();
     f.shrink.preemptions_before = f.shrink.preemptions_after = small.preemptions();
+    f.shrink.minimal = small.preemptions() == 0;
     if (o.shrink) {
       if (o.on_progress) o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0), .failed = true,
                                         .shrinking = true});

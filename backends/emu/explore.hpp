@@ -130,6 +130,16 @@ struct ShrinkStats {
   std::uint64_t replays = 0;                                    // runs the shrinker made
   bool finished = true;      // false: its time ran out, or it was interrupted, first
   bool interrupted = false;  // ExploreOptions::interrupt stopped it
+  // No schedule with fewer preemptions has the outcome: the result has none,
+  // or the bounded exhaustive search covered every bound below its count
+  // without meeting the outcome (up to the search's reduction). False where
+  // the time ran out first; not shrunk (ExploreOptions::shrink off), true
+  // only for a run with no preemption.
+  bool minimal = false;
+  // What the search proved where it could not prove the result minimal: no
+  // schedule with fewer preemptions than this has the outcome (every bound
+  // below it was covered). 0: nothing proved; preemptions_after when minimal.
+  std::uint64_t preemptions_needed = 0;
 };
 
 struct Failure {
@@ -216,8 +226,11 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
 
 // Shrinks `failing` (a run of `make`'s kernel with options `base`) to a
 // schedule with the fewest preemptions, then the fewest deviations, whose
-// run has the same outcome(). Returns the smallest run found (no trace);
-// `stats` gets the figures. `interrupt`: as ExploreOptions::interrupt.
+// run has the same outcome(), within `seconds` of wall time: delta
+// debugging, then the search for the minimum (docs/exploration.md,
+// "Shrinking"), which ends early only once the result is proved minimal.
+// Returns the smallest run found (no trace); `stats` gets the figures.
+// `interrupt`: as ExploreOptions::interrupt.
 RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunResult& failing, double seconds,
                  ShrinkStats* stats, const std::atomic<int>* interrupt = nullptr);
 

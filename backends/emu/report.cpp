@@ -91,9 +91,14 @@ std::string run_name(const Failure& f) {
 
 std::string shrunk_line(const ShrinkStats& s) {
   const char* cut = s.interrupted ? " (shrinking interrupted)" : s.finished ? "" : " (shrinking ran out of time)";
+  // With none left the count is the fewest there can be: nothing to say.
+  std::string fewest;
+  if (s.preemptions_after != 0) fewest = s.minimal ? ", minimal" : ", not proved minimal";
+  if (!s.minimal && s.preemptions_needed != 0)
+    fewest += ": at least " + std::to_string(s.preemptions_needed) + " needed";
   return "shrunk:   " + std::to_string(s.choices_before) + " -> " + std::to_string(s.choices_after) +
          " deviations, " + std::to_string(s.preemptions_before) + " -> " + std::to_string(s.preemptions_after) +
-         " preemptions" + cut + "\n";
+         " preemptions" + fewest + cut + "\n";
 }
 
 std::string ExploreResult::report() const {
@@ -188,6 +193,8 @@ JsonFields json_fields(const ExploreResult& e) {
                                ",\"choices_after\":" + std::to_string(s.choices_after) +
                                ",\"preemptions_before\":" + std::to_string(s.preemptions_before) +
                                ",\"preemptions_after\":" + std::to_string(s.preemptions_after) +
+                               ",\"minimal\":" + json_bool(s.minimal) +
+                               ",\"preemptions_needed\":" + std::to_string(s.preemptions_needed) +
                                ",\"finished\":" + json_bool(s.finished) +
                                ",\"interrupted\":" + json_bool(s.interrupted) + "}");
   return j;

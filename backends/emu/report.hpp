@@ -24,7 +24,10 @@ std::string strategy_and_seed(const Failure& failure);
 // (Failure::measuring_run).
 std::string run_name(const Failure& failure);
 
-// "shrunk:   11 -> 1 deviations, 10 -> 1 preemptions"; one line.
+// "shrunk:   11 -> 1 deviations, 10 -> 1 preemptions, minimal"; one line
+// (ShrinkStats::minimal: "minimal" or "not proved minimal", with ": at least
+// N needed" where the search proved some bounds, unsaid where no preemption
+// is left; then why shrinking stopped, if it did not finish).
 std::string shrunk_line(const ShrinkStats& stats);
 
 // A JSON object's fields in order, each value as JSON text: what a front
