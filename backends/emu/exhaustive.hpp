@@ -110,7 +110,6 @@ class ExhaustiveSearch final : public Strategy {
   bool pruned_ = false;
   std::vector<Step> steps_;
   std::size_t first_new_ = 0;
-  bool past_prefix_ = false;
   std::vector<std::uint8_t> timed_out_;
   bool step_spins_ = false;
   bool step_idle_ = false;  // the step is a time-out where nothing could progress
