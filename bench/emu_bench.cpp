@@ -28,6 +28,11 @@
 //                   (defaults) with 1 and 2 jobs; gemm cta_group 2,
 //                   blockwise-fp8 (defaults) and gemm 1024x1024x1024 on 4
 //                   clusters with 1; items = schedules (runs).
+//   BM_ExploreExhaustive: complete exhaustive searches (no bound) of
+//                   tile-reduce (rows 64, 1 stage, clusters of 2), gemm
+//                   (128x64x256, 1 stage, 1 accumulator stage) and
+//                   persistent-gemm (256x64x64, 1 cluster, 1 CLC stage),
+//                   with 1 and 2 jobs; items = classes of schedules.
 //   BM_ExploreModesOff: ring, gemm and blockwise-fp8 as BM_Explore with
 //                   try_wait time-outs and loads out of order off (the
 //                   exploration before issue 23): what the modes cost.
@@ -36,7 +41,8 @@
 //                   the trace off and on; items = schedules (runs).
 //
 // After the table, prints one line per emulator configuration, the
-// speed-up of 2 jobs over 1 (`jobs2_speedup ring=... gemm=...`), the
+// speed-up of 2 jobs over 1 (`jobs2_speedup ring=... gemm=...`, and
+// `exhaustive_jobs2_speedup <case>=...` per exhaustive search), the
 // tensor-heavy explorations' schedules/s over ring's (`gemm_ratio=...
 // gemm_cta2_ratio=... blockwise_fp8_ratio=...`), the large GEMM's seconds
 // per schedule (`gemm_1024_seconds_per_schedule=...`), the
@@ -306,6 +312,50 @@ BENCHMARK(BM_ExploreModesOff)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Complete exhaustive searches (no bound, source sets) with 1 and 2 jobs:
+// the whole search per iteration, items = classes of schedules (issue 24:
+// the same classes, and 2 jobs at least 1.8x one).
+struct SearchCase {
+  const char* label;
+  const char* scenario;
+  std::vector<std::pair<std::string, std::uint64_t>> options;  // over the defaults
+};
+const SearchCase kSearchCases[] = {
+    {"tile-reduce rows 64 cluster 2", "tile-reduce", {{"rows", 64}, {"stages", 1}, {"cluster", 2}}},
+    {"gemm k 256", "gemm", {{"m", 128}, {"n", 64}, {"k", 256}, {"stages", 1}, {"accum-stages", 1}}},
+    {"persistent-gemm", "persistent-gemm", {{"m", 256}, {"n", 64}, {"k", 64}, {"clusters", 1}, {"clc-stages", 1}}},
+};
+void BM_ExploreExhaustive(benchmark::State& state) {
+  const SearchCase& c = kSearchCases[state.range(0)];
+  const wspipe::examples::Scenario* sc = wspipe::examples::find_scenario(c.scenario);
+  wspipe::examples::OptionValues values = defaults(*sc);
+  for (const auto& [k, v] : c.options) values[k] = v;
+  if (sc->resolve) sc->resolve(values);
+  wspipe::emu::ExploreOptions o;
+  o.portfolio = {{wspipe::emu::StrategyKind::exhaustive}};
+  o.seconds = 0;
+  o.jobs = static_cast<unsigned>(state.range(1));
+  const wspipe::emu::KernelFactory make = [&] { return sc->prepare("", values); };
+#ifndef NDEBUG
+  // Seconds per search optimised, minutes in the sanitizer presets' Debug
+  // builds, whose smoke run only checks that the program works.
+  state.SkipWithError("optimised builds only");
+  return;
+#endif
+  std::int64_t classes = 0;
+  for (auto _ : state) {
+    const auto r = wspipe::emu::explore(make, o);
+    if (!r.ok() || !r.complete) state.SkipWithError("the search failed or did not complete");
+    classes += static_cast<std::int64_t>(r.runs);
+  }
+  state.SetItemsProcessed(classes);
+  state.SetLabel(std::string(c.label) + " exhaustive jobs " + std::to_string(o.jobs));
+}
+BENCHMARK(BM_ExploreExhaustive)
+    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // Collects items/second per benchmark while printing the usual table.
 // With --benchmark_repetitions=N the median of the repetitions is used,
 // and their coefficient of variation is printed beside it.
@@ -371,6 +421,11 @@ int main(int argc, char** argv) {
     if (auto c = reporter.cv.find(name); c != reporter.cv.end()) std::printf("  cv %.0f%%", 100 * c->second);
     std::printf("\n");
     if (reporter.label[name] == "random no-trace") main_ratio = r / y->second;
+  }
+  for (const SearchCase& c : kSearchCases) {
+    const std::string one = std::string(c.label) + " exhaustive jobs 1", two = std::string(c.label) + " exhaustive jobs 2";
+    if (explore.count(one) && explore.count(two) && explore[one] > 0)
+      std::printf("exhaustive_jobs2_speedup %s=%.2f\n", c.label, explore[two] / explore[one]);
   }
   if (explore.count("ring explore jobs 2") && explore.count("gemm explore jobs 2")) {
     std::printf("jobs2_speedup ring=%.2f gemm=%.2f\n", explore["ring explore jobs 2"] / explore["ring explore jobs 1"],

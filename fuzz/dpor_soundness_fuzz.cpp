@@ -4,8 +4,10 @@
 // without the reduction and with it at preemption bounds 0 to 2 and
 // unbounded; the reduced search must reach the same final states (at a
 // bound, those the bound hid from it must be reached once the bound is
-// lifted). A difference prints the program, the searches and the states
-// only one reached, with schedule tokens, and aborts. The continuous form
+// lifted); and the unbounded search split among 3 simulated workers (as
+// --jobs splits it) must make the same tree as one search. A difference
+// prints the program, the searches and the states only one reached, with
+// schedule tokens, and aborts. The continuous form
 // of tests/explore_soundness_test.cpp, which checks thousands of seeded
 // programs in CI.
 //
@@ -53,6 +55,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::fprintf(stderr, "dpor_soundness: the reduced search does not reach the unreduced search's final states\n%s",
                  differences.front().c_str());
     std::abort();
+  }
+  // The source-set search split among 3 workers (--jobs) makes the same
+  // tree as one search: the same runs, pruned runs, races and states.
+  const sd::SearchSpec dpor = sd::unbounded(true);
+  const sd::Reached one = sd::search(p, dpor, o, kMaxRuns);
+  if (one.complete) {
+    const sd::Reached split = sd::search_split(p, dpor, o, 3, size);
+    std::vector<std::string> a, b;
+    for (const auto& kv : one.states) a.push_back(kv.first);
+    for (const auto& kv : split.states) b.push_back(kv.first);
+    if (split.runs != one.runs || split.pruned != one.pruned || split.races != one.races || a != b) {
+      std::fprintf(stderr,
+                   "dpor_soundness: the split search differs from one search: runs %llu / %llu, pruned %llu / %llu, "
+                   "races %llu / %llu, states %zu / %zu\n%s\n",
+                   static_cast<unsigned long long>(split.runs), static_cast<unsigned long long>(one.runs),
+                   static_cast<unsigned long long>(split.pruned), static_cast<unsigned long long>(one.pruned),
+                   static_cast<unsigned long long>(split.races), static_cast<unsigned long long>(one.races),
+                   b.size(), a.size(), sd::to_string(p).c_str());
+      std::abort();
+    }
   }
   return 0;
 }

@@ -606,7 +606,9 @@ inline SearchSpec bounded(std::uint32_t bound, bool reduce) {
 struct Reached {
   std::map<std::string, std::string> states;
   std::uint64_t runs = 0, pruned = 0;
-  bool complete = true;  // false: stopped at its budget of runs
+  std::uint64_t races = 0;   // branches added by races (source sets)
+  std::uint64_t splits = 0;  // search_split: children split off
+  bool complete = true;      // false: stopped at its budget of runs
 };
 
 // The options of every run: the defaults (try_wait time-outs and loads out
@@ -621,31 +623,70 @@ inline emu::RunOptions run_options(bool race_check, bool spurious_try_wait = tru
   return o;
 }
 
+// One run of `strategy` (an exhaustive search, watched), tallied in `got`.
+inline void run_once(const Program& p, emu::Strategy& strategy, const SearchSpec& spec, const emu::RunOptions& base,
+                     Reached& got) {
+  Watch watch(strategy, spec.footprints);
+  Run run(p, watch, base.race_check);
+  emu::RunOptions o = base;
+  o.strategy = {};
+  o.strategy.kind = emu::StrategyKind::exhaustive;
+  o.strategy.shared = &watch;
+  const emu::RunResult r = emu::run(run.kernel(), o);
+  if (r.pruned) {
+    ++got.pruned;
+    return;
+  }
+  ++got.runs;
+  got.states.emplace(run.state(r), r.schedule.encode());
+}
+
 // Runs one search to its end, or until it has made `max_runs` runs
 // (pruned ones included).
 inline Reached search(const Program& p, const SearchSpec& spec, const emu::RunOptions& base,
                       std::uint64_t max_runs = ~std::uint64_t{0}) {
   Reached got;
   const std::unique_ptr<emu::detail::ExhaustiveSearch> s = spec.make();
-  Watch watch(*s, spec.footprints);
   do {
     if (got.runs + got.pruned >= max_runs) {
       got.complete = false;
       break;
     }
-    Run run(p, watch, base.race_check);
-    emu::RunOptions o = base;
-    o.strategy = {};
-    o.strategy.kind = emu::StrategyKind::exhaustive;
-    o.strategy.shared = &watch;
-    const emu::RunResult r = emu::run(run.kernel(), o);
-    if (r.pruned) {
-      ++got.pruned;
-      continue;
-    }
-    ++got.runs;
-    got.states.emplace(run.state(r), r.schedule.encode());
-  } while (s->advance());
+    run_once(p, *s, spec, base, got);
+  } while (s->advance() == emu::detail::ExhaustiveSearch::Advance::next);
+  got.races = s->races();
+  return got;
+}
+
+// The same search split among `workers` simulated workers, on this thread
+// (emu::detail::SearchTree, as explore() uses it with --jobs): up to
+// `workers` searches are taken at a time, and the one that runs next is
+// drawn at random, so that children are split off, finish and are joined
+// in ever other orders. The reached states, the runs and the pruned ones
+// must be those of search() (same tree, whatever the order).
+inline Reached search_split(const Program& p, const SearchSpec& spec, const emu::RunOptions& base,
+                            unsigned workers, std::uint64_t seed) {
+  Reached got;
+  emu::detail::SearchTree tree(spec.make());
+  emu::Rng rng(seed);
+  std::vector<emu::detail::SearchTree::Task*> taken;
+  for (;;) {
+    while (taken.size() < workers)
+      if (auto* t = tree.take()) taken.push_back(t);
+      else break;
+    if (taken.empty()) break;
+    const std::size_t i = rng.below(static_cast<std::uint32_t>(taken.size()));
+    auto* t = taken[i];
+    taken.erase(taken.begin() + static_cast<std::ptrdiff_t>(i));
+    run_once(p, emu::detail::SearchTree::search(t), spec, base, got);
+    // The idle workers: neither this one nor those holding a search, and
+    // not those the ready searches will keep busy.
+    const std::size_t busy = 1 + taken.size() + tree.ready();
+    tree.ran(t, busy < workers ? static_cast<unsigned>(workers - busy) : 0u);
+  }
+  if (!tree.done()) throw std::logic_error("search_split: no search ready, none running, and the tree not done");
+  got.races = tree.races();
+  got.splits = tree.splits();
   return got;
 }
 

@@ -178,6 +178,48 @@ TEST(explore_Soundness, AndInAClusterOfTwoCtas) {
   EXPECT_LT(all.too_large * 2, all.comparisons);
 }
 
+// --jobs (issue 24, item 4): the search split among workers makes the same
+// tree as one search, whatever the order in which the children run, are
+// split off and are joined: the same runs, pruned runs, races and final
+// states, for the source sets and for the bounded sleep sets.
+TEST(explore_Soundness, ASplitSearchMakesTheSameTreeAsOneSearch) {
+  const std::uint64_t count =
+      std::max<std::uint64_t>(env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS) / 8, 10);
+  const std::vector<sd::SearchSpec> specs = {sd::unbounded(true), sd::bounded(1, true), sd::bounded(0, false)};
+  std::uint64_t compared = 0, split_runs = 0, splits = 0;
+  for (std::uint64_t seed = 1; seed <= count; ++seed)
+    for (const std::uint32_t ctas : {1u, 2u}) {
+      const sd::Program p = sd::seeded_program(seed, ctas);
+      for (const sd::SearchSpec& spec : specs) {
+        const emu::RunOptions o = sd::run_options(seed % 2 == 0);
+        const sd::Reached one = sd::search(p, spec, o, kMaxRuns);
+        if (!one.complete) continue;
+        ++compared;
+        for (const unsigned workers : {2u, 3u}) {
+          const sd::Reached split = sd::search_split(p, spec, o, workers, seed * 7 + workers);
+          SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(ctas) + " CTA(s), " + spec.name + ", " +
+                       std::to_string(workers) + " workers");
+          EXPECT_EQ(split.runs, one.runs);
+          EXPECT_EQ(split.pruned, one.pruned);
+          EXPECT_EQ(split.races, one.races);
+          std::set<std::string> a, b;
+          for (const auto& kv : one.states) a.insert(kv.first);
+          for (const auto& kv : split.states) b.insert(kv.first);
+          EXPECT_EQ(split.states.size(), one.states.size());
+          EXPECT_EQ(a, b);
+          split_runs += split.runs + split.pruned;
+          splits += split.splits;
+        }
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  std::printf("[ soundness ] split searches: %llu comparisons, %llu runs, %llu children split off\n",
+              static_cast<unsigned long long>(compared), static_cast<unsigned long long>(split_runs),
+              static_cast<unsigned long long>(splits));
+  EXPECT_GT(compared, count);  // most fit the budget
+  EXPECT_GT(splits, compared);  // and most were split
+}
+
 // A soundness bug of the sleep-set reduction, found by this check (seeds
 // 2064 and 8482 of the sweep without time-outs, the first minimised), and
 // closed: an idle time-out's footprint now holds kGlobalResource

@@ -554,6 +554,63 @@ TEST(explore_Exhaustive, FindsEveryBrokenRingVariant) {
   EXPECT_EQ(r.failure->outcome, "mbarrier.arrive-before-wait");
 }
 
+// --jobs (issue 24, item 4): the search split among threads explores the
+// same tree as one job: the same classes, pruned runs and verdict, for the
+// source sets and the bounded search. A failure is found whatever the jobs.
+emu::OptionValues scenario_values(const emu::Scenario& sc, std::vector<std::pair<const char*, std::uint64_t>> set) {
+  emu::OptionValues values;
+  for (const auto& opt : sc.options) values[opt.name] = opt.def;
+  for (const auto& [k, x] : set) values.at(k) = x;
+  if (sc.resolve) sc.resolve(values);
+  return values;
+}
+
+// In the explore_Parallel suite: the tsan preset runs it.
+TEST(explore_Parallel, TheExhaustiveSearchSplitAmongJobsHasTheSameCounts) {
+  const emu::Scenario& gemm = *wspipe::examples::find_scenario("gemm");
+  const emu::Scenario& tile = *wspipe::examples::find_scenario("tile-reduce");
+  const emu::OptionValues gv =
+      scenario_values(gemm, {{"m", 128}, {"n", 64}, {"k", 128}, {"stages", 1}, {"accum-stages", 1}});
+  const emu::OptionValues tv = scenario_values(tile, {{"rows", 32}, {"stages", 1}});
+  struct Case {
+    const emu::Scenario* sc;
+    const emu::OptionValues* values;
+    std::optional<std::uint32_t> bound;
+  };
+  for (const Case& c : {Case{&gemm, &gv, std::nullopt}, Case{&tile, &tv, std::nullopt}, Case{&gemm, &gv, 1u}}) {
+    std::optional<emu::ExploreResult> first;
+    for (const unsigned jobs : {1u, 2u, 3u}) {
+      auto o = exhaustive(0);
+      o.preemptions = c.bound;
+      o.jobs = jobs;
+      const auto r = emu::explore([&] { return c.sc->prepare("", *c.values); }, o);
+      SCOPED_TRACE(c.sc->name + ", " + std::to_string(jobs) + " jobs");
+      EXPECT_TRUE(r.ok() && r.complete) << r.report();
+      if (!first) {
+        first = r;
+        EXPECT_GT(r.runs, 1u);
+        continue;
+      }
+      EXPECT_EQ(r.runs, first->runs);
+      EXPECT_EQ(r.pruned, first->pruned);
+      EXPECT_EQ(r.steps, first->steps);
+    }
+  }
+  // A failure: found with any number of jobs.
+  const emu::Scenario& ring_sc = *wspipe::examples::find_scenario("ring");
+  const emu::OptionValues rv = scenario_values(ring_sc, {{"stages", 2}, {"items", 4}});
+  for (const unsigned jobs : {1u, 2u}) {
+    auto o = exhaustive(0);
+    o.preemptions.reset();
+    o.jobs = jobs;
+    o.shrink = false;
+    const auto r = emu::explore([&] { return ring_sc.prepare("early-release", rv); }, o);
+    ASSERT_FALSE(r.ok()) << jobs << " jobs";
+    EXPECT_EQ(r.failure->outcome, "race.smem");
+    EXPECT_FALSE(r.complete);
+  }
+}
+
 TEST(explore_Exhaustive, ARunBudgetLeavesItIncomplete) {
   auto o = exhaustive(3);
   o.runs = 5;
@@ -1075,7 +1132,10 @@ TEST(explore_Settings, RulesBetweenSettings) {
   o = {};
   o.jobs = 8;
   EXPECT_TRUE(apply(o, {{"strategy", "exhaustive"}}).empty());
-  EXPECT_EQ(o.jobs, 1u);
+  EXPECT_EQ(o.jobs, 8u) << "the exhaustive search takes jobs as the sampled strategies do";
+  o = {};
+  EXPECT_TRUE(apply(o, {{"strategy", "exhaustive"}, {"jobs", "2"}}).empty());
+  EXPECT_EQ(o.jobs, 2u);
   o = {};
   EXPECT_TRUE(apply(o, {{"max-steps", "77"}, {"mma-memo-mib", "3"}, {"lane-divergence", "1"}}).empty());
   EXPECT_EQ(o.max_steps, 77u);
@@ -1090,7 +1150,9 @@ TEST(explore_Settings, RulesBetweenSettings) {
     emu::validate_settings(o, emu::SettingsFront::code);
     ADD_FAILURE() << "an exhaustive search over shards was accepted";
   } catch (const emu::SettingsError& e) {
-    EXPECT_EQ(std::string(e.what()), "shard 0/2: the exhaustive strategy runs unsharded (one process, one thread)");
+    EXPECT_EQ(std::string(e.what()),
+              "shard 0/2: the exhaustive search is not sharded (its tree grows from the races every branch finds): "
+              "one process explores it, split among threads with jobs = N");
   }
 }
 

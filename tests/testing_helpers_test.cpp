@@ -597,7 +597,6 @@ TEST(TestingHelpers, FlagsAndEnvironmentRefuseTheSameValuesInTheSameWords) {
       {{{"mma-memo-mib", "lots"}}},
       {{{"preemptions", "2"}}},
       {{{"no-reduction", "1"}}},
-      {{{"strategy", "exhaustive"}, {"jobs", "2"}}},
       {{{"strategy", "exhaustive"}, {"shard", "1/2"}}},
       // Issue 25: refused, not ignored or misread.
       {{{"runs", "1"}, {"shard", "1/2"}}},
@@ -746,6 +745,46 @@ TEST(TestingHelpers, RegisteredExplorationSplitsAcrossGoogleTestShards) {
   EXPECT_EQ(total, joined.size()) << "shards overlap";
   EXPECT_EQ(joined, unsharded);
   EXPECT_EQ(run_numbers(ring_factory(3, 8), runs(40, 1)), unsharded);
+  std::filesystem::remove_all(dir);
+}
+
+// The exhaustive search is not sharded (docs/exploration.md, "Parallel and
+// sharded runs"): registered over GoogleTest's shards, test 0 runs it whole
+// (its jobs split it among threads) and the others are skipped, saying so;
+// none passes without having explored.
+emu::ExploreOptions every_class() {
+  emu::ExploreOptions o;
+  o.portfolio = {{emu::StrategyKind::exhaustive}};
+  o.seconds = 0;
+  o.jobs = 2;
+  return o;
+}
+
+WSPIPE_EXPLORATION_TEST(ShardedExhaustive, Ring, ring_factory(2, 4), every_class());
+
+TEST(TestingHelpers, RegisteredExhaustiveSearchRunsWholeInTheFirstShard) {
+  CleanEnv env;
+  const std::string exe = self_exe();
+  ASSERT_FALSE(exe.empty());
+  const auto dir = temp_dir("exhaustive-shards");
+  for (int k = 0; k < 3; ++k) {
+    const auto out = dir / ("out" + std::to_string(k));
+    const std::string cmd =
+        "env -u GTEST_OUTPUT -u GTEST_FILTER -u WSPIPE_RUNS -u WSPIPE_SECONDS -u WSPIPE_JOBS -u WSPIPE_SEED "
+        "-u WSPIPE_STRATEGY -u WSPIPE_SHARD -u WSPIPE_REPLAY -u WSPIPE_TRACE -u WSPIPE_LANE_DIVERGENCE "
+        "GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=" +
+        std::to_string(k) + " '" + exe + "' --gtest_filter='ShardedExhaustive.*' > '" + out.string() + "' 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << slurp(out);
+    const std::string printed = slurp(out);
+    EXPECT_TRUE(contains(printed, "ShardedExhaustive.Ring/shard_" + std::to_string(k) + "_of_3")) << printed;
+    if (k == 0) {
+      EXPECT_TRUE(contains(printed, "[  PASSED  ] 1 test.")) << printed;
+      EXPECT_TRUE(contains(printed, "every class of equivalent schedules")) << printed;
+    } else {
+      EXPECT_TRUE(contains(printed, "[  SKIPPED ] 1 test")) << printed;
+      EXPECT_TRUE(contains(printed, "runs whole in ShardedExhaustive.Ring/shard_0_of_3")) << printed;
+    }
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -58,8 +58,8 @@ ctest --test-dir "$prefix/consumer-sub" -j "$jobs" --output-on-failure
 run_preset sanitize
 run_preset asan
 "$root/tools/bootstrap.sh" tsan explore_test testing_helpers_test
-echo "[test] ctest --preset tsan -R 'explore_Parallel|ShardedExploration|TestingHelpers.CorrectRingIsClean' (parallel exploration)" >&2
-ctest --preset tsan -j "$jobs" -R 'explore_Parallel|ShardedExploration|TestingHelpers.CorrectRingIsClean'
+echo "[test] ctest --preset tsan -R 'explore_Parallel|ShardedExploration|ShardedExhaustive|TestingHelpers.RegisteredExhaustive|TestingHelpers.CorrectRingIsClean' (parallel exploration)" >&2
+ctest --preset tsan -j "$jobs" -R 'explore_Parallel|ShardedExploration|ShardedExhaustive|TestingHelpers.RegisteredExhaustive|TestingHelpers.CorrectRingIsClean'
 # The fuzzers as libFuzzer runs (the fuzz preset: clang 14, ASan+UBSan),
 # each for FUZZ_SECONDS (default 15) from its committed corpus, whose copy
 # in fuzz/corpus/ is left as it is: a crash, a sanitizer report or a

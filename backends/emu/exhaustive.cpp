@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -54,10 +55,8 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   for (std::uint32_t a = 0, i = 0; a < disabled_at_.size(); ++a) {
     while (i < c.n && c.enabled[i] < a) ++i;
     if (i < c.n && c.enabled[i] == a) continue;
-    if (dpor() && !analysed && disabled_at_[a] < t - 1 && a != steps_.back().actor) {
-      Node& before = stack_[static_cast<std::size_t>(steps_.back().node)];
-      if (allowed_actor(before, a)) add_backtrack(before, a);
-    }
+    if (dpor() && !analysed && disabled_at_[a] < t - 1 && a != steps_.back().actor)
+      offer({static_cast<std::size_t>(steps_.back().node), {a}});
     disabled_at_[a] = t;
   }
   if (c.n == 1) {
@@ -215,7 +214,6 @@ void ExhaustiveSearch::analyse_races() {
         continue;
       if (k >= first_new_ && e.node >= 0 && reversible(e.fp, s.fp)) {
         // A race (j, k): the initials of v.
-        Node& node = stack_[static_cast<std::size_t>(e.node)];
         std::fill(first_v.begin(), first_v.end(), -1);
         std::vector<std::uint32_t> initials;
         auto initial = [&](std::size_t m) {
@@ -232,19 +230,10 @@ void ExhaustiveSearch::analyse_races() {
           }
         }
         if (first_v[s.actor] < 0 && initial(k)) initials.push_back(s.actor);
-        const bool covered = std::any_of(initials.begin(), initials.end(), [&](std::uint32_t a) {
-          return std::find(node.backtrack.begin(), node.backtrack.end(), a) != node.backtrack.end();
-        });
-        if (!covered) {
-          // The racing actor itself where it can start v; else the first
-          // initial that may be explored there.
-          std::stable_partition(initials.begin(), initials.end(), [&](std::uint32_t a) { return a == s.actor; });
-          for (std::uint32_t a : initials)
-            if (allowed_actor(node, a)) {
-              add_backtrack(node, a);
-              break;
-            }
-        }
+        // The racing actor itself where it can start v; else the first
+        // initial that may be explored there.
+        std::stable_partition(initials.begin(), initials.end(), [&](std::uint32_t a) { return a == s.actor; });
+        offer({static_cast<std::size_t>(e.node), std::move(initials)});
       }
       // Ordered from now on: j happens before k.
       const std::uint32_t* cj = at(j);
@@ -258,37 +247,175 @@ void ExhaustiveSearch::analyse_races() {
       const bool engine = std::any_of(s.fp.begin(), s.fp.end(), [](std::uint64_t e) {
         return e != kGlobalResource && footprint_kind(e) == 4 && (e & 3) == static_cast<std::uint64_t>(Touch::write);
       });
-      Node& node = stack_[static_cast<std::size_t>(s.node)];
+      const Node& node = stack_[static_cast<std::size_t>(s.node)];
       if (engine)
-        for (std::size_t i = 0; i < node.enabled.size(); ++i)
-          if (node.enabled[i] >= node.first_alternative && allowed(node, i)) add_backtrack(node, node.enabled[i]);
+        for (const std::uint32_t a : node.enabled)
+          if (a >= node.first_alternative) offer({static_cast<std::size_t>(s.node), {a}});
     }
   }
 }
 
-bool ExhaustiveSearch::advance() {
+void ExhaustiveSearch::offer(Offer o) {
+  if (o.node < floor_) {
+    outbox_.push_back(std::move(o));
+    return;
+  }
+  Node& n = stack_[o.node];
+  const bool covered = std::any_of(o.initials.begin(), o.initials.end(), [&](std::uint32_t a) {
+    return std::find(n.backtrack.begin(), n.backtrack.end(), a) != n.backtrack.end();
+  });
+  if (covered) return;
+  for (const std::uint32_t a : o.initials)
+    if (allowed_actor(n, a)) {
+      add_backtrack(n, a);
+      return;
+    }
+}
+
+std::optional<std::uint32_t> ExhaustiveSearch::next_branch(const Node& n) const {
+  auto open = [&](std::uint32_t a) { return a != n.chosen && !contains(n.done, a); };
+  if (dpor()) {
+    for (const std::uint32_t a : n.backtrack)
+      if (open(a) && allowed_actor(n, a)) return a;
+  } else {
+    for (std::size_t i = 0; i < n.enabled.size(); ++i)
+      if (open(n.enabled[i]) && allowed(n, i)) return n.enabled[i];
+  }
+  return std::nullopt;
+}
+
+ExhaustiveSearch::Advance ExhaustiveSearch::advance() {
   if (dpor()) analyse_races();
-  while (!stack_.empty()) {
+  return resume(true);
+}
+
+// Back up from the last choice point to the deepest one with a branch left.
+// finished_top: the last node's chosen branch was just explored (else it
+// was recorded already, and a delegated one joined).
+ExhaustiveSearch::Advance ExhaustiveSearch::resume(bool finished_top) {
+  while (stack_.size() > floor_) {
     Node& n = stack_.back();
-    n.done.push_back({n.chosen, std::move(n.chosen_fp)});
-    n.chosen_fp.clear();
-    if (dpor()) {
-      for (std::uint32_t a : n.backtrack) {
-        if (contains(n.done, a) || !allowed_actor(n, a)) continue;
-        n.chosen = a;
-        return true;
-      }
-    } else {
-      for (std::size_t i = 0; i < n.enabled.size(); ++i) {
-        const std::uint32_t a = n.enabled[i];
-        if (contains(n.done, a) || !allowed(n, i)) continue;
-        n.chosen = a;
-        return true;
-      }
+    if (finished_top) {
+      n.done.push_back({n.chosen, std::move(n.chosen_fp)});
+      n.chosen_fp.clear();
+    }
+    finished_top = true;
+    if (const auto a = next_branch(n)) {
+      if (*a == n.delegated) return Advance::wait;
+      n.chosen = *a;
+      return Advance::next;
     }
     stack_.pop_back();
   }
-  return false;
+  return Advance::done;
+}
+
+std::unique_ptr<ExhaustiveSearch> ExhaustiveSearch::split() {
+  // Not the last node: its branch has not run yet, and the child's sleep
+  // set needs that step's footprint.
+  for (std::size_t i = split_at_.empty() ? floor_ : split_at_.back() + 1; i + 1 < stack_.size(); ++i) {
+    Node& n = stack_[i];
+    const auto a = next_branch(n);
+    if (!a) continue;
+    auto child = std::make_unique<ExhaustiveSearch>(bound_, reduce_);
+    child->stack_.assign(stack_.begin(), stack_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    Node& root = child->stack_.back();
+    root.done.push_back({n.chosen, n.chosen_fp});
+    root.chosen = *a;
+    root.chosen_fp.clear();
+    child->floor_ = i + 1;
+    n.delegated = *a;
+    split_at_.push_back(i);
+    return child;
+  }
+  return nullptr;
+}
+
+ExhaustiveSearch::Advance ExhaustiveSearch::join(ExhaustiveSearch& child) {
+  Node& n = stack_.back();
+  if (split_at_.empty() || split_at_.back() + 1 != stack_.size() || n.delegated == kNone)
+    throw std::logic_error("exhaustive search: join() without a child waited for");
+  for (Offer& o : child.outbox_) offer(std::move(o));
+  child.outbox_.clear();
+  races_ += child.races_;
+  n.done.push_back({n.delegated, child.stack_[split_at_.back()].chosen_fp});
+  n.delegated = kNone;
+  split_at_.pop_back();
+  return resume(false);
+}
+
+struct SearchTree::Task {
+  std::unique_ptr<ExhaustiveSearch> search;
+  Task* parent = nullptr;
+  std::vector<std::unique_ptr<Task>> children;  // split off, in order: the deepest (the next to join) last
+  bool waiting = false;                         // for its last child
+  bool finished = false;
+};
+
+SearchTree::SearchTree(std::unique_ptr<ExhaustiveSearch> root) : root_(std::make_unique<Task>()) {
+  root_->search = std::move(root);
+  ready_.push_back(root_.get());
+}
+
+SearchTree::~SearchTree() = default;
+
+SearchTree::Task* SearchTree::take() {
+  if (ready_.empty()) return nullptr;
+  Task* t = ready_.back();
+  ready_.pop_back();
+  return t;
+}
+
+ExhaustiveSearch& SearchTree::search(Task* t) { return *t->search; }
+
+std::uint64_t SearchTree::races() const { return root_->search->races(); }
+
+void SearchTree::ran(Task* t, unsigned idle) {
+  const ExhaustiveSearch::Advance a = t->search->advance();
+  if (a == ExhaustiveSearch::Advance::next)
+    for (; idle > 0; --idle) {
+      std::unique_ptr<ExhaustiveSearch> s = t->search->split();
+      if (!s) break;
+      auto child = std::make_unique<Task>();
+      child->search = std::move(s);
+      child->parent = t;
+      ready_.push_back(child.get());
+      t->children.push_back(std::move(child));
+      ++splits_;
+    }
+  settle(t, a);
+}
+
+// A search whose child is done, once it waits for it, is joined with it;
+// the joined search may then wait again, for its next child, or be done
+// too, and so on up the tree.
+void SearchTree::settle(Task* t, ExhaustiveSearch::Advance a) {
+  for (;;) {
+    if (a == ExhaustiveSearch::Advance::next) {
+      ready_.push_back(t);
+      return;
+    }
+    if (a == ExhaustiveSearch::Advance::wait) {
+      Task* c = t->children.back().get();
+      t->waiting = true;
+      if (!c->finished) return;  // joined when it is
+      t->waiting = false;
+      a = t->search->join(*c->search);
+      t->children.pop_back();
+      continue;
+    }
+    t->finished = true;
+    Task* p = t->parent;
+    if (p == nullptr) {
+      done_ = true;
+      return;
+    }
+    if (!p->waiting || p->children.back().get() != t) return;  // joined when p gets to it
+    p->waiting = false;
+    a = p->search->join(*t->search);
+    p->children.pop_back();
+    t = p;
+  }
 }
 
 }  // namespace wspipe::emu::detail

@@ -41,11 +41,34 @@ class ExhaustiveSearch final : public Strategy {
   void stepped(std::uint32_t actor, const Footprint& fp) override;
   void ended(bool failed) override { failed_ = failed; }
 
-  // After a run: moves to the next branch; false when none is left.
-  bool advance();
+  // What comes after a run (advance) or a join: the next branch is set up
+  // (next); the next branch is one split off to another search, which must
+  // be joined first (wait); this search's subtree is explored (done).
+  enum class Advance : std::uint8_t { next, wait, done };
+  // After a run: its races, then the next branch.
+  Advance advance();
+
+  // Parallel search (docs/exploration.md, "Parallel and sharded runs").
+  // A search can hand a subtree to another search: split() returns a
+  // search for the first branch not yet explored at the shallowest of this
+  // one's choice points where one is left (deeper than the last split),
+  // and this search leaves that branch to it. The child follows this
+  // search's path up to that choice point, then explores the subtree below
+  // the branch; its sleep set there holds the branches before it, as in the
+  // sequential search. Branches its races add above its own choice points
+  // are not applied: they wait in its outbox, in the order the sequential
+  // search would have applied them, until join() hands them to this search
+  // once it has explored everything before the child (advance() returned
+  // wait). So every choice point sees the same additions in the same order
+  // as with one search, and the tree, its runs and its counts are the same
+  // whatever the number of searches.
+  std::unique_ptr<ExhaustiveSearch> split();
+  // After wait: the child split off there is done; its outbox is applied,
+  // then the search goes on (as advance()).
+  Advance join(ExhaustiveSearch& child);
 
   // Choice points where a new branch was added by a race between two steps
-  // (source sets; all runs so far).
+  // (source sets; all runs so far, of this search and the children joined).
   std::uint64_t races() const { return races_; }
 
   // The nodes of the branch being explored, one per choice point.
@@ -69,7 +92,10 @@ class ExhaustiveSearch final : public Strategy {
     std::vector<std::uint32_t> backtrack;
     std::uint32_t chosen = 0;
     Footprint chosen_fp;
+    // The branch split off to a child search (split()), or kNone.
+    std::uint32_t delegated = kNone;
   };
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
   static bool contains(const std::vector<Entry>& v, std::uint32_t actor);
 
  private:
@@ -86,7 +112,19 @@ class ExhaustiveSearch final : public Strategy {
   // A step a failing run never took (analyse_races): unordered with the
   // other virtual steps.
   static constexpr std::int64_t kVirtual = -2;
+  // A branch to add at a choice point: nothing if one of `initials` is in
+  // its backtrack set already, else the first of them allowed there.
+  struct Offer {
+    std::size_t node = 0;
+    std::vector<std::uint32_t> initials;
+  };
   bool dpor() const { return reduce_ && !bound_; }
+  // The next branch to explore at n (the one delegated included), if any.
+  std::optional<std::uint32_t> next_branch(const Node& n) const;
+  Advance resume(bool finished_top);
+  // Applies `o` here, or keeps it for the parent when its choice point is
+  // above this search's own.
+  void offer(Offer o);
   Choice choice_of(const Node& n) const;
   bool allowed(const Node& n, std::size_t i) const;
   bool allowed_actor(const Node& n, std::uint32_t actor) const;
@@ -97,6 +135,11 @@ class ExhaustiveSearch final : public Strategy {
   std::optional<std::uint32_t> bound_;
   bool reduce_;
   std::vector<Node> stack_;
+  // A child search's first floor_ nodes are its parent's path (the last
+  // one holds its branch): it explores only below them.
+  std::size_t floor_ = 0;
+  std::vector<Offer> outbox_;                // for the parent, in order
+  std::vector<std::size_t> split_at_;        // the children's choice points, deepest last
   std::uint64_t races_ = 0;
   // The run in progress (new_execution resets them): the sleep set now, the
   // entries asleep after this step if independent of it, the node of the
@@ -118,6 +161,45 @@ class ExhaustiveSearch final : public Strategy {
   std::vector<std::int64_t> last_step_, disabled_at_;
   std::vector<std::uint32_t> last_enabled_;  // at the run's last choice
   bool failed_ = false;                      // the run ended on a failure
+};
+
+// The searches of one exhaustive exploration on several workers: the root
+// search and the children split off it, each run by one worker at a time.
+// A worker takes a search, makes one run with it, and hands it back with
+// ran(); a search that has explored everything before a child it split
+// off waits until that child is done, and is then joined with it. Not
+// synchronised: the caller holds a lock around every call, and none around
+// the run itself.
+class SearchTree {
+ public:
+  explicit SearchTree(std::unique_ptr<ExhaustiveSearch> root);
+  ~SearchTree();
+  SearchTree(const SearchTree&) = delete;
+  SearchTree& operator=(const SearchTree&) = delete;
+
+  struct Task;
+  // A search whose next branch is set up, ready for a run (the most
+  // recently readied first), or null when none is ready now.
+  Task* take();
+  static ExhaustiveSearch& search(Task* t);
+  // After the run of a taken search: the next branch, a wait, or its end.
+  // Splits up to `idle` children off it for workers that have nothing to
+  // run; they are ready at once.
+  void ran(Task* t, unsigned idle);
+  // Every search is done: the whole tree is explored.
+  bool done() const { return done_; }
+  std::size_t ready() const { return ready_.size(); }
+  // Races of every search joined so far (all of them once done()).
+  std::uint64_t races() const;
+  // Children split off so far.
+  std::uint64_t splits() const { return splits_; }
+
+ private:
+  void settle(Task* t, ExhaustiveSearch::Advance a);
+  std::unique_ptr<Task> root_;
+  std::vector<Task*> ready_;
+  bool done_ = false;
+  std::uint64_t splits_ = 0;
 };
 
 }  // namespace wspipe::emu::detail

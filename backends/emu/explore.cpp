@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <system_error>
@@ -462,7 +463,7 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
         minimise(best);
         return;
       }
-      if (!search->advance()) {
+      if (search->advance() != detail::ExhaustiveSearch::Advance::next) {
         search.reset();
         ++proved;
       }
@@ -542,6 +543,55 @@ class BudgetClock {
   std::atomic<std::int64_t> started_{kNotStarted};
 };
 
+// Runs `job` on `jobs` threads while this one calls `progress` every half
+// second, and returns once they are all over. An exception in a job stops
+// the others (stop() is called, under `mu`) and is rethrown here. A job
+// that cannot start (the system's limit on threads or on their stacks'
+// memory) ends the exploration with the reason, after the started ones
+// stop; the pool must not be destroyed while they run.
+void run_pool(unsigned jobs, std::mutex& mu, const std::function<void()>& job, const std::function<void()>& stop,
+              const std::function<void()>& progress) {
+  std::condition_variable cv;
+  unsigned running = jobs;  // guarded by mu
+  std::exception_ptr error;
+  std::vector<std::thread> pool;
+  pool.reserve(jobs);
+  for (unsigned t = 0; t < jobs; ++t) {
+    try {
+      pool.emplace_back([&] {
+        try {
+          job();
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!error) error = std::current_exception();
+          stop();
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        --running;
+        cv.notify_all();
+      });
+    } catch (const std::system_error& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      running -= jobs - t;
+      stop();
+      if (!error)
+        error = std::make_exception_ptr(OutOfResources(
+            "could not start exploration job " + std::to_string(t + 1) + " of " + std::to_string(jobs) + " (" +
+            e.what() + "): fewer jobs (--jobs, WSPIPE_JOBS) need fewer threads"));
+      break;
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  while (!cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return running == 0; })) {
+    lock.unlock();
+    progress();
+    lock.lock();
+  }
+  lock.unlock();
+  for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+}
+
 // Random, PCT and round-robin runs: run number i uses portfolio[i % size]
 // with seed run_seed(first_seed, i), so a run's schedule depends on i
 // alone, and the failure kept is the lowest-numbered one whatever the
@@ -555,9 +605,6 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
   std::atomic<std::uint64_t> next{0}, runs{0}, steps{0}, best{kNoRun};
   std::atomic<bool> stop{false};
   std::mutex mu;
-  std::condition_variable cv;
-  unsigned running = jobs;  // guarded by mu
-  std::exception_ptr error;
   BudgetClock clock(o.seconds);
 
   // This shard's next run number, or nullopt once the budget is spent.
@@ -603,54 +650,108 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
       }
     }
   } else {
-    std::vector<std::thread> pool;
-    pool.reserve(jobs);
-    for (unsigned t = 0; t < jobs; ++t) {
-      // A job that cannot start (the system's limit on threads or on their
-      // stacks' memory) ends the exploration with the reason, after the
-      // started ones stop; the pool must not be destroyed while they run.
-      auto start = [&](auto&& job) {
-        try {
-          pool.emplace_back(std::forward<decltype(job)>(job));
-          return true;
-        } catch (const std::system_error& e) {
-          std::lock_guard<std::mutex> lock(mu);
-          running -= jobs - t;
-          stop = true;
-          if (!error)
-            error = std::make_exception_ptr(OutOfResources(
-                "could not start exploration job " + std::to_string(t + 1) + " of " + std::to_string(jobs) + " (" +
-                e.what() + "): fewer jobs (--jobs, WSPIPE_JOBS) need fewer threads"));
-          return false;
-        }
-      };
-      if (!start([&] {
-        try {
-          while (auto i = take()) one(*i);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (!error) error = std::current_exception();
-          stop = true;
-        }
-        std::lock_guard<std::mutex> lock(mu);
-        --running;
-        cv.notify_all();
-      }))
-        break;
-    }
-    std::unique_lock<std::mutex> lock(mu);
-    while (!cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return running == 0; })) {
-      lock.unlock();
-      progress();
-      lock.lock();
-    }
-    lock.unlock();
-    for (auto& th : pool) th.join();
-    if (error) std::rethrow_exception(error);
+    run_pool(
+        jobs, mu, [&] { while (auto i = take()) one(*i); }, [&] { stop = true; }, progress);
   }
   res.runs = runs.load();
   res.steps = steps.load();
   progress();
+}
+
+// The exhaustive search on `jobs` threads. One job runs the search alone;
+// more split its tree (detail::SearchTree) whenever a job is idle, and the
+// tree, its runs and the counts are the same as with one, whatever the
+// number (docs/exploration.md, "Parallel and sharded runs"). The search
+// stops at the first failure a job finds: with several jobs, which failing
+// schedule that is, and the counts up to it, depend on their timing.
+void explore_exhaustive(const KernelFactory& make, const ExploreOptions& o, const RunOptions& base,
+                        ExploreResult& res, Found& found, SteadyClock::time_point t0) {
+  const unsigned jobs = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  res.exhaustive = true;
+  res.bounded = o.preemptions.has_value();
+  res.preemptions = o.preemptions.value_or(0);
+  detail::SearchTree tree(std::make_unique<detail::ExhaustiveSearch>(o.preemptions, o.reduce));
+  BudgetClock clock(o.seconds);
+  std::mutex mu;  // guards the tree, the counts and `found`
+  std::condition_variable cv;
+  unsigned idle = 0;
+  bool stop = false;
+  std::uint64_t runs = 0, pruned = 0, steps = 0, taken = 0;
+  auto last = SteadyClock::now();
+  auto progress = [&] {
+    if (!o.on_progress) return;
+    std::unique_lock<std::mutex> lock(mu);
+    const ExploreProgress p{.runs = runs, .steps = steps, .seconds = since(t0), .failed = found.run != kNoRun};
+    lock.unlock();
+    o.on_progress(p);
+  };
+  auto job = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      detail::SearchTree::Task* t = nullptr;
+      for (;;) {
+        if (stop || tree.done()) return;
+        if ((o.runs != 0 && runs + pruned + taken >= o.runs) || clock.spent() || interrupted(o.interrupt)) {
+          stop = true;
+          cv.notify_all();
+          return;
+        }
+        if ((t = tree.take()) != nullptr) break;
+        ++idle;
+        cv.wait(lock);
+        --idle;
+      }
+      ++taken;
+      lock.unlock();
+      RunOptions ro = base;
+      ro.strategy.kind = StrategyKind::exhaustive;
+      ro.strategy.shared = &detail::SearchTree::search(t);  // one strategy across its runs, keeping its tree
+      RunResult r = run(make(), ro);
+      clock.run_finished();
+      lock.lock();
+      --taken;
+      const std::uint64_t i = runs + pruned;
+      if (r.pruned) {
+        ++pruned;
+      } else {
+        ++runs;
+        steps += r.steps;
+      }
+      if (failed(r)) {
+        if (found.run == kNoRun) found = {i, o.portfolio.front(), std::move(r)};
+        stop = true;
+        cv.notify_all();
+        return;
+      }
+      // One job reports its progress between runs (more: run_pool's thread).
+      const bool tick = jobs == 1 && SteadyClock::now() - last > std::chrono::milliseconds(500);
+      if ((o.on_run && !r.pruned) || tick) {
+        lock.unlock();
+        if (o.on_run && !r.pruned) o.on_run(i, r);
+        if (tick) {
+          last = SteadyClock::now();
+          progress();
+        }
+        lock.lock();
+      }
+      tree.ran(t, idle > tree.ready() ? static_cast<unsigned>(idle - tree.ready()) : 0u);
+      if (tree.done() || tree.ready() > 0) cv.notify_all();
+    }
+  };
+  if (jobs == 1) {
+    job();
+  } else {
+    run_pool(jobs, mu, job, [&] {
+      stop = true;
+      cv.notify_all();
+    }, progress);
+  }
+  res.runs = runs;
+  res.pruned = pruned;
+  res.steps = steps;
+  res.complete = tree.done() && found.run == kNoRun;
+  if (o.on_progress)
+    o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0), .failed = found.run != kNoRun});
 }
 
 }  // namespace
@@ -671,41 +772,7 @@ ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions&
   Found found;
 
   if (o.portfolio.front().kind == StrategyKind::exhaustive) {
-    res.exhaustive = true;
-    res.bounded = o.preemptions.has_value();
-    res.preemptions = o.preemptions.value_or(0);
-    detail::ExhaustiveSearch search(o.preemptions, o.reduce);
-    BudgetClock clock(o.seconds);
-    auto last = SteadyClock::now();
-    for (std::uint64_t i = 0;; ++i) {
-      if ((o.runs != 0 && res.runs + res.pruned >= o.runs) || clock.spent() || interrupted(o.interrupt)) break;
-      RunOptions ro = base;
-      ro.strategy.kind = StrategyKind::exhaustive;
-      ro.strategy.shared = &search;  // one strategy across the runs, keeping its tree
-      RunResult r = run(make(), ro);
-      clock.run_finished();
-      if (r.pruned) {
-        ++res.pruned;
-      } else {
-        ++res.runs;
-        res.steps += r.steps;
-        if (o.on_run) o.on_run(i, r);
-      }
-      if (failed(r)) {
-        found = {i, o.portfolio.front(), std::move(r)};
-        break;
-      }
-      if (!search.advance()) {
-        res.complete = true;
-        break;
-      }
-      if (o.on_progress && SteadyClock::now() - last > std::chrono::milliseconds(500)) {
-        last = SteadyClock::now();
-        o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0)});
-      }
-    }
-    if (o.on_progress)
-      o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0), .failed = found.run != kNoRun});
+    explore_exhaustive(make, o, base, res, found, t0);
   } else {
     std::uint64_t pct_steps = StrategyParams{}.pct_steps;
     std::optional<Found> measuring;  // the measuring run, when it failed

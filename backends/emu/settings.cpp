@@ -328,7 +328,9 @@ void validate_settings(const ExploreOptions& o, SettingsFront front, std::span<c
             suggest(strategy, "exhaustive"),
         {&preemptions, &strategy});
   if (exhaustive && o.shard_count > 1)
-    bad(spell(shard, shards) + ": the exhaustive strategy runs unsharded (one process, one thread)",
+    bad(spell(shard, shards) +
+            ": the exhaustive search is not sharded (its tree grows from the races every branch finds): "
+            "one process explores it, split among threads with " + suggest(jobs, "N"),
         {&shard, &strategy});
   // An exploration that runs nothing would report "nothing found" about nothing.
   if (o.runs != 0 && o.shard_index >= o.runs)
@@ -337,8 +339,6 @@ void validate_settings(const ExploreOptions& o, SettingsFront front, std::span<c
             " ends before it (run numbers 0.." + std::to_string(o.runs - 1) + ")",
         {&shard, &runs});
   // What explore() ignores, but a person who asked for it should hear about.
-  if (exhaustive && o.jobs > 1 && given_in(given, jobs))
-    bad(spell(jobs, std::to_string(o.jobs)) + ": the exhaustive strategy runs on one thread", {&jobs, &strategy});
   const Setting& no_reduction = setting("no-reduction");
   if (!exhaustive && !o.reduce && given_in(given, no_reduction))
     bad(spell(no_reduction, "1") + ": needs " + suggest(strategy, "exhaustive"), {&no_reduction, &strategy});
@@ -391,7 +391,6 @@ std::vector<std::string> apply_settings(ExploreOptions& options, std::span<const
                      " takes it (pct:D gives its own depth)");
   if (state.strategy && !given_in(given, setting("preemptions")) && !is_exhaustive(options))
     options.preemptions.reset();
-  if (is_exhaustive(options) && !given_in(given, setting("jobs"))) options.jobs = 1;
   if (!errors.empty()) return errors;
   try {
     validate_settings(options, front, given);

@@ -67,8 +67,7 @@ struct GivenSetting {
 // - runs or seconds alone is the whole budget (the other is unlimited);
 //   both: whichever ends first;
 // - a strategy other than exhaustive drops a preemption bound not given
-//   with it; exhaustive runs on one thread unless jobs is given (and then
-//   refused above 1);
+//   with it;
 // - a pct depth that no plain `pct` of the strategy takes is refused;
 // - then validate_settings(), which also refuses a shard with no run
 //   number below runs, and shrink-seconds given with shrinking off.
@@ -80,7 +79,7 @@ std::vector<std::string> apply_settings(ExploreOptions& options, std::span<const
 // The rules an ExploreOptions must keep, whichever front set it. Throws
 // SettingsError naming the first setting broken: settings in `given` as
 // `front` spells them, the others as the code front does. A rule that only
-// concerns a person's request (jobs or no-reduction with exhaustive) is
+// concerns a person's request (no-reduction without exhaustive) is
 // checked only for settings in `given`.
 void validate_settings(const ExploreOptions& options, SettingsFront front,
                        std::span<const GivenSetting> given = {});

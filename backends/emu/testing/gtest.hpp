@@ -11,7 +11,7 @@
 //   WSPIPE_RUNS=N        explore run numbers 0..N-1 (N >= 1); alone, no time limit
 //   WSPIPE_SECONDS=T     explore for T seconds; alone, no run limit (T = 0:
 //                        none, which needs WSPIPE_RUNS or exhaustive)
-//   WSPIPE_JOBS=N        threads, 1..1024 (exhaustive: 1)
+//   WSPIPE_JOBS=N        threads, 1..1024
 //   WSPIPE_SEED=N        first seed (run i uses seed N + i)
 //   WSPIPE_STRATEGY=P    portfolio: "random,pct:3", "pct:5", "exhaustive", ...
 //   WSPIPE_PCT_DEPTH=D   the depth of a plain "pct"
@@ -110,7 +110,11 @@ bool apply_environment(emu::ExploreOptions& options, std::string* error);
 // shards, so the shards together explore exactly the run numbers of the
 // unsharded exploration, each once, and each shard finds the lowest failing
 // run of its slice. Under a --gtest_filter that selects only some of these
-// tests the count no longer lines up; run the suite whole.
+// tests the count no longer lines up; run the suite whole. The exhaustive
+// search is not sharded (its tree grows from the races every branch finds;
+// docs/exploration.md, "Parallel and sharded runs"): test 0 runs it whole,
+// split among its jobs (WSPIPE_JOBS), and the others are skipped, naming
+// test 0.
 //
 // Each test explores with shard_slice(options(base), K, N): the
 // environment applies when the test runs (so `base` should not itself come
