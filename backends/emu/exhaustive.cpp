@@ -88,6 +88,14 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   n.spin_again.assign(c.n, 0);
   if (std::count(n.spin.begin(), n.spin.end(), std::uint8_t{1}) != static_cast<std::ptrdiff_t>(c.n))
     for (std::size_t i = 0; i < c.n; ++i) n.spin_again[i] = n.spin[i] != 0 && timed_out_[n.enabled[i]] != 0;
+  // An actor whose second time-out in a row the last step ruled out (it
+  // let another actor move: the exception above no longer holds) could
+  // still time out at the last choice point: a race no step names, as the
+  // actors disabled above. Explore it there.
+  if (dpor() && !analysed && steps_.back().node >= 0)
+    for (std::size_t i = 0; i < c.n; ++i)
+      if (n.spin_again[i] != 0 && n.enabled[i] != steps_.back().actor)
+        offer({static_cast<std::size_t>(steps_.back().node), {n.enabled[i]}});
   n.preferred = c.preferred;
   n.can_continue = c.can_continue;
   n.first_alternative = c.first_alternative;
