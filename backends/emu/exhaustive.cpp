@@ -138,7 +138,7 @@ void ExhaustiveSearch::stepped(std::uint32_t actor, const Footprint& step_fp) {
   sleep_.clear();
   if (!reduce_) return;
   for (auto& e : candidates_)
-    if (e.actor != actor && independent(e.fp, fp)) sleep_.push_back(std::move(e));
+    if (e.actor != actor && stays_asleep(e.fp, fp)) sleep_.push_back(std::move(e));
   candidates_.clear();
 }
 

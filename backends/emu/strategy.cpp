@@ -74,6 +74,12 @@ bool independent(const Footprint& a, const Footprint& b) {
   return !any_shared(a, b, [](unsigned ma, unsigned mb) { return conflict(ma | mb); });
 }
 
+bool stays_asleep(const Footprint& asleep, const Footprint& step) {
+  return !any_shared(asleep, step, [](unsigned ma, unsigned mb) {
+    return conflict(ma | mb) || ((ma & mb & bit(Touch::commute)) != 0);
+  });
+}
+
 bool reversible(const Footprint& earlier, const Footprint& later) {
   // A step that touched everything conflicts, and awaits nothing in
   // particular.

@@ -85,6 +85,13 @@ bool independent(const Footprint& a, const Footprint& b);
 // with footprint `earlier`, could have run first: false when `later`
 // awaits an update of `earlier` (it was enabled by it).
 bool reversible(const Footprint& earlier, const Footprint& later);
+// Whether a step `asleep` (explored elsewhere: in a sleep set) stays
+// asleep across a step `step`: independent of it, and not both updating
+// one resource commutatively. Two such updates commute, but what the
+// second one does depends on the first (the arrival that completes a
+// phase is whichever comes last), so the sleeping step's footprint, taken
+// where it ran before, may no longer be its footprint after `step`.
+bool stays_asleep(const Footprint& asleep, const Footprint& step);
 
 class Strategy {
  public:
