@@ -168,6 +168,8 @@ std::string ParametricResult::report() const {
                   static_cast<unsigned long long>(c.pruned), c.states, c.transitions, c.seconds);
     s.append(line);
   }
+  std::snprintf(line, sizeof line, "  %zu counts searched in %.2f s\n", counts.size(), seconds);
+  s.append(line);
   if (failing) s.append(failing->report());
   return s;
 }
