@@ -661,7 +661,7 @@ int cmd_parametric(const Args& a, const Catalogue& cat, std::ostream& out, std::
   const auto spec = std::find_if(p.scenario->options.begin(), p.scenario->options.end(),
                                  [&](const OptionSpec& o) { return o.name == name && o.choices.empty(); });
   if (spec == p.scenario->options.end())
-    throw UsageError("--parametric " + shell_quote(text) + ": scenario '" + a.scenario + "' has no numeric option " +
+    throw UsageError("--parametric " + shell_quote(text) + ": scenario '" + a.scenario + "' has no numeric option --" +
                      shell_quote(name) + " to count items with");
   const std::uint64_t step =
       name.size() < text.size() ? parse_number("parametric", text.substr(name.size() + 1), 1, spec->max) : 1;
