@@ -150,7 +150,10 @@ std::string ParametricResult::report() const {
                     min_items, repeats_from, repeats_from + period - 1, period);
       break;
     case ParametricVerdict::found:
-      std::snprintf(line, sizeof line, " at %u items (every count from %u below it verified)\n", last, min_items);
+      if (last == min_items)
+        std::snprintf(line, sizeof line, " at %u item%s, the first count\n", last, last == 1 ? "" : "s");
+      else
+        std::snprintf(line, sizeof line, " at %u items (%u..%u verified)\n", last, min_items, last - 1);
       break;
     case ParametricVerdict::incomplete:
       std::snprintf(line, sizeof line, ": the search at %u items ran out of its budget\n", last);
