@@ -709,7 +709,8 @@ int cmd_parametric(const Args& a, const Catalogue& cat, std::ostream& out, std::
     using emu::json_quote;
     std::string counts;
     for (const emu::ParametricCount& c : r.counts)
-      counts += (counts.empty() ? "" : ",") + emu::to_json({{"items", std::to_string(c.items)},
+      counts += (counts.empty() ? "" : ",") + emu::to_json({{"count", std::to_string(c.items)},
+                                                           {"value", std::to_string(c.items * step)},
                                                            {"verdict", json_quote(std::string(to_string(c.verdict)))},
                                                            {"runs", std::to_string(c.runs)},
                                                            {"pruned", std::to_string(c.pruned)},
