@@ -87,9 +87,10 @@ ParametricResult verify_parametric(const ItemsKernelFactory& make, const Paramet
   if (period == 0)
     throw std::invalid_argument("verify_parametric: period 0 (a ring of S stages repeats every 2 * S items)");
   if (lo == 0) throw std::invalid_argument("verify_parametric: min_items 0 (the claim starts at one item or more)");
-  if (hi < lo + 2 * period - 1)
+  const std::uint64_t least = std::uint64_t{lo} + 2 * std::uint64_t{period} - 1;
+  if (hi < least)
     throw std::invalid_argument("verify_parametric: max_items " + std::to_string(hi) +
-                                " is below min_items + 2 * period - 1 = " + std::to_string(lo + 2 * period - 1) +
+                                " is below min_items + 2 * period - 1 = " + std::to_string(least) +
                                 ": no repeat could be seen");
   const auto start = std::chrono::steady_clock::now();
   Recorder recorder;
@@ -105,15 +106,16 @@ ParametricResult verify_parametric(const ItemsKernelFactory& make, const Paramet
   ParametricResult res;
   res.period = period;
   res.min_items = lo;
-  std::deque<Reached> window;  // the last 2 * period counts' (the oldest first)
+  const std::size_t span = 2 * std::size_t{period};
+  std::deque<Reached> window;  // the last `span` counts' (the oldest first)
   auto finish = [&](ParametricVerdict v) {
     res.verdict = v;
     res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return res;
+    return std::move(res);
   };
-  for (std::uint32_t n = lo; n <= hi; ++n) {
+  for (std::uint32_t n = lo;; ++n) {
     window.emplace_back();
-    if (window.size() > 2 * period) window.pop_front();
+    if (window.size() > span) window.pop_front();
     recorder.start(&window.back());
     ExploreResult r = explore(make(n), x);
     const Reached& got = window.back();
@@ -125,13 +127,15 @@ ParametricResult verify_parametric(const ItemsKernelFactory& make, const Paramet
       return finish(res.failing->verdict() == Verdict::found ? ParametricVerdict::found
                                                              : ParametricVerdict::incomplete);
     }
-    if (window.size() < 2 * period) continue;
-    bool repeats = true;
-    for (std::uint32_t k = 0; k < period && repeats; ++k) repeats = window[k] == window[k + period];
-    if (repeats) {
-      res.repeats_from = n + 1 - 2 * period;
-      return finish(ParametricVerdict::holds);
+    if (window.size() == span) {
+      bool repeats = true;
+      for (std::uint32_t k = 0; k < period && repeats; ++k) repeats = window[k] == window[k + period];
+      if (repeats) {
+        res.repeats_from = n + 1 - 2 * period;
+        return finish(ParametricVerdict::holds);
+      }
     }
+    if (n == hi) break;
   }
   res.difference = first_new(window.back(), window[window.size() - 1 - period], recorder);
   return finish(ParametricVerdict::does_not_repeat);
