@@ -365,6 +365,8 @@ TEST(explore_Parametric, TheProgramSaysTheVerdictAndExitsByIt) {
   EXPECT_EQ(wspipe({"ring", "--parametric", "items:2", "--stages", "1", "--json"}, &text), 0) << text;
   EXPECT_TRUE(contains(text, R"("parametric":"items","step":2,"period":2,"verdict":"holds","from_items":1,)")) << text;
   EXPECT_TRUE(contains(text, R"({"count":5,"value":10,"verdict":"verified","runs":1,"pruned":1,)")) << text;
+  // Its strategy is the exhaustive one, so no time limit per count is one.
+  EXPECT_EQ(wspipe({"ring", "--parametric", "items", "--stages", "1", "--seconds", "0"}, &text), 0) << text;
   // Bad usage, before anything runs.
   EXPECT_EQ(wspipe({"ring", "--parametric", "items", "--items", "8"}, &text), 2);
   EXPECT_TRUE(contains(text, "--items is the count --parametric varies")) << text;

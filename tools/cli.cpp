@@ -306,7 +306,9 @@ Plan plan(const Args& a, const Catalogue& cat) {
   for (const auto& [name, value] : a.opts)
     if (const emu::Setting* s = emu::find_setting_flag(name)) given.push_back({s, value});
   if (!a.opts.count("strategy"))
-    given.push_back({emu::find_setting_flag("strategy"), a.command == "explore" ? "random,pct" : "random"});
+    given.push_back({emu::find_setting_flag("strategy"), a.command != "explore"     ? "random"
+                                                         : a.opts.count("parametric") ? "exhaustive"
+                                                                                      : "random,pct"});
   if (const auto errors = emu::apply_settings(p.settings, given, emu::SettingsFront::flags); !errors.empty())
     throw UsageError(errors.front());
   const auto& pf = p.settings.portfolio;
