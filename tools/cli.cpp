@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "backends/emu/parametric.hpp"
 #include "backends/emu/report.hpp"
 #include "backends/emu/settings.hpp"
 #include "backends/emu/trace.hpp"
@@ -25,6 +26,7 @@ constexpr int kUsage = 2;
 constexpr int kOutputError = 3;
 constexpr int kResources = 4;   // out of memory or threads
 constexpr int kIncomplete = 5;  // an exhaustive search that did not complete
+constexpr int kNoRepeat = 6;    // --parametric: every count verified, but the states did not repeat
 // An exploration ended by a signal exits 128 + its number, as a shell
 // reports a command the signal killed: 130 for SIGINT, 143 for SIGTERM.
 constexpr int kSignalBase = 128;
@@ -36,6 +38,7 @@ usage:
   PROG list
   PROG run     SCENARIO[/VARIANT] [options] [--strategy S] [--seed N] [--trace FILE] [--json]
   PROG explore SCENARIO[/VARIANT] [options] [--runs N] [--seconds T] [--strategy LIST] [--jobs N] [--json]
+  PROG explore SCENARIO[/VARIANT] --parametric OPTION[:STEP] [--period P] [--max-items N] [options] [--json]
   PROG replay  SCENARIO[/VARIANT] --schedule STR [options] [--trace FILE] [--json]
   PROG help
 
@@ -46,7 +49,13 @@ usage:
             N0 and i) until the budget is spent or a failure is found; the
             lowest-numbered failing run is shrunk to a short schedule and
             reported. Ctrl-C (SIGINT) or SIGTERM ends it early with the
-            report of what was explored (a second one ends it at once)
+            report of what was explored (a second one ends it at once).
+            With --parametric OPTION[:STEP], the exhaustive search of every
+            count n = 1, 2, ... (OPTION = n * STEP; --seconds and --runs per
+            count) until the protocol's abstract states repeat every P
+            items (--period, default 2 x --stages): then verified for every
+            count, under the assumptions of docs/exploration.md ("Parametric
+            verdicts"); up to --max-items counts (default 64)
   replay    re-runs a recorded schedule step for step
 
 options:
@@ -70,8 +79,9 @@ exit status: 0 nothing found (verdict verified or explored), 1 a violation, dead
 livelock found, 2 bad usage or input (before anything runs), 3 an output (the report, the
 JSON, the trace) could not be written, 4 the machine or --max-memory ran out of memory or
 threads (the message says what would help), 5 an exhaustive search whose budget ran out
-before it covered its bound (verdict incomplete: not a pass), 130 / 143 explore ended by
-SIGINT / SIGTERM (the report says what was explored).
+before it covered its bound (verdict incomplete: not a pass), 6 with --parametric: every
+count searched was verified but the states did not repeat (nothing claimed beyond them),
+130 / 143 explore ended by SIGINT / SIGTERM (the report says what was explored).
 )";
 
 struct UsageError : std::runtime_error {
@@ -95,7 +105,8 @@ struct Args {
 const std::map<std::string, std::string>& global_options() {
   static const std::map<std::string, std::string> m = [] {
     std::map<std::string, std::string> out = {
-        {"trace", ""}, {"schedule", "replay"}, {"max-active-clusters", ""}, {"ctas-per-sm", ""}};
+        {"trace", ""},          {"schedule", "replay"},   {"max-active-clusters", ""}, {"ctas-per-sm", ""},
+        {"parametric", "explore"}, {"period", "explore"}, {"max-items", "explore"}};
     for (const emu::Setting& s : emu::settings_table())
       out[std::string(s.flag)] = s.exploration_only ? "explore" : "";
     return out;
@@ -295,7 +306,9 @@ Plan plan(const Args& a, const Catalogue& cat) {
   for (const auto& [name, value] : a.opts)
     if (const emu::Setting* s = emu::find_setting_flag(name)) given.push_back({s, value});
   if (!a.opts.count("strategy"))
-    given.push_back({emu::find_setting_flag("strategy"), a.command == "explore" ? "random,pct" : "random"});
+    given.push_back({emu::find_setting_flag("strategy"), a.command != "explore"     ? "random"
+                                                         : a.opts.count("parametric") ? "exhaustive"
+                                                                                      : "random,pct"});
   if (const auto errors = emu::apply_settings(p.settings, given, emu::SettingsFront::flags); !errors.empty())
     throw UsageError(errors.front());
   const auto& pf = p.settings.portfolio;
@@ -616,6 +629,8 @@ class SignalsEndExploration {
 };
 
 int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ostream& err, const std::string& prog) {
+  for (const char* name : {"period", "max-items"})
+    if (a.opts.count(name)) throw UsageError(std::string("--") + name + " belongs to `explore --parametric`");
   const Plan p = plan(a, cat);
   emu::ExploreOptions o = p.settings;
   o.on_progress = [&](const emu::ExploreProgress& pr) {
@@ -639,6 +654,110 @@ int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ost
                 prog);
 }
 
+// `explore --parametric OPTION[:STEP]`: emu::verify_parametric over the
+// scenario's numeric option OPTION, set to n * STEP for the count n.
+int cmd_parametric(const Args& a, const Catalogue& cat, std::ostream& out, std::ostream& err, const std::string& prog) {
+  const Plan p = plan(a, cat);
+  const std::string& text = a.opts.at("parametric");
+  const std::string name = text.substr(0, text.find(':'));
+  const auto spec = std::find_if(p.scenario->options.begin(), p.scenario->options.end(),
+                                 [&](const OptionSpec& o) { return o.name == name && o.choices.empty(); });
+  if (spec == p.scenario->options.end())
+    throw UsageError("--parametric " + shell_quote(text) + ": scenario '" + a.scenario + "' has no numeric option --" +
+                     shell_quote(name) + " to count items with");
+  const std::uint64_t step =
+      name.size() < text.size() ? parse_number("parametric", text.substr(name.size() + 1), 1, spec->max) : 1;
+  if (a.opts.count(name)) throw UsageError("--" + name + " is the count --parametric varies: leave it out");
+  if (p.variant->pinned.count(name))
+    throw UsageError("variant '" + a.variant + "' pins --" + name + ": --parametric cannot vary it");
+  const auto& pf = p.settings.portfolio;
+  if (a.opts.count("strategy") && (pf.size() != 1 || pf.front().kind != emu::StrategyKind::exhaustive))
+    throw UsageError("--parametric searches every count exhaustively: --strategy exhaustive, or none");
+  if (p.settings.preemptions) throw UsageError("--parametric searches every class of schedules: no --preemptions");
+  if (p.settings.shard_count > 1) throw UsageError("--parametric runs on one job: no --shard");
+  emu::ParametricOptions o;
+  o.search = p.settings;
+  if (const auto it = a.opts.find("period"); it != a.opts.end()) {
+    o.period = static_cast<std::uint32_t>(parse_number("period", it->second, 1, 1024));
+  } else if (scenario_has(*p.scenario, "stages")) {
+    o.period = static_cast<std::uint32_t>(2 * p.values.at("stages"));
+  } else {
+    throw UsageError("--parametric needs --period for scenario '" + a.scenario + "', which has no --stages");
+  }
+  if (const auto it = a.opts.find("max-items"); it != a.opts.end())
+    o.max_items = static_cast<std::uint32_t>(parse_number("max-items", it->second, 2 * o.period, 1'000'000));
+  if (step < spec->min)
+    throw UsageError("--parametric " + shell_quote(text) + ": one item is --" + name + " " + std::to_string(step) +
+                     ", below its minimum, " + std::to_string(spec->min) + " (give the step: " + name + ":" +
+                     std::to_string(spec->min) + ")");
+  if (std::uint64_t{o.max_items} * step > spec->max)
+    throw UsageError("--max-items " + std::to_string(o.max_items) + " counts of --" + name + " " +
+                     std::to_string(step) + " pass its maximum, " + std::to_string(spec->max));
+  // The plan at count n; its kernels are made from a copy, on the search's thread.
+  auto at = [&](std::uint32_t n) {
+    Plan q = p;
+    q.values[name] = n * step;
+    if (q.scenario->resolve) q.scenario->resolve(q.values);
+    return q;
+  };
+  const SignalsEndExploration signals;
+  o.search.interrupt = signals.flag();
+  o.search.on_progress = nullptr;
+  const emu::ParametricResult r = emu::verify_parametric(
+      [&](std::uint32_t n) -> emu::KernelFactory { return [q = at(n)] { return q.make(); }; }, o);
+  const emu::Failure* f = r.failing && r.failing->failure ? &*r.failing->failure : nullptr;
+  const std::string replay = f != nullptr ? replay_command(prog, at(r.counts.back().items), f->result) : "";
+  if (a.json) {
+    using emu::json_quote;
+    std::string counts;
+    for (const emu::ParametricCount& c : r.counts)
+      counts += (counts.empty() ? "" : ",") + emu::to_json({{"count", std::to_string(c.items)},
+                                                           {"value", std::to_string(c.items * step)},
+                                                           {"verdict", json_quote(std::string(to_string(c.verdict)))},
+                                                           {"runs", std::to_string(c.runs)},
+                                                           {"pruned", std::to_string(c.pruned)},
+                                                           {"states", std::to_string(c.states)},
+                                                           {"transitions", std::to_string(c.transitions)},
+                                                           {"seconds", std::to_string(c.seconds)}});
+    out << emu::to_json({{"scenario", json_quote(p.display)},
+                         {"command", json_quote("explore")},
+                         {"parametric", json_quote(name)},
+                         {"step", std::to_string(step)},
+                         {"period", std::to_string(r.period)},
+                         {"verdict", json_quote(std::string(to_string(r.verdict)))},
+                         {"from_items", std::to_string(r.min_items)},
+                         {"repeats_from", std::to_string(r.repeats_from)},
+                         {"difference", json_quote(r.difference)},
+                         {"outcome", f != nullptr ? json_quote(f->outcome) : "null"},
+                         {"replay", f != nullptr ? json_quote(replay) : "null"},
+                         {"seconds", std::to_string(r.seconds)},
+                         {"counts", "[" + counts + "]"}})
+        << "\n";
+  } else {
+    out << a.name << " explore " << p.display << " --parametric " << name << ":" << step;
+    for (const auto& o2 : p.scenario->options)
+      if (o2.name != name) out << " " << o2.name << "=" << o2.spell(p.values.at(o2.name));
+    out << " period=" << r.period;
+    if (p.settings.lane_divergence) out << " lane-divergence";
+    if (!p.settings.async_reorder) out << " no-async-reorder";
+    if (!p.settings.spurious_try_wait) out << " no-spurious-try-wait";
+    out << "\n" << r.report();
+    if (f != nullptr) out << "replay:   " << replay << "\n";
+  }
+  if (!out.flush()) {
+    err << a.name << ": cannot write the report\n";
+    return kOutputError;
+  }
+  if (r.failing && r.failing->interrupted) return kSignalBase + g_signal.load();
+  switch (r.verdict) {
+    case emu::ParametricVerdict::holds: return kOk;
+    case emu::ParametricVerdict::found: return kFound;
+    case emu::ParametricVerdict::incomplete: return kIncomplete;
+    case emu::ParametricVerdict::does_not_repeat: return kNoRepeat;
+  }
+  return kIncomplete;
+}
+
 }  // namespace
 
 int main(const std::vector<std::string>& argv, const Catalogue& catalogue, std::ostream& out, std::ostream& err) {
@@ -656,6 +775,7 @@ int main(const std::vector<std::string>& argv, const Catalogue& catalogue, std::
       return out.flush() ? kOk : kOutputError;
     }
     if (a.command == "run") return cmd_run(a, catalogue, out, err, prog);
+    if (a.command == "explore" && a.opts.count("parametric")) return cmd_parametric(a, catalogue, out, err, prog);
     if (a.command == "explore") return cmd_explore(a, catalogue, out, err, prog);
     if (a.command == "replay") return cmd_replay(a, catalogue, out, err, prog);
     throw UsageError("unknown command " + shell_quote(a.command));

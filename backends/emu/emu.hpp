@@ -5,6 +5,7 @@
 #include "emu_backend.hpp"
 #include "emulator.hpp"
 #include "explore.hpp"
+#include "parametric.hpp"
 #include "schedule.hpp"
 #include "strategy.hpp"
 #include "trace.hpp"

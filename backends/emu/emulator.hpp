@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -65,6 +66,27 @@ struct OutOfResources : std::runtime_error {
 // The bytes charged now to the memory budget (RunOptions::max_memory_bytes)
 // by the runs and MMA memos of this process.
 std::size_t memory_charged();
+
+// Sees a run's protocol state at every scheduling point, abstracted from
+// the number of items the kernel has handled (RunOptions::observer;
+// verify_parametric in parametric.hpp is its user, and docs/exploration.md,
+// "Parametric verdicts", what the abstraction keeps and drops).
+class StateObserver {
+ public:
+  virtual ~StateObserver() = default;
+  // Called before each step is picked, and once where the run ends, on the
+  // thread that runs the run (an exploration with jobs > 1 calls it from
+  // several threads at once). `step`: the steps taken so far, 0 at a run's
+  // first point. `state`: the abstract state, as text, canonical (two
+  // points have the same text exactly when their abstract states are equal)
+  // and valid during the call: each warp's program point (what it is about
+  // to do or waits for, and the kernel's source line of it), every
+  // mbarrier's phase parity, pending arrivals and tx-count, the named and
+  // cluster barriers' arrivals, the engines' queued operations. Phase and
+  // generation numbers, issue numbers, step counts, data and clocks are left
+  // out.
+  virtual void point(std::uint64_t step, std::string_view state) = 0;
+};
 
 struct RunOptions {
   StrategyParams strategy;
@@ -124,6 +146,9 @@ struct RunOptions {
   // emu::Kernel (explore.hpp: emu::run, explore, replay, and so the testing
   // helpers and the CLI); absolute paths for a run() of its own.
   std::string source_root;
+  // Sees the abstract state at every scheduling point (StateObserver). Not
+  // owned; null (the default): no state is built, and a step costs one test.
+  StateObserver* observer = nullptr;
 };
 
 // The source root a run of an emu::Kernel uses when its options name none:

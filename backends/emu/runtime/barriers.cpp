@@ -163,6 +163,25 @@ std::string BarrierRoom::cluster_state(std::uint32_t k) const {
          " live threads arrived";
 }
 
+// The named barriers with an instance in progress or passed by a bar.sync
+// still to return (`n<cta>.<id>:<arrived>/<expected>/<syncing>/<passing>`),
+// then each cluster's barrier (`c<k>:<arrived>`).
+void BarrierRoom::abstract_state(std::string& out) const {
+  for (std::uint32_t c = 0; c < named_.size(); ++c) {
+    for (std::uint32_t id = 0; id < 16; ++id) {
+      const NamedBarrier& nb = named_[c][id];
+      if (nb.arrived == 0 && nb.syncing == 0 && nb.done.empty()) continue;
+      out.append(" n").append(std::to_string(c)).append(".").append(std::to_string(id)).push_back(':');
+      out.append(std::to_string(nb.arrived)).push_back('/');
+      out.append(std::to_string(nb.expected)).push_back('/');
+      out.append(std::to_string(nb.syncing)).push_back('/');
+      out.append(std::to_string(nb.done.size()));
+    }
+  }
+  for (std::uint32_t k = 0; k < clusters_.size(); ++k)
+    out.append(" c").append(std::to_string(k)).append(":").append(std::to_string(clusters_[k].arrived));
+}
+
 bool BarrierRoom::check_cta_mask(Warp& w, std::uint16_t mask, const char* op, const SourceLoc& loc) {
   const std::uint32_t size = w_.launch().cluster_size;
   if (mask != 0 && (std::uint32_t{mask} >> size) == 0) return true;

@@ -74,6 +74,11 @@ class BarrierRoom : Room {
   std::string named_state(std::uint32_t cta, std::uint32_t id) const;
   std::string cluster_state(std::uint32_t k) const;
 
+  // The abstract state (RunOptions::observer, abstract_state.cpp): the
+  // arrivals of every named barrier instance in progress and of every
+  // cluster barrier, appended to `out`; generations are left out.
+  void abstract_state(std::string& out) const;
+
   // CTA ranks, masks and pairs (cluster.*): a multicast's CTA mask names
   // CTAs of the cluster; a .cta_group::2 operation has a CTA pair (else
   // `no_pair_rule` or cluster.no-peer); a remote operation's rank is in the

@@ -576,4 +576,34 @@ bool MbarrierRoom::check_exit(Warp& w) {
   return true;
 }
 
+// ------------------------------------------------------------ abstract state
+
+// One barrier per entry, in the order of their inits: `m<id>:<parity>/
+// <pending>/<expected>/<tx>`, `u` where the last completion is not observed
+// yet, `-` for a barrier invalidated (its place may be inited again).
+void MbarrierRoom::abstract_state(std::string& out) const {
+  for (std::uint32_t id = 0; id < mbars_.size(); ++id) {
+    const Mbar& m = mbars_[id];
+    out.append(" m").append(std::to_string(id)).push_back(':');
+    if (!m.live) {
+      out.push_back('-');
+      continue;
+    }
+    out.append(std::to_string(m.phase & 1)).push_back('/');
+    out.append(std::to_string(m.pending)).push_back('/');
+    out.append(std::to_string(m.expected)).push_back('/');
+    out.append(std::to_string(m.tx));
+    if (!m.observed) out.push_back('u');
+  }
+}
+
+// The phase the wait states, as an offset from the barrier's current phase
+// (`s-1`: the one before it); nothing where it gave the parity alone.
+void MbarrierRoom::abstract_wait(const Warp& w, std::string& out) const {
+  const std::int64_t stated = stated_[w.id];
+  if (stated == kUnstated) return;
+  const auto cur = static_cast<std::int64_t>(mbars_[static_cast<std::size_t>(w.obj)].phase);
+  out.append(" s").append(std::to_string(stated - cur));
+}
+
 }  // namespace wspipe::emu::detail

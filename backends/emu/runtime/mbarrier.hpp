@@ -104,6 +104,14 @@ class MbarrierRoom : Room {
   // A CTA's exit: bytes still pending on its barriers (false: reported).
   bool check_exit(Warp& w);
 
+  // The abstract state (RunOptions::observer, abstract_state.cpp): every
+  // barrier's phase parity, arrivals pending of expected, tx-count and
+  // whether its last completion was observed, appended to `out`; and what
+  // warp `w`, blocked on one, states it waits for, relative to the
+  // barrier's current phase. Absolute phase numbers are left out.
+  void abstract_state(std::string& out) const;
+  void abstract_wait(const Warp& w, std::string& out) const;
+
  private:
   enum class WaitKind { wait, try_wait, test_wait };
   bool wait_kind(SharedMemBarrier& bar, std::uint32_t parity, std::optional<PhaseNumber> phase, WaitKind kind,

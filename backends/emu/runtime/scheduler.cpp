@@ -253,6 +253,7 @@ bool World::dispatch(Warp* self) {
     }
     refresh();
     if (sched_check_) check_enabled();
+    if (options_.observer != nullptr) observe();
     // An actor that can only time out (spurious try_wait) does not count as
     // progress: if nothing else can move, the kernel is deadlocked. An
     // engine with operations queued can always move.

@@ -527,6 +527,10 @@ class World : public RunningWarp {
   Move move_of(std::uint32_t actor) const;
   // Hands the finished step's footprint to the strategy.
   void close_step();
+  // RunOptions::observer's view of this point (abstract_state.cpp): the
+  // abstract state, built into abstract_, handed to the observer.
+  void observe();
+  std::string abstract_;
   // A schedule's check (never 0, which means unchecked): the fingerprint of
   // every step for version 3, of the choice points for version 2.
   std::uint32_t fingerprint(int version) const {

@@ -1,0 +1,184 @@
+// verify_parametric: complete searches at successive item counts, the
+// abstract states each reached, and the comparison that says they repeat.
+#include "backends/emu/parametric.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+namespace wspipe::emu {
+
+std::string_view to_string(ParametricVerdict v) {
+  switch (v) {
+    case ParametricVerdict::holds: return "holds";
+    case ParametricVerdict::found: return "found";
+    case ParametricVerdict::incomplete: return "incomplete";
+    case ParametricVerdict::does_not_repeat: return "does not repeat";
+  }
+  return "?";
+}
+
+namespace {
+
+// What one count's search reached: abstract states by their number in the
+// table shared by every count, and transitions as pairs of them.
+struct Reached {
+  std::set<std::uint32_t> states;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> transitions;
+  bool operator==(const Reached&) const = default;
+};
+
+// The observer of every run of the searches: numbers each abstract state
+// (the same text, the same number, across counts) and records the states
+// and transitions of the count being searched. A run's first point (step
+// 0) has no transition into it. Thread-safe, though the searches run on
+// one job: a run's previous state is kept per thread.
+class Recorder final : public StateObserver {
+ public:
+  void start(Reached* into) {
+    std::lock_guard lock(mutex_);
+    into_ = into;
+    last_.clear();
+  }
+  void point(std::uint64_t step, std::string_view state) override {
+    std::lock_guard lock(mutex_);
+    const auto [it, added] = table_.try_emplace(std::string(state), static_cast<std::uint32_t>(texts_.size()));
+    if (added) texts_.push_back(&it->first);
+    const std::uint32_t id = it->second;
+    into_->states.insert(id);
+    const auto last = last_.find(std::this_thread::get_id());
+    if (step != 0 && last != last_.end()) into_->transitions.emplace(last->second, id);
+    last_[std::this_thread::get_id()] = id;
+  }
+  const std::string& text(std::uint32_t id) const { return *texts_[id]; }
+
+ private:
+  std::mutex mutex_;
+  Reached* into_ = nullptr;
+  std::unordered_map<std::string, std::uint32_t> table_;
+  std::vector<const std::string*> texts_;  // by number (the map's keys do not move)
+  std::map<std::thread::id, std::uint32_t> last_;
+};
+
+// Something `later` reached that `earlier` did not, in words; "" if none.
+std::string first_new(const Reached& later, const Reached& earlier, const Recorder& rec) {
+  for (const std::uint32_t s : later.states)
+    if (!earlier.states.contains(s)) return "state " + rec.text(s);
+  for (const auto& [a, b] : later.transitions)
+    if (!earlier.transitions.contains({a, b})) return "transition " + rec.text(a) + " -> " + rec.text(b);
+  for (const std::uint32_t s : earlier.states)
+    if (!later.states.contains(s)) return "no longer state " + rec.text(s);
+  for (const auto& [a, b] : earlier.transitions)
+    if (!later.transitions.contains({a, b})) return "no longer transition " + rec.text(a) + " -> " + rec.text(b);
+  return "";
+}
+
+}  // namespace
+
+ParametricResult verify_parametric(const ItemsKernelFactory& make, const ParametricOptions& options) {
+  const std::uint32_t period = options.period, lo = options.min_items, hi = options.max_items;
+  if (period == 0)
+    throw std::invalid_argument("verify_parametric: period 0 (a ring of S stages repeats every 2 * S items)");
+  if (lo == 0) throw std::invalid_argument("verify_parametric: min_items 0 (the claim starts at one item or more)");
+  const std::uint64_t least = std::uint64_t{lo} + 2 * std::uint64_t{period} - 1;
+  if (hi < least)
+    throw std::invalid_argument("verify_parametric: max_items " + std::to_string(hi) +
+                                " is below min_items + 2 * period - 1 = " + std::to_string(least) +
+                                ": no repeat could be seen");
+  const auto start = std::chrono::steady_clock::now();
+  Recorder recorder;
+  ExploreOptions x = options.search;
+  x.portfolio = {{StrategyKind::exhaustive}};
+  x.preemptions.reset();
+  x.reduce = true;
+  x.jobs = 1;
+  x.shard_index = 0;
+  x.shard_count = 1;
+  x.observer = &recorder;
+
+  ParametricResult res;
+  res.period = period;
+  res.min_items = lo;
+  const std::size_t span = 2 * std::size_t{period};
+  std::deque<Reached> window;  // the last `span` counts' (the oldest first)
+  auto finish = [&](ParametricVerdict v) {
+    res.verdict = v;
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::move(res);
+  };
+  for (std::uint32_t n = lo;; ++n) {
+    window.emplace_back();
+    if (window.size() > span) window.pop_front();
+    recorder.start(&window.back());
+    ExploreResult r = explore(make(n), x);
+    const Reached& got = window.back();
+    res.counts.push_back({.items = n, .verdict = r.verdict(), .runs = r.runs, .pruned = r.pruned,
+                          .states = got.states.size(), .transitions = got.transitions.size(),
+                          .seconds = r.seconds});
+    if (r.verdict() != Verdict::verified) {
+      res.failing = std::move(r);
+      return finish(res.failing->verdict() == Verdict::found ? ParametricVerdict::found
+                                                             : ParametricVerdict::incomplete);
+    }
+    if (window.size() == span) {
+      bool repeats = true;
+      for (std::uint32_t k = 0; k < period && repeats; ++k) repeats = window[k] == window[k + period];
+      if (repeats) {
+        res.repeats_from = n + 1 - 2 * period;
+        return finish(ParametricVerdict::holds);
+      }
+    }
+    if (n == hi) break;
+  }
+  res.difference = first_new(window.back(), window[window.size() - 1 - period], recorder);
+  return finish(ParametricVerdict::does_not_repeat);
+}
+
+std::string ParametricResult::report() const {
+  std::string s = "parametric: ";
+  s.append(to_string(verdict));
+  const std::uint32_t last = counts.empty() ? 0 : counts.back().items;
+  char line[256] = "";
+  switch (verdict) {
+    case ParametricVerdict::holds:
+      std::snprintf(line, sizeof line,
+                    ": verified for every number of items from %u (the abstract states of %u..%u items repeat %u "
+                    "items later; what this assumes: docs/exploration.md, \"Parametric verdicts\")\n",
+                    min_items, repeats_from, repeats_from + period - 1, period);
+      break;
+    case ParametricVerdict::found:
+      if (last == min_items)
+        std::snprintf(line, sizeof line, " at %u item%s, the first count\n", last, last == 1 ? "" : "s");
+      else
+        std::snprintf(line, sizeof line, " at %u items (%u..%u verified)\n", last, min_items, last - 1);
+      break;
+    case ParametricVerdict::incomplete:
+      std::snprintf(line, sizeof line, ": the search at %u items ran out of its budget\n", last);
+      break;
+    case ParametricVerdict::does_not_repeat:
+      std::snprintf(line, sizeof line, ": verified for %u..%u items only; at %u items, new against %u: ", min_items,
+                    last, last, last - period);
+      break;
+  }
+  s.append(line);
+  if (verdict == ParametricVerdict::does_not_repeat) s.append(difference).push_back('\n');
+  for (const ParametricCount& c : counts) {
+    std::snprintf(line, sizeof line, "  items %u: %s, %llu runs (+%llu pruned), %zu states, %zu transitions, %.2f s\n",
+                  c.items, std::string(to_string(c.verdict)).c_str(), static_cast<unsigned long long>(c.runs),
+                  static_cast<unsigned long long>(c.pruned), c.states, c.transitions, c.seconds);
+    s.append(line);
+  }
+  std::snprintf(line, sizeof line, "  %zu counts searched in %.2f s\n", counts.size(), seconds);
+  s.append(line);
+  if (failing) s.append(failing->report());
+  return s;
+}
+
+}  // namespace wspipe::emu
