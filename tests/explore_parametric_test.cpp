@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -108,6 +109,29 @@ TEST(explore_Parametric, TheRingHoldsForEveryCountAndLargerCountsAreVerified) {
 
 // The abstract states of a larger count are those of a count a period
 // below, exactly: searched again, far beyond the window, they still repeat.
+// Each count's search split among jobs makes the same runs, so it records
+// the same states: the same claim, count by count.
+TEST(explore_Parametric, JobsDoNotChangeTheClaim) {
+  std::optional<emu::ParametricResult> one;
+  for (const unsigned jobs : {1u, 2u}) {
+    emu::ParametricOptions o = options(2, 32);
+    o.search.jobs = jobs;
+    const emu::ParametricResult r = emu::verify_parametric(ring(2, RingBug::none, RingRelease::per_lane), o);
+    ASSERT_TRUE(r.holds()) << r.report();
+    if (!one) {
+      one = r;
+      continue;
+    }
+    ASSERT_EQ(r.counts.size(), one->counts.size());
+    for (std::size_t i = 0; i < r.counts.size(); ++i) {
+      EXPECT_EQ(r.counts[i].runs, one->counts[i].runs) << r.counts[i].items << " items";
+      EXPECT_EQ(r.counts[i].pruned, one->counts[i].pruned) << r.counts[i].items << " items";
+      EXPECT_EQ(r.counts[i].states, one->counts[i].states) << r.counts[i].items << " items";
+      EXPECT_EQ(r.counts[i].transitions, one->counts[i].transitions) << r.counts[i].items << " items";
+    }
+  }
+}
+
 TEST(explore_Parametric, TheStatesStillRepeatFarBeyondTheWindow) {
   emu::ParametricOptions o = options(2, 48);
   o.min_items = 33;  // searches 33.., compared from there

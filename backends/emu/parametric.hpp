@@ -23,8 +23,9 @@ using ItemsKernelFactory = std::function<KernelFactory(std::uint32_t items)>;
 
 struct ParametricOptions {
   // Each count's search: verify_parametric sets the exhaustive strategy
-  // without a preemption bound, with the reduction, on one job, and its own
-  // observer (RunOptions::observer); the rest
+  // without a preemption bound, with the reduction, and its own observer
+  // (RunOptions::observer); the rest (jobs included: a search split among
+  // jobs makes the same runs, so it records the same states)
   // is these options' (the race checker, try_wait time-outs, loads out of
   // order, the budget of each count's search, the shrinking of a failure).
   // Their default budget, 10 seconds, is per count; `seconds = 0` with
