@@ -80,6 +80,11 @@ inline constexpr std::uint64_t footprint_entry(std::uint64_t kind, std::uint64_t
   return (kind << 56) | ((key & ((std::uint64_t{1} << 54) - 1)) << 2) | static_cast<std::uint64_t>(a);
 }
 inline constexpr std::uint64_t footprint_kind(std::uint64_t entry) { return entry >> 56; }
+// The one kind the exhaustive search reads itself: an engine's order of
+// completion, written by each completion (the emulator's kinds are its
+// own; this one it shares). At each completion of a TMA load the search
+// explores the engine's alternatives (a load out of order, a piece).
+inline constexpr std::uint64_t kEngineOrderKind = 4;
 bool independent(const Footprint& a, const Footprint& b);
 // Whether a step with footprint `later`, which depends on an earlier step
 // with footprint `earlier`, could have run first: false when `later`

@@ -342,6 +342,8 @@ class World : public RunningWarp {
     clc_failed_seen = 22, // a CTA observed a failed try_cancel (PTX: no further try_cancel)
     store_progress = 23,  // a warp's bulk group of TMA stores progressed (its wait_group awaits it)
   };
+  static_assert(static_cast<std::uint64_t>(Res::engine) == kEngineOrderKind,
+                "the exhaustive search finds engine completions by this kind");
   void touch(Res kind, std::uint64_t key, Touch a = Touch::write) {
     if (track_fp_) fp_.push_back(footprint_entry(static_cast<std::uint64_t>(kind), key, a));
   }
