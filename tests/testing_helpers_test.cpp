@@ -259,6 +259,15 @@ TEST(TestingHelpers, CleanExplorationPrintsWhatItCovered) {
   EXPECT_TRUE(contains(exhaustive, "strategy exhaustive, at most 1 preemptions: nothing found (verified: every schedule within "
                                    "the bound)"))
       << exhaustive;
+  // Without a bound it covered every class of equivalent schedules, and
+  // says no bound.
+  ex.preemptions.reset();
+  ::testing::internal::CaptureStdout();
+  EXPECT_TRUE(testing::explores_clean(ring_factory(1, 2), ex));
+  const std::string unbounded = ::testing::internal::GetCapturedStdout();
+  EXPECT_TRUE(contains(unbounded, "strategy exhaustive, every class of equivalent schedules: nothing found (verified: "
+                                  "the search is complete)\n"))
+      << unbounded;
 }
 
 // One bug may show as a deadlock under one schedule and as a rule under

@@ -191,7 +191,9 @@ void print_covered(const emu::ExploreResult& res, const emu::ExploreOptions& opt
   std::printf("[wspipe] %s%sexplored %llu runs (%llu steps) in %.1f s, %s: nothing found%s\n", test.c_str(),
               test.empty() ? "" : ": ", static_cast<unsigned long long>(res.runs),
               static_cast<unsigned long long>(res.steps), res.seconds, schedules_of(opts).c_str(),
-              res.complete ? " (verified: every schedule within the bound)" : "");
+              !res.complete ? ""
+              : res.bounded ? " (verified: every schedule within the bound)"
+                            : " (verified: the search is complete)");
   std::fflush(stdout);
 }
 
