@@ -38,8 +38,9 @@ struct Reached {
 // The observer of every run of the searches: numbers each abstract state
 // (the same text, the same number, across counts) and records the states
 // and transitions of the count being searched. A run's first point (step
-// 0) has no transition into it. Thread-safe, though the searches run on
-// one job: a run's previous state is kept per thread.
+// 0) has no transition into it. Thread-safe (a search with jobs > 1 calls
+// it from several threads, each running whole runs): a run's previous
+// state is kept per thread.
 class Recorder final : public StateObserver {
  public:
   void start(Reached* into) {
