@@ -253,8 +253,7 @@ void ExhaustiveSearch::analyse_races() {
     // enabled here (they all conflict with the completion: one engine).
     if (k >= first_new_ && s.node >= 0) {
       const bool engine = std::any_of(s.fp.begin(), s.fp.end(), [](std::uint64_t e) {
-        return e != kGlobalResource && footprint_kind(e) == kEngineOrderKind &&
-               (e & 3) == static_cast<std::uint64_t>(Touch::write);
+        return e != kGlobalResource && footprint_kind(e) == kEngineOrderKind && footprint_touch(e) == Touch::write;
       });
       const Node& node = stack_[static_cast<std::size_t>(s.node)];
       if (engine)

@@ -36,11 +36,13 @@ namespace {
 
 constexpr unsigned bit(Touch t) { return 1u << static_cast<unsigned>(t); }
 
+constexpr unsigned kReads = bit(Touch::read) | bit(Touch::await);
+constexpr unsigned kUpdates = bit(Touch::commute) | bit(Touch::count);
+
 // Whether accesses of one resource conflict: a write, or a read beside a
-// commutative update (an await is a read).
+// commutative update (an await is a read; a count is a commutative update).
 bool conflict(unsigned modes) {
-  const unsigned reads = bit(Touch::read) | bit(Touch::await);
-  return (modes & bit(Touch::write)) != 0 || ((modes & reads) != 0 && (modes & bit(Touch::commute)) != 0);
+  return (modes & bit(Touch::write)) != 0 || ((modes & kReads) != 0 && (modes & kUpdates) != 0);
 }
 
 // Calls f(modes of a, modes of b) for each resource both touch, as bit
@@ -53,15 +55,15 @@ bool any_shared(const Footprint& a, const Footprint& b, F&& f) {
   auto i = a.begin();
   auto j = b.begin();
   while (i != a.end() && j != b.end()) {
-    const std::uint64_t ri = *i >> 2, rj = *j >> 2;
+    const std::uint64_t ri = footprint_resource(*i), rj = footprint_resource(*j);
     if (ri < rj) {
       ++i;
     } else if (rj < ri) {
       ++j;
     } else {
       unsigned ma = 0, mb = 0;
-      for (; i != a.end() && (*i >> 2) == ri; ++i) ma |= 1u << (*i & 3);
-      for (; j != b.end() && (*j >> 2) == ri; ++j) mb |= 1u << (*j & 3);
+      for (; i != a.end() && footprint_resource(*i) == ri; ++i) ma |= bit(footprint_touch(*i));
+      for (; j != b.end() && footprint_resource(*j) == ri; ++j) mb |= bit(footprint_touch(*j));
       if (f(ma, mb)) return true;
     }
   }
@@ -76,7 +78,10 @@ bool independent(const Footprint& a, const Footprint& b) {
 
 bool stays_asleep(const Footprint& asleep, const Footprint& step) {
   return !any_shared(asleep, step, [](unsigned ma, unsigned mb) {
-    return conflict(ma | mb) || ((ma & mb & bit(Touch::commute)) != 0);
+    // Both update one counter, one of them counting into it: which is the
+    // last update may change.
+    const bool counted = ((ma | mb) & bit(Touch::count)) != 0;
+    return conflict(ma | mb) || (counted && (ma & kUpdates) != 0 && (mb & kUpdates) != 0);
   });
 }
 
@@ -88,7 +93,7 @@ bool reversible(const Footprint& earlier, const Footprint& later) {
   // Not when the later step awaits an update (a write, or a count) of the
   // earlier one: it was enabled by it, whatever else they share.
   const bool enabled = any_shared(earlier, later, [](unsigned ma, unsigned mb) {
-    return (ma & (bit(Touch::write) | bit(Touch::commute))) != 0 && (mb & bit(Touch::await)) != 0;
+    return (ma & (bit(Touch::write) | kUpdates)) != 0 && (mb & bit(Touch::await)) != 0;
   });
   return !enabled && !independent(earlier, later);
 }

@@ -64,22 +64,33 @@ bool is_preemption(const Choice& c, std::uint32_t actor);
 
 // The resources a step touched, each with how it touched it, as sorted,
 // unique entries: the resource's kind in the top byte, its key in bits
-// 2..55, the access in bits 0..1 (footprint_entry). kGlobalResource: the
-// step touched everything. Two steps of different actors commute unless
-// they touch one resource and not both read it, nor both update it
-// commutatively (Touch::commute: arrivals counted into one mbarrier
-// phase, for instance, whose order changes nothing). Touch::await is a read
-// by a step that the write it reads enabled (a blocking wait passing on
-// the phase a completion began, an engine completing the operation an
-// issue queued): it orders like a read, but the two can never run the
-// other way round, which the exhaustive search need not try (reversible).
+// 3..55, the access in bits 0..2 (footprint_entry; footprint_resource and
+// footprint_touch take them apart). kGlobalResource: the step touched
+// everything. Two steps of different actors commute unless they touch one
+// resource and not both read it, nor both update it commutatively
+// (Touch::commute or Touch::count). Touch::commute is an update whose
+// effect does not depend on the order of the others (an issue counted
+// into an engine's load, which only readers test; a flag set
+// idempotently). Touch::count is an update of a counter whose last update
+// does more (the arrival that completes an mbarrier phase, a named
+// barrier's generation, a CTA's warps' exits): such updates commute as a
+// whole, but which one is last depends on their order (stays_asleep).
+// Touch::await is a read by a step that the write it reads enabled (a
+// blocking wait passing on the phase a completion began, an engine
+// completing the operation an issue queued): it orders like a read, but
+// the two can never run the other way round, which the exhaustive search
+// need not try (reversible).
 using Footprint = std::vector<std::uint64_t>;
 inline constexpr std::uint64_t kGlobalResource = ~std::uint64_t{0};
-enum class Touch : std::uint64_t { read = 0, commute = 1, write = 2, await = 3 };
+enum class Touch : std::uint64_t { read = 0, commute = 1, write = 2, await = 3, count = 4 };
 inline constexpr std::uint64_t footprint_entry(std::uint64_t kind, std::uint64_t key, Touch a) {
-  return (kind << 56) | ((key & ((std::uint64_t{1} << 54) - 1)) << 2) | static_cast<std::uint64_t>(a);
+  return (kind << 56) | ((key & ((std::uint64_t{1} << 53) - 1)) << 3) | static_cast<std::uint64_t>(a);
 }
 inline constexpr std::uint64_t footprint_kind(std::uint64_t entry) { return entry >> 56; }
+// The resource of an entry (its kind and key): two entries touch one
+// resource when these are equal.
+inline constexpr std::uint64_t footprint_resource(std::uint64_t entry) { return entry >> 3; }
+inline constexpr Touch footprint_touch(std::uint64_t entry) { return static_cast<Touch>(entry & 7); }
 // The one kind the exhaustive search reads itself: an engine's order of
 // completion, written by each completion (the emulator's kinds are its
 // own; this one it shares). At each completion of a TMA load the search
@@ -92,10 +103,12 @@ bool independent(const Footprint& a, const Footprint& b);
 bool reversible(const Footprint& earlier, const Footprint& later);
 // Whether a step `asleep` (explored elsewhere: in a sleep set) stays
 // asleep across a step `step`: independent of it, and not both updating
-// one resource commutatively. Two such updates commute, but what the
+// one counter (Touch::count). Two counted updates commute, but what the
 // second one does depends on the first (the arrival that completes a
 // phase is whichever comes last), so the sleeping step's footprint, taken
 // where it ran before, may no longer be its footprint after `step`.
+// Updates whose effect does not depend on their order (Touch::commute)
+// leave it asleep.
 bool stays_asleep(const Footprint& asleep, const Footprint& step);
 
 class Strategy {

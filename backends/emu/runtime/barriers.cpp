@@ -46,7 +46,7 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
   // the waiters await.
   const std::uint64_t key = (std::uint64_t{w.cta} << 8) | id;
   w_.touch(World::Res::named, World::key(key, nb.gen), Touch::read);
-  w_.touch(World::Res::named_count, World::key(key, nb.gen), Touch::commute);
+  w_.touch(World::Res::named_count, World::key(key, nb.gen), Touch::count);
   if (nb.arrived == 0) {
     nb.expected = threads;
   } else if (nb.expected != threads) {
@@ -102,7 +102,7 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
 
 void BarrierRoom::touch_count(std::uint32_t k) {
   w_.touch(World::Res::cluster, World::key(k, clusters_[k].gen), Touch::read);
-  w_.touch(World::Res::cluster_count, World::key(k, clusters_[k].gen), Touch::commute);
+  w_.touch(World::Res::cluster_count, World::key(k, clusters_[k].gen), Touch::count);
 }
 
 void BarrierRoom::release_if_complete(std::uint32_t k) {

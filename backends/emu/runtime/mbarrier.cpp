@@ -40,7 +40,7 @@ std::uint64_t bar_key(World& w, const Mbar& m) {
 // writes the next phase's beginning: maybe_complete).
 [[gnu::always_inline]] inline void touch_count(World& w, const Mbar& m) {
   touch(w, m, World::Res::mbar_phase, m.phase, Touch::read);
-  touch(w, m, World::Res::mbar_count, m.phase, Touch::commute);
+  touch(w, m, World::Res::mbar_count, m.phase, Touch::count);
 }
 
 }  // namespace

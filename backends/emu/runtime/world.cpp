@@ -232,7 +232,7 @@ void World::finish(Warp& w) {
     touch(Res::cta_warps, w.cta, Touch::await);
     touch(Res::cta_exit, w.cta);
   } else {
-    touch(Res::cta_warps, w.cta, Touch::commute);
+    touch(Res::cta_warps, w.cta, Touch::count);
   }
   cl.live_threads -= 32;
   if (cl.live_threads == 0) clc_->cluster_exited(cta.cluster);
