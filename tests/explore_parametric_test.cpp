@@ -430,6 +430,7 @@ TEST(explore_Parametric, TheProgramSaysTheVerdictAndExitsByIt) {
   EXPECT_EQ(wspipe({"ring", "--parametric", "items", "--stages", "2"}, &text), 0) << text;
   EXPECT_TRUE(contains(text, "wspipe explore ring --parametric items:1 stages=2 release=lanes period=4\n")) << text;
   EXPECT_TRUE(contains(text, "parametric: holds: verified for every number of items from 1")) << text;
+  EXPECT_TRUE(contains(text, "\n  items 1: verified, 1 run (+1 pruned), ")) << text;
   // A race only the race checker sees on instrumented plain accesses;
   // elsewhere (the sanitizer presets) a deadlock.
 #if defined(WSPIPE_INSTRUMENTED_ACCESSES)

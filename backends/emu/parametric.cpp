@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "backends/emu/report.hpp"
+
 namespace wspipe::emu {
 
 std::string_view to_string(ParametricVerdict v) {
@@ -214,12 +216,12 @@ std::string ParametricResult::report() const {
       break;
     case ParametricVerdict::found:
       if (last == min_items)
-        std::snprintf(line, sizeof line, " at %u item%s, the first count\n", last, last == 1 ? "" : "s");
+        std::snprintf(line, sizeof line, " at %s, the first count\n", counted(last, "item").c_str());
       else
         std::snprintf(line, sizeof line, " at %u items (%u..%u verified)\n", last, min_items, last - 1);
       break;
     case ParametricVerdict::incomplete:
-      std::snprintf(line, sizeof line, ": the search at %u items ran out of its budget\n", last);
+      std::snprintf(line, sizeof line, ": the search at %s ran out of its budget\n", counted(last, "item").c_str());
       break;
     case ParametricVerdict::does_not_repeat:
       std::snprintf(line, sizeof line, ": verified for %u..%u items only; at %u items, new against %u: ", min_items,
@@ -229,12 +231,13 @@ std::string ParametricResult::report() const {
   s.append(line);
   if (verdict == ParametricVerdict::does_not_repeat) s.append(difference).push_back('\n');
   for (const ParametricCount& c : counts) {
-    std::snprintf(line, sizeof line, "  items %u: %s, %llu runs (+%llu pruned), %zu states, %zu transitions, %.2f s\n",
-                  c.items, std::string(to_string(c.verdict)).c_str(), static_cast<unsigned long long>(c.runs),
-                  static_cast<unsigned long long>(c.pruned), c.states, c.transitions, c.seconds);
+    std::snprintf(line, sizeof line, "  items %u: %s, %s (+%llu pruned), %s, %s, %.2f s\n", c.items,
+                  std::string(to_string(c.verdict)).c_str(), counted(c.runs, "run").c_str(),
+                  static_cast<unsigned long long>(c.pruned), counted(c.states, "state").c_str(),
+                  counted(c.transitions, "transition").c_str(), c.seconds);
     s.append(line);
   }
-  std::snprintf(line, sizeof line, "  %zu counts searched in %.2f s\n", counts.size(), seconds);
+  std::snprintf(line, sizeof line, "  %s searched in %.2f s\n", counted(counts.size(), "count").c_str(), seconds);
   s.append(line);
   if (failing) s.append(failing->report());
   return s;
