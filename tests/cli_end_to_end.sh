@@ -64,6 +64,11 @@ set +e; "$W" explore ring --stages 2 --items 4 --strategy exhaustive --preemptio
 rc=$?; set -e
 [[ $rc == 5 ]] || fail "exhaustive ring --runs 3: exit $rc, expected 5"
 grep -q "^verdict:  incomplete" "$tmp/o" || fail "exhaustive ring --runs 3: $(cat "$tmp/o")"
+# Every class of the correct ring's schedules is one run: "1 run", in the
+# summary and the progress line alike.
+"$W" explore ring --stages 2 --items 4 --strategy exhaustive >"$tmp/o" 2>"$tmp/err" || fail "exhaustive ring: exit $?"
+grep -q "^explored 1 run (" "$tmp/o" || fail "exhaustive ring: $(cat "$tmp/o")"
+grep -q ": 1 run, " "$tmp/err" || fail "exhaustive ring's progress: $(cat "$tmp/err")"
 "$W" explore ring --runs 20 --json >"$tmp/j"
 [[ "$(json_field verdict <"$tmp/j")" == explored ]] || fail "sampled ring: verdict $(json_field verdict <"$tmp/j")"
 for v in no-release over-arrive producer-phase-0 $(grep -o '^ring/early-release' "$tmp/list" | cut -d/ -f2); do
@@ -196,7 +201,7 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["options"]
 set +e; "$W" explore ring/no-release --seconds 0.0001 --jobs 1 >"$tmp/out" 2>/dev/null; rc=$?; set -e
 [[ $rc == 1 ]] || fail "explore ring/no-release --seconds 0.0001: exit $rc, expected 1 (found)"
 "$W" explore ring --seconds 0.0001 --jobs 1 >"$tmp/out" 2>/dev/null || fail "explore ring --seconds 0.0001: exit $?"
-grep -q "explored [1-9][0-9]* runs" "$tmp/out" || fail "a tiny budget explored nothing: $(cat "$tmp/out")"
+grep -q "explored [1-9][0-9]* runs\?" "$tmp/out" || fail "a tiny budget explored nothing: $(cat "$tmp/out")"
 expect_usage "shard 1/2: this shard holds no run" explore ring --runs 1 --shard 1/2
 set +e; "$W" explore gemm/missing-k-block --m 1024 --n 1024 --k 1024 --clusters 8 --seconds 1 --jobs 1 --json \
   >"$tmp/j" 2>/dev/null; rc=$?; set -e
@@ -218,12 +223,12 @@ wait_for() {  # wait_for FILE PATTERN: up to 20 s
 rm -f "$tmp/out" "$tmp/err"  # wait_for must not see an earlier command's words
 python3 -c "$reset_signals" "$W" explore ring --seconds 60 --jobs 2 >"$tmp/out" 2>"$tmp/err" &
 pid=$!
-wait_for "$tmp/err" "runs,"
+wait_for "$tmp/err" "runs\?,"
 kill -INT $pid
 set +e; wait $pid; rc=$?; set -e
 [[ $rc == 130 ]] || fail "SIGINT: exit $rc, expected 130"
 grep -q "interrupted by SIGINT" "$tmp/out" || fail "SIGINT: no word of it: $(cat "$tmp/out")"
-grep -q "explored [1-9][0-9]* runs.*interrupted: nothing found" "$tmp/out" || fail "SIGINT: no summary"
+grep -q "explored [1-9][0-9]* runs\?.*interrupted: nothing found" "$tmp/out" || fail "SIGINT: no summary"
 mkdir "$tmp/sig"
 rm -f "$tmp/out" "$tmp/err"
 python3 -c "$reset_signals" "$W" explore gemm/exit-before-drain --runs 100 --jobs 1 --trace "$tmp/sig/t.json" \

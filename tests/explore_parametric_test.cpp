@@ -6,11 +6,16 @@
 // does not hold.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/emu/parametric.hpp"
@@ -110,29 +115,6 @@ TEST(explore_Parametric, TheRingHoldsForEveryCountAndLargerCountsAreVerified) {
 
 // The abstract states of a larger count are those of a count a period
 // below, exactly: searched again, far beyond the window, they still repeat.
-// Each count's search split among jobs makes the same runs, so it records
-// the same states: the same claim, count by count.
-TEST(explore_Parametric, JobsDoNotChangeTheClaim) {
-  std::optional<emu::ParametricResult> one;
-  for (const unsigned jobs : {1u, 2u}) {
-    emu::ParametricOptions o = options(2, 32);
-    o.search.jobs = jobs;
-    const emu::ParametricResult r = emu::verify_parametric(ring(2, RingBug::none, RingRelease::per_lane), o);
-    ASSERT_TRUE(r.holds()) << r.report();
-    if (!one) {
-      one = r;
-      continue;
-    }
-    ASSERT_EQ(r.counts.size(), one->counts.size());
-    for (std::size_t i = 0; i < r.counts.size(); ++i) {
-      EXPECT_EQ(r.counts[i].runs, one->counts[i].runs) << r.counts[i].items << " items";
-      EXPECT_EQ(r.counts[i].pruned, one->counts[i].pruned) << r.counts[i].items << " items";
-      EXPECT_EQ(r.counts[i].states, one->counts[i].states) << r.counts[i].items << " items";
-      EXPECT_EQ(r.counts[i].transitions, one->counts[i].transitions) << r.counts[i].items << " items";
-    }
-  }
-}
-
 TEST(explore_Parametric, TheStatesStillRepeatFarBeyondTheWindow) {
   emu::ParametricOptions o = options(2, 48);
   o.min_items = 33;  // searches 33.., compared from there
@@ -275,6 +257,70 @@ TEST(explore_Parametric, ARingWhoseSchedulesDoubleWithEveryItemStillRepeats) {
   }
 }
 
+// Each count's complete search split among jobs makes the same runs (in
+// another order, on other threads), so it records the same abstract states:
+// the same claim, and count by count the same runs, pruned runs, states and
+// transitions as on one job. The ring whose consumer spins runs 2^n
+// schedules at n items, so every count's search has runs to split (the
+// ring of the tests above has one per count, and nothing to split); the
+// threads that ran each count's runs show that the searches were split.
+TEST(explore_Parametric, JobsDoNotChangeTheClaim) {
+  const auto spin = twisted<1>(Twist::spin);
+  std::optional<emu::ParametricResult> one;
+  for (const unsigned jobs : {1u, 2u, 3u}) {
+    SCOPED_TRACE(std::to_string(jobs) + " jobs");
+    std::mutex mu;
+    std::uint32_t searching = 0;                                 // the count whose search runs
+    std::map<std::uint32_t, std::set<std::thread::id>> threads;  // by count: those that ran its runs
+    emu::ParametricOptions o = options(1, 32);
+#ifdef NDEBUG
+    o.min_items = 5;  // 32 runs and more per count
+#else  // a Debug build runs about 30 times slower
+    o.min_items = 3;
+#endif
+    o.search.jobs = jobs;
+    o.search.on_run = [&](std::uint64_t run, const emu::RunResult&) {
+      // The first run of a count gives the other jobs time to start and
+      // wait for work: the search is split when that run is over.
+      if (run == 0 && jobs > 1) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::lock_guard lock(mu);
+      threads[searching].insert(std::this_thread::get_id());
+    };
+    // Each count's kernels are made before its search starts its jobs.
+    const emu::ParametricResult r = emu::verify_parametric(
+        [&](std::uint32_t n) {
+          searching = n;
+          return spin(n);
+        },
+        o);
+    ASSERT_TRUE(r.holds()) << r.report();
+    std::size_t split = 0;  // counts whose runs ran on more than one thread
+    for (const emu::ParametricCount& c : r.counts) {
+      EXPECT_EQ(c.runs, std::uint64_t{1} << c.items) << r.report();
+      EXPECT_LE(threads[c.items].size(), jobs) << c.items << " items";
+      split += threads[c.items].size() > 1 ? 1 : 0;
+    }
+    std::printf("%u jobs: %zu of %zu counts' searches ran on more than one thread\n", jobs, split, r.counts.size());
+    if (!one) {
+      EXPECT_EQ(split, 0u);
+      one = r;
+      continue;
+    }
+    // A job that starts later still (a loaded machine) leaves a count's
+    // runs to the others, not every count's.
+    EXPECT_GT(split, 0u) << r.report();
+    EXPECT_EQ(r.repeats_from, one->repeats_from);
+    ASSERT_EQ(r.counts.size(), one->counts.size());
+    for (std::size_t i = 0; i < r.counts.size(); ++i) {
+      EXPECT_EQ(r.counts[i].verdict, one->counts[i].verdict) << r.counts[i].items << " items";
+      EXPECT_EQ(r.counts[i].runs, one->counts[i].runs) << r.counts[i].items << " items";
+      EXPECT_EQ(r.counts[i].pruned, one->counts[i].pruned) << r.counts[i].items << " items";
+      EXPECT_EQ(r.counts[i].states, one->counts[i].states) << r.counts[i].items << " items";
+      EXPECT_EQ(r.counts[i].transitions, one->counts[i].transitions) << r.counts[i].items << " items";
+    }
+  }
+}
+
 // A kernel whose state depends on the item index beyond modulo the stages
 // is refused: verified at every count searched, claimed for none beyond,
 // with what the last count reached that a period fewer did not.
@@ -384,6 +430,7 @@ TEST(explore_Parametric, TheProgramSaysTheVerdictAndExitsByIt) {
   EXPECT_EQ(wspipe({"ring", "--parametric", "items", "--stages", "2"}, &text), 0) << text;
   EXPECT_TRUE(contains(text, "wspipe explore ring --parametric items:1 stages=2 release=lanes period=4\n")) << text;
   EXPECT_TRUE(contains(text, "parametric: holds: verified for every number of items from 1")) << text;
+  EXPECT_TRUE(contains(text, "\n  items 1: verified, 1 run (+1 pruned), ")) << text;
   // A race only the race checker sees on instrumented plain accesses;
   // elsewhere (the sanitizer presets) a deadlock.
 #if defined(WSPIPE_INSTRUMENTED_ACCESSES)

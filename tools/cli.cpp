@@ -479,7 +479,7 @@ void print_report(std::ostream& out, const Plan& p, const Outcome& o, const Trac
     const emu::Failure& f = *o.explored->failure;
     if (f.measuring_run)
       out << "found in " << emu::run_name(f) << " " << emu::strategy_and_seed(f) << ", before run 1 ("
-          << o.explored->runs - 1 << " runs after it found nothing)\n";
+          << emu::counted(o.explored->runs - 1, "run") << " after it found nothing)\n";
     else
       out << "found in " << emu::run_name(f) << " of " << o.explored->runs << " " << emu::strategy_and_seed(f) << "\n";
   }
@@ -636,11 +636,11 @@ int cmd_explore(const Args& a, const Catalogue& cat, std::ostream& out, std::ost
   o.on_progress = [&](const emu::ExploreProgress& pr) {
     err << "explore " << p.display << ": ";
     if (pr.shrinking) {
-      err << "found a failure after " << pr.runs << " runs; shrinking its schedule\n";
+      err << "found a failure after " << emu::counted(pr.runs, "run") << "; shrinking its schedule\n";
       return;
     }
-    err << pr.runs << " runs, " << pr.steps << " steps, " << std::fixed << std::setprecision(1) << pr.seconds << " s"
-        << (pr.failed ? ", failure found" : ", no failure") << "\n";
+    err << emu::counted(pr.runs, "run") << ", " << pr.steps << " steps, " << std::fixed << std::setprecision(1)
+        << pr.seconds << " s" << (pr.failed ? ", failure found" : ", no failure") << "\n";
     err.unsetf(std::ios::fixed);
   };
   if (o.shard_count > 1) err << "explore " << p.display << ": shard " << o.shard_index << "/" << o.shard_count << "\n";

@@ -2,16 +2,20 @@
 // abstract states each reached, and the comparison that says they repeat.
 #include "backends/emu/parametric.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <deque>
-#include <map>
+#include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
-#include <thread>
 #include <unordered_map>
 #include <utility>
+
+#include "backends/emu/report.hpp"
 
 namespace wspipe::emu {
 
@@ -35,37 +39,93 @@ struct Reached {
   bool operator==(const Reached&) const = default;
 };
 
+// Numbers texts in the order first seen: the same text, the same number.
+class Numbering {
+ public:
+  std::uint32_t number(std::string_view text) {
+    if (const auto it = ids_.find(text); it != ids_.end()) return it->second;
+    const auto id = static_cast<std::uint32_t>(texts_.size());
+    texts_.push_back(&ids_.emplace(std::string(text), id).first->first);
+    return id;
+  }
+  const std::string& text(std::uint32_t id) const { return *texts_[id]; }
+  std::uint32_t size() const { return static_cast<std::uint32_t>(texts_.size()); }
+
+ private:
+  struct Hash {  // looks a string_view up without making a string of it
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> ids_;
+  std::vector<const std::string*> texts_;  // by number (the map's keys do not move)
+};
+
 // The observer of every run of the searches: numbers each abstract state
 // (the same text, the same number, across counts) and records the states
 // and transitions of the count being searched. A run's first point (step
-// 0) has no transition into it. Thread-safe (a search with jobs > 1 calls
-// it from several threads, each running whole runs): a run's previous
-// state is kept per thread.
+// 0) has no transition into it. A search with jobs > 1 calls it from
+// several threads at once, each running whole runs: each thread records
+// into a buffer of its own, in numbers of its own, and takes the lock only
+// to get that buffer, once per search and thread; the buffers are merged into the
+// shared numbering when the search is over (the sets are the same whatever
+// thread ran which run).
 class Recorder final : public StateObserver {
  public:
-  void start(Reached* into) {
-    std::lock_guard lock(mutex_);
-    into_ = into;
-    last_.clear();
+  // Before a count's search: its buffers from here on.
+  void start() {
+    search_ = next_search_.fetch_add(1) + 1;
+    buffers_.clear();
   }
   void point(std::uint64_t step, std::string_view state) override {
-    std::lock_guard lock(mutex_);
-    const auto [it, added] = table_.try_emplace(std::string(state), static_cast<std::uint32_t>(texts_.size()));
-    if (added) texts_.push_back(&it->first);
-    const std::uint32_t id = it->second;
-    into_->states.insert(id);
-    const auto last = last_.find(std::this_thread::get_id());
-    if (step != 0 && last != last_.end()) into_->transitions.emplace(last->second, id);
-    last_[std::this_thread::get_id()] = id;
+    Buffer& b = buffer();
+    const std::uint32_t id = b.numbers.number(state);
+    b.reached.states.insert(id);
+    if (step != 0 && b.last) b.reached.transitions.emplace(*b.last, id);
+    b.last = id;
   }
-  const std::string& text(std::uint32_t id) const { return *texts_[id]; }
+  // After the search: what its runs reached, in the shared numbering.
+  // States new to it are numbered in the order a buffer's runs first
+  // reached them, so that the difference does_not_repeat names (the new
+  // state with the lowest number) is, on one job, the first one reached.
+  Reached finish() {
+    Reached r;
+    for (const auto& b : buffers_) {
+      std::vector<std::uint32_t> shared(b->numbers.size());
+      for (std::uint32_t i = 0; i < b->numbers.size(); ++i) shared[i] = numbers_.number(b->numbers.text(i));
+      for (const std::uint32_t s : b->reached.states) r.states.insert(shared[s]);
+      for (const auto& [from, to] : b->reached.transitions) r.transitions.emplace(shared[from], shared[to]);
+    }
+    return r;
+  }
+  const std::string& text(std::uint32_t id) const { return numbers_.text(id); }
 
  private:
-  std::mutex mutex_;
-  Reached* into_ = nullptr;
-  std::unordered_map<std::string, std::uint32_t> table_;
-  std::vector<const std::string*> texts_;  // by number (the map's keys do not move)
-  std::map<std::thread::id, std::uint32_t> last_;
+  struct Buffer {
+    Numbering numbers;
+    Reached reached;                    // in `numbers`
+    std::optional<std::uint32_t> last;  // the run's previous point
+  };
+  // This thread's buffer for the search under way: found without the lock
+  // once the thread has one (its search's number tells a buffer of an
+  // earlier search, of this recorder or another, from this one's).
+  Buffer& buffer() {
+    thread_local struct {
+      std::uint64_t search = 0;
+      Buffer* buffer = nullptr;
+    } mine;
+    if (mine.search != search_) {
+      std::lock_guard lock(mutex_);
+      mine.buffer = buffers_.emplace_back(std::make_unique<Buffer>()).get();
+      mine.search = search_;
+    }
+    return *mine.buffer;
+  }
+
+  static inline std::atomic<std::uint64_t> next_search_{0};
+  std::uint64_t search_ = 0;  // set before the search's threads start
+  std::mutex mutex_;          // guards buffers_ during a search
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  Numbering numbers_;  // shared by every count
 };
 
 // Something `later` reached that `earlier` did not, in words; "" if none.
@@ -115,10 +175,10 @@ ParametricResult verify_parametric(const ItemsKernelFactory& make, const Paramet
     return std::move(res);
   };
   for (std::uint32_t n = lo;; ++n) {
-    window.emplace_back();
-    if (window.size() > span) window.pop_front();
-    recorder.start(&window.back());
+    recorder.start();
     ExploreResult r = explore(make(n), x);
+    window.push_back(recorder.finish());
+    if (window.size() > span) window.pop_front();
     const Reached& got = window.back();
     res.counts.push_back({.items = n, .verdict = r.verdict(), .runs = r.runs, .pruned = r.pruned,
                           .states = got.states.size(), .transitions = got.transitions.size(),
@@ -156,12 +216,12 @@ std::string ParametricResult::report() const {
       break;
     case ParametricVerdict::found:
       if (last == min_items)
-        std::snprintf(line, sizeof line, " at %u item%s, the first count\n", last, last == 1 ? "" : "s");
+        std::snprintf(line, sizeof line, " at %s, the first count\n", counted(last, "item").c_str());
       else
         std::snprintf(line, sizeof line, " at %u items (%u..%u verified)\n", last, min_items, last - 1);
       break;
     case ParametricVerdict::incomplete:
-      std::snprintf(line, sizeof line, ": the search at %u items ran out of its budget\n", last);
+      std::snprintf(line, sizeof line, ": the search at %s ran out of its budget\n", counted(last, "item").c_str());
       break;
     case ParametricVerdict::does_not_repeat:
       std::snprintf(line, sizeof line, ": verified for %u..%u items only; at %u items, new against %u: ", min_items,
@@ -171,12 +231,13 @@ std::string ParametricResult::report() const {
   s.append(line);
   if (verdict == ParametricVerdict::does_not_repeat) s.append(difference).push_back('\n');
   for (const ParametricCount& c : counts) {
-    std::snprintf(line, sizeof line, "  items %u: %s, %llu runs (+%llu pruned), %zu states, %zu transitions, %.2f s\n",
-                  c.items, std::string(to_string(c.verdict)).c_str(), static_cast<unsigned long long>(c.runs),
-                  static_cast<unsigned long long>(c.pruned), c.states, c.transitions, c.seconds);
+    std::snprintf(line, sizeof line, "  items %u: %s, %s (+%llu pruned), %s, %s, %.2f s\n", c.items,
+                  std::string(to_string(c.verdict)).c_str(), counted(c.runs, "run").c_str(),
+                  static_cast<unsigned long long>(c.pruned), counted(c.states, "state").c_str(),
+                  counted(c.transitions, "transition").c_str(), c.seconds);
     s.append(line);
   }
-  std::snprintf(line, sizeof line, "  %zu counts searched in %.2f s\n", counts.size(), seconds);
+  std::snprintf(line, sizeof line, "  %s searched in %.2f s\n", counted(counts.size(), "count").c_str(), seconds);
   s.append(line);
   if (failing) s.append(failing->report());
   return s;

@@ -45,6 +45,13 @@ std::string RunResult::report() const {
   return r;
 }
 
+std::string counted(std::uint64_t n, std::string_view noun) {
+  std::string s = std::to_string(n);
+  s.append(" ").append(noun);
+  if (n != 1) s.push_back('s');
+  return s;
+}
+
 // What a complete exhaustive search covered: "every class of equivalent
 // schedules", or those "within K preemption(s)".
 std::string coverage(const ExploreResult& e) {
@@ -54,7 +61,7 @@ std::string coverage(const ExploreResult& e) {
 
 std::string explored_line(const ExploreResult& e) {
   std::ostringstream out;
-  out << "explored " << e.runs << " runs (" << e.steps << " steps) in " << std::fixed << std::setprecision(1)
+  out << "explored " << counted(e.runs, "run") << " (" << e.steps << " steps) in " << std::fixed << std::setprecision(1)
       << e.seconds << " s";
   if (e.complete)
     out << ": every schedule " << (e.bounded ? "within the preemption bound" : "up to equivalence") << " ("
@@ -71,7 +78,8 @@ std::string explored_line(const ExploreResult& e) {
           << (e.bounded ? ", or fewer --preemptions" : ", or a bound: --preemptions K") << ")\n";
       break;
     case Verdict::explored:
-      out << "verdict:  explored: " << e.runs << " sampled runs found nothing; schedules not run are not covered\n";
+      out << "verdict:  explored: " << counted(e.runs, "sampled run")
+          << " found nothing; schedules not run are not covered\n";
       break;
     case Verdict::found: break;
   }

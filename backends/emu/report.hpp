@@ -3,8 +3,10 @@
 // ExploreResult::report() are made of these, and so are the program's.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -12,6 +14,9 @@
 #include "settings.hpp"
 
 namespace wspipe::emu {
+
+// "1 run", "2 runs": `n` and `noun`, which takes an "s" unless n is 1.
+std::string counted(std::uint64_t n, std::string_view noun);
 
 // "explored N runs (S steps) in T s: nothing found", with the exhaustive
 // search's coverage when it completed; one line.
