@@ -229,6 +229,23 @@ TEST(TestingHelpers, FindsSaysWhatItFoundInstead) {
   EXPECT_TRUE(contains(other.message(), "WSPIPE_REPLAY=")) << other.message();
 
   EXPECT_FALSE(testing::finds("ok", ring_factory(2, 8), runs(1)));
+
+  // A complete search says what it covered: every schedule within its
+  // bound, or, with none, every class.
+  emu::ExploreOptions ex;
+  ex.portfolio = {{emu::StrategyKind::exhaustive}};
+  ex.seconds = 60;
+  const auto every = testing::finds("deadlock", ring_factory(1, 2), ex);
+  ASSERT_FALSE(every);
+  EXPECT_TRUE(contains(every.message(), "every class of equivalent schedules): the search is complete (every class "
+                                        "of equivalent schedules)"))
+      << every.message();
+  ex.preemptions = 1;
+  const auto bounded = testing::finds("deadlock", ring_factory(1, 2), ex);
+  ASSERT_FALSE(bounded);
+  EXPECT_TRUE(contains(bounded.message(), "at most 1 preemption): every schedule within the preemption bound was "
+                                          "explored"))
+      << bounded.message();
 }
 
 // A clean exploration prints one line of what it covered: runs, time,
@@ -256,7 +273,7 @@ TEST(TestingHelpers, CleanExplorationPrintsWhatItCovered) {
   ::testing::internal::CaptureStdout();
   EXPECT_TRUE(testing::explores_clean(ring_factory(1, 2), ex));
   const std::string exhaustive = ::testing::internal::GetCapturedStdout();
-  EXPECT_TRUE(contains(exhaustive, "strategy exhaustive, at most 1 preemptions: nothing found (verified: every schedule within "
+  EXPECT_TRUE(contains(exhaustive, "strategy exhaustive, at most 1 preemption: nothing found (verified: every schedule within "
                                    "the bound)"))
       << exhaustive;
   // Without a bound it covered every class of equivalent schedules, and

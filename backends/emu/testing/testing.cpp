@@ -82,9 +82,8 @@ std::function<void(const emu::ExploreProgress&)> quiet_then_progress() {
     st->last = p.seconds;
     st->shrinking = p.shrinking;
     const std::string test = this_test();
-    std::fprintf(stderr, "[wspipe] %s%s%.0f s: %llu runs, %llu steps%s\n", test.c_str(), test.empty() ? "" : ": ",
-                 p.seconds,
-                 static_cast<unsigned long long>(p.runs), static_cast<unsigned long long>(p.steps),
+    std::fprintf(stderr, "[wspipe] %s%s%.0f s: %s, %s%s\n", test.c_str(), test.empty() ? "" : ": ", p.seconds,
+                 emu::counted(p.runs, "run").c_str(), emu::counted(p.steps, "step").c_str(),
                  p.shrinking ? ", shrinking the failure" : p.failed ? ", failure found" : "");
   };
 }
@@ -175,7 +174,7 @@ std::optional<emu::ExploreResult> explore_or(const emu::KernelFactory& make, con
 std::string schedules_of(const emu::ExploreOptions& opts) {
   std::string out = "strategy " + emu::to_string(opts.portfolio);
   if (opts.portfolio.front().kind == emu::StrategyKind::exhaustive)
-    out += opts.preemptions ? ", at most " + std::to_string(*opts.preemptions) + " preemptions"
+    out += opts.preemptions ? ", at most " + emu::counted(*opts.preemptions, "preemption")
                             : ", every class of equivalent schedules";
   else
     out += ", first seed " + std::to_string(opts.first_seed);
@@ -188,9 +187,9 @@ std::string schedules_of(const emu::ExploreOptions& opts) {
 // own), so that a log says what a passing test covered.
 void print_covered(const emu::ExploreResult& res, const emu::ExploreOptions& opts) {
   const std::string test = this_test();
-  std::printf("[wspipe] %s%sexplored %llu runs (%llu steps) in %.1f s, %s: nothing found%s\n", test.c_str(),
-              test.empty() ? "" : ": ", static_cast<unsigned long long>(res.runs),
-              static_cast<unsigned long long>(res.steps), res.seconds, schedules_of(opts).c_str(),
+  std::printf("[wspipe] %s%sexplored %s (%s) in %.1f s, %s: nothing found%s\n", test.c_str(),
+              test.empty() ? "" : ": ", emu::counted(res.runs, "run").c_str(),
+              emu::counted(res.steps, "step").c_str(), res.seconds, schedules_of(opts).c_str(),
               !res.complete ? ""
               : res.bounded ? " (verified: every schedule within the bound)"
                             : " (verified: the search is complete)");
@@ -201,10 +200,11 @@ std::string nothing_found(const emu::ExploreResult& res, const emu::ExploreOptio
   std::ostringstream os;
   os.setf(std::ios::fixed);
   os.precision(1);
-  os << "nothing found in " << res.runs << " runs (" << res.steps << " steps, " << res.seconds << " s; "
-     << schedules_of(opts) << ")";
+  os << "nothing found in " << emu::counted(res.runs, "run") << " (" << emu::counted(res.steps, "step") << ", "
+     << res.seconds << " s; " << schedules_of(opts) << ")";
   if (res.complete)
-    os << ": every schedule within the preemption bound was explored";
+    os << (res.bounded ? ": every schedule within the preemption bound was explored"
+                       : ": the search is complete (every class of equivalent schedules)");
   else
     os << "; explore longer with WSPIPE_SECONDS or WSPIPE_RUNS, or try WSPIPE_STRATEGY";
   return os.str();
