@@ -26,16 +26,19 @@ void ExhaustiveSearch::new_execution(std::uint32_t num_actors) {
   step_spins_ = step_idle_ = false;
   last_step_.assign(num_actors, -1);
   disabled_at_.assign(num_actors, -1);
+  could_pick_.assign(num_actors, 0);
   last_enabled_.clear();
   failed_ = false;
 }
 
 std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   node_ = -1;
+  // Every actor can only time out: nothing can progress.
+  const bool idle = c.spin != nullptr && std::all_of(c.spin, c.spin + c.n, [](std::uint8_t s) { return s != 0; });
   auto take = [&](std::uint32_t actor, std::int64_t node) {
     const std::uint32_t* it = std::lower_bound(c.enabled, c.enabled + c.n, actor);
     step_spins_ = c.spin != nullptr && c.spin[it - c.enabled] != 0;
-    step_idle_ = c.spin != nullptr && std::all_of(c.spin, c.spin + c.n, [](std::uint8_t s) { return s != 0; });
+    step_idle_ = idle;
     const std::int64_t k = static_cast<std::int64_t>(steps_.size());
     const std::int64_t d = actor < disabled_at_.size() ? disabled_at_[actor] : -1;
     const std::int64_t enabler = d >= 0 && d > last_step_[actor] ? d : -1;
@@ -44,20 +47,32 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
     return actor;
   };
   last_enabled_.assign(c.enabled, c.enabled + c.n);
-  // The actors that cannot move at this step (the step taken now may
-  // enable them). An actor the last step disabled (a load out of order
-  // once the engine completed it, a grant once the launcher took the last
-  // cluster) never runs after it in this run, so no race names it: it is
-  // explored before that step (source sets count it as a race with it).
+  // A second time-out in a row is not explored unbounded (it would repeat
+  // forever), unless every actor can only time out: then the run's
+  // idle-time-out limit ends it.
+  auto spins_again = [&](std::size_t i) {
+    return !bound_ && !idle && c.spin != nullptr && c.spin[i] != 0 && timed_out_[c.enabled[i]] != 0;
+  };
+  // An actor the search could pick at the last choice and cannot now, the
+  // last step being another actor's, is a race that no step names, since
+  // the actor does not run after that step: the step disabled it (a load
+  // out of order once the engine completed it, a grant once the launcher
+  // took the last cluster), or let another actor move, so that the actor
+  // may not time out a second time in a row any more. Explore it at the
+  // last choice, before that step (source sets count it as a race with
+  // it). The actors that cannot move here are also what the step taken
+  // now may enable (its enabler, in take).
   const auto t = static_cast<std::int64_t>(steps_.size());
   const bool analysed = t == 0 || static_cast<std::size_t>(t - 1) < first_new_ ||
                         first_new_ == std::numeric_limits<std::size_t>::max() || steps_.back().node < 0;
-  for (std::uint32_t a = 0, i = 0; a < disabled_at_.size(); ++a) {
+  for (std::uint32_t a = 0, i = 0; a < could_pick_.size(); ++a) {
     while (i < c.n && c.enabled[i] < a) ++i;
-    if (i < c.n && c.enabled[i] == a) continue;
-    if (dpor() && !analysed && disabled_at_[a] < t - 1 && a != steps_.back().actor)
+    const bool enabled = i < c.n && c.enabled[i] == a;
+    const bool can = enabled && !spins_again(i);
+    if (dpor() && !analysed && could_pick_[a] != 0 && !can && a != steps_.back().actor)
       offer({static_cast<std::size_t>(steps_.back().node), {a}});
-    disabled_at_[a] = t;
+    could_pick_[a] = can ? 1 : 0;
+    if (!enabled) disabled_at_[a] = t;
   }
   if (c.n == 1) {
     if (reduce_ && contains(sleep_, c.enabled[0])) return prune();
@@ -82,20 +97,8 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   ExhaustiveSearch::Node n;
   n.enabled.assign(c.enabled, c.enabled + c.n);
   n.spin.assign(c.spin, c.spin + c.n);
-  // A second time-out in a row is not explored unbounded (it would repeat
-  // forever), unless every actor can only time out: then the run's
-  // idle-time-out limit ends it.
   n.spin_again.assign(c.n, 0);
-  if (std::count(n.spin.begin(), n.spin.end(), std::uint8_t{1}) != static_cast<std::ptrdiff_t>(c.n))
-    for (std::size_t i = 0; i < c.n; ++i) n.spin_again[i] = n.spin[i] != 0 && timed_out_[n.enabled[i]] != 0;
-  // An actor whose second time-out in a row the last step ruled out (it
-  // let another actor move: the exception above no longer holds) could
-  // still time out at the last choice point: a race no step names, as the
-  // actors disabled above. Explore it there.
-  if (dpor() && !analysed && steps_.back().node >= 0)
-    for (std::size_t i = 0; i < c.n; ++i)
-      if (n.spin_again[i] != 0 && n.enabled[i] != steps_.back().actor)
-        offer({static_cast<std::size_t>(steps_.back().node), {n.enabled[i]}});
+  for (std::size_t i = 0; i < c.n; ++i) n.spin_again[i] = spins_again(i) ? 1 : 0;
   n.preferred = c.preferred;
   n.can_continue = c.can_continue;
   n.first_alternative = c.first_alternative;

@@ -159,6 +159,9 @@ class ExhaustiveSearch final : public Strategy {
   // Per actor: the last step it took, and the last step at whose choice it
   // could not move (-1: none).
   std::vector<std::int64_t> last_step_, disabled_at_;
+  // Per actor: whether the search could pick it at the last choice
+  // (enabled, and unbounded not a second time-out in a row).
+  std::vector<std::uint8_t> could_pick_;
   std::vector<std::uint32_t> last_enabled_;  // at the run's last choice
   bool failed_ = false;                      // the run ended on a failure
 };
