@@ -530,6 +530,18 @@ TEST(explore_Exhaustive, CoversRingTwoStagesFourItemsWithTwoPreemptions) {
   EXPECT_TRUE(r.ok()) << r.report();
   EXPECT_TRUE(r.complete);
   EXPECT_GT(r.runs + r.pruned, 1u);  // it branched
+  // Every schedule within each bound, unreduced: the bound limits the
+  // search (more schedules at each bound), and the sleep sets run fewer
+  // at the same bound.
+  std::uint64_t below = 0;
+  for (std::uint32_t k = 0; k <= 2; ++k) {
+    const auto every = emu::explore(ring(2, 4, RingBug::none), exhaustive(k, false));
+    EXPECT_TRUE(every.ok() && every.complete) << every.report();
+    EXPECT_GT(every.runs, below) << "bound " << k;
+    EXPECT_EQ(every.pruned, 0u) << "bound " << k;
+    below = every.runs;
+  }
+  EXPECT_LT(r.runs, below);
   // Unbounded, source sets: the producer and the consumer only wait for
   // each other's phases, so every schedule is equivalent to the first.
   auto o = exhaustive(0);
