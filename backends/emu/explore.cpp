@@ -543,6 +543,11 @@ class BudgetClock {
   std::atomic<std::int64_t> started_{kNotStarted};
 };
 
+// The jobs an exploration runs on: as many as asked, or every core.
+unsigned jobs_of(const ExploreOptions& o) {
+  return o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+}
+
 // Runs `job` on `jobs` threads while this one calls `progress` every half
 // second, and returns once they are all over. An exception in a job stops
 // the others (stop() is called, under `mu`) and is rethrown here. A job
@@ -598,7 +603,7 @@ void run_pool(unsigned jobs, std::mutex& mu, const std::function<void()>& job, c
 // number of jobs.
 void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const RunOptions& base,
                      std::uint64_t pct_steps, ExploreResult& res, Found& found, SteadyClock::time_point t0) {
-  const unsigned jobs = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned jobs = jobs_of(o);
   // Round-robin alone makes the same choices in every run: one covers it.
   const bool deterministic = std::all_of(o.portfolio.begin(), o.portfolio.end(),
                                          [](const StrategySpec& s) { return s.kind == StrategyKind::round_robin; });
@@ -666,7 +671,7 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
 // schedule that is, and the counts up to it, depend on their timing.
 void explore_exhaustive(const KernelFactory& make, const ExploreOptions& o, const RunOptions& base,
                         ExploreResult& res, Found& found, SteadyClock::time_point t0) {
-  const unsigned jobs = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned jobs = jobs_of(o);
   res.exhaustive = true;
   res.bounded = o.preemptions.has_value();
   res.preemptions = o.preemptions.value_or(0);
@@ -852,11 +857,10 @@ ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions&
 // out becomes OutOfResources, naming what would help.
 ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
   validate(o);
-  const unsigned jobs = o.jobs != 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   try {
     return explore_unguarded(make, o);
   } catch (const std::bad_alloc&) {
-    throw OutOfResources("out of memory exploring with " + std::to_string(jobs) + " job(s) and an MMA memo of " +
+    throw OutOfResources("out of memory exploring with " + std::to_string(jobs_of(o)) + " job(s) and an MMA memo of " +
                          std::to_string(o.mma_memo_bytes >> 20) +
                          " MiB per job: each job holds a run's shared memory, Tensor Memory and trace, and its "
                          "memo; fewer jobs (--jobs, WSPIPE_JOBS), no memo (--mma-memo-mib 0, "
