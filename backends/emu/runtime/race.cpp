@@ -115,11 +115,19 @@ bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model:
     s.write_generic = generic;
     return true;
   };
+  // An async-proxy read of bytes an ordinary store wrote passes the proxy
+  // fence check for every byte of that store's component and time once it
+  // passed for one (the check reads nothing else that this access changes):
+  // a tile the TMA stores is checked once per store, not once per byte.
+  Access fenced{.comp = ~0u, .slot = 0, .time = 0, .info = 0};
   auto visit_read = [&](Shadow& s, std::uint32_t k) {
     const Access* other = shadow_read(s, *sets, clock, a);
     // (A read leaves the shadow's write as it was.)
     if (other == nullptr && (generic || !s.write_generic || s.write.time == 0)) return true;
-    return smem_word_rare(s, other, k, last, cta, false, comp, info, loc, culprit);
+    if (other == nullptr && s.write.comp == fenced.comp && s.write.time == fenced.time) return true;
+    if (!smem_word_rare(s, other, k, last, cta, false, comp, info, loc, culprit)) return false;
+    if (other == nullptr) fenced = s.write;
+    return true;
   };
   for (const model::MmaFootprint::Range& r : ranges) {
     if (r.bytes == 0) continue;
