@@ -80,7 +80,7 @@ const PgVariant kVariants[] = {
      "the load warp never signals the CLC throttle: the scheduler warp never issues a request and every warp "
      "waits for a response",
      {{"clc-stages", 2}}},
-    {"response-read-early", PersistentGemmBug::response_read_early, "race.smem",
+    {"response-read-early", PersistentGemmBug::response_read_early, "race.smem,clc.response-before-completion",
      "the MMA warp decodes the CLC response before waiting on its full barrier: the read is not ordered after the "
      "response's write (clc.response-before-completion when the try_cancel is still in flight)",
      {{"clc-stages", 1}}},

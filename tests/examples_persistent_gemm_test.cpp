@@ -100,7 +100,7 @@ void expect_caught(const std::string& variant, const std::string& rule) {
 TEST(examples_PersistentGemm, ThrottleNotSignalledDeadlocks) { expect_caught("throttle-not-signalled", "deadlock"); }
 
 TEST(examples_PersistentGemm, ResponseReadEarlyIsCaught) {
-  expect_caught("response-read-early", "race.smem");
+  expect_caught("response-read-early", "race.smem,clc.response-before-completion");
 }
 
 TEST(examples_PersistentGemm, StoreSourceReusedEarlyRaces) { expect_caught("store-source-reused", "race.smem"); }
