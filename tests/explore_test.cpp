@@ -642,7 +642,12 @@ TEST(explore_Exhaustive, TheIssueConfigurationsFindEveryVariantThatShowsThere) {
     }
   }
   EXPECT_EQ(verified, clean_here.size());
-  EXPECT_EQ(found, 23u);
+  // ring/early-release is catalogued only where the catalogue was compiled
+  // with the access instrumentation (not in the asan, tsan and fuzz presets).
+  const auto& ring_variants = wspipe::examples::find_scenario("ring")->variants;
+  const bool early_release = std::any_of(ring_variants.begin(), ring_variants.end(),
+                                         [](const auto& v) { return v.name == "early-release"; });
+  EXPECT_EQ(found, early_release ? 23u : 22u);
   EXPECT_EQ(skipped, 8u);
 }
 
