@@ -293,3 +293,45 @@ RC_GTEST_PROP(emu_TmemShadowIndex, RangesAreExactlyTheRectangle, ()) {
 }
 
 }  // namespace
+
+// The shadow tables a thread keeps for its next runs (runtime/buffers.cpp):
+// one budget of 16 MiB for all of them, not a limit per table. A single
+// large table (a CTA whose accesses split most blocks: persistent-gemm's
+// grows past 2 MiB) is kept whole and handed back with its storage, which
+// a limit of 1 MiB per table freed after every run; tables that would
+// pass the budget together are freed.
+TEST(emu_KeptBuffers, ALargeTableIsKeptAndTheTablesStayWithinTheBudget) {
+  constexpr std::size_t kBudget = std::size_t{16} << 20;
+  auto drain = [] {
+    for (int i = 0; i < 8; ++i) {
+      (void)take_smem_shadow();
+      (void)take_tmem_shadow();
+    }
+  };
+  drain();  // (also makes the thread's spares, which keep_cta_buffers needs)
+  ASSERT_EQ(kept_table_bytes(), 0u);
+  auto large_cta = [] {
+    Cta c;
+    c.smem_shadow.reset(std::uint32_t{1} << 21);  // 2 Mi locations: 64 Ki blocks
+    return c;
+  };
+  Cta c = large_cta();
+  const std::size_t bytes = c.smem_shadow.storage_bytes();
+  ASSERT_GT(bytes, std::size_t{1} << 20);
+  keep_cta_buffers(c);
+  EXPECT_EQ(kept_table_bytes(), bytes);
+  const ShadowTable<kSmemShadowBlock> back = take_smem_shadow();
+  EXPECT_TRUE(back.empty());
+  EXPECT_EQ(back.storage_bytes(), bytes);  // the same storage
+  EXPECT_EQ(kept_table_bytes(), 0u);
+  std::size_t kept = 0;
+  for (int i = 0; i < 8; ++i) {
+    Cta more = large_cta();
+    keep_cta_buffers(more);
+    kept = kept_table_bytes();
+    EXPECT_LE(kept, kBudget);
+  }
+  EXPECT_EQ(kept, kBudget / bytes * bytes);  // as many as fit
+  drain();
+  EXPECT_EQ(kept_table_bytes(), 0u);
+}

@@ -13,17 +13,23 @@ namespace wspipe::emu::detail {
 namespace {
 
 // The buffers keep_cta_buffers kept on this thread: at most kKeptCtas CTAs'
-// worth of each kind (a larger grid's extra buffers are freed), and no
-// shadow table whose storage grew past kKeptTableBytes (split blocks): at
-// most about 20 MiB per thread, typically 0.7 MiB per CTA.
+// worth of each kind (a larger grid's extra buffers are freed), and shadow
+// tables of both kinds up to kKeptTableBytes of storage together (a table
+// that would pass it is freed): at most about 20 MiB per thread, typically
+// 0.7 MiB per CTA. One budget for the tables, not a limit per table: a
+// single CTA whose accesses split most of its table's blocks (persistent-
+// gemm's grows past 2 MiB) keeps it, where a limit of 1 MiB per table
+// freed it after every run and the next run paid its page faults again
+// (docs/performance.md, "Kept shadow tables").
 constexpr std::size_t kKeptCtas = 8;
-constexpr std::size_t kKeptTableBytes = std::size_t{1} << 20;
+constexpr std::size_t kKeptTableBytes = std::size_t{16} << 20;
 thread_local bool spare_buffers_alive = false;  // from the spares' construction to their destruction
 struct SpareBuffers {
   std::vector<std::pair<std::size_t, std::byte*>> smem;  // (size, aligned_alloc'd buffer)
   std::vector<std::unique_ptr<std::uint32_t[]>> tmem;
   std::vector<ShadowTable<kTmemShadowBlock>> tmem_shadows;
   std::vector<ShadowTable<kSmemShadowBlock>> smem_shadows;
+  std::size_t table_bytes = 0;  // the storage of the tables kept, both kinds
   SpareBuffers() { spare_buffers_alive = true; }
   ~SpareBuffers() {
     spare_buffers_alive = false;
@@ -52,9 +58,21 @@ void keep(std::vector<T>& kept, T&& t) {
 
 template <std::uint32_t K>
 void keep_table(std::vector<ShadowTable<K>>& kept, ShadowTable<K>& t) {
-  if (t.storage_bytes() > kKeptTableBytes) return;  // freed with its CTA
-  t.clear();
-  keep(kept, std::move(t));
+  SpareBuffers& s = spare_buffers();
+  t.clear();  // (keeps the storage)
+  const std::size_t bytes = t.storage_bytes();
+  // Else it is freed with its CTA.
+  if (kept.size() == kKeptCtas || s.table_bytes + bytes > kKeptTableBytes) return;
+  kept.push_back(std::move(t));
+  s.table_bytes += bytes;
+}
+
+template <std::uint32_t K>
+ShadowTable<K> take_table(std::vector<ShadowTable<K>>& kept) {
+  if (kept.empty()) return {};
+  ShadowTable<K> t = take_last(kept);
+  spare_buffers().table_bytes -= t.storage_bytes();
+  return t;
 }
 
 }  // namespace
@@ -86,13 +104,11 @@ std::unique_ptr<std::uint32_t[]> take_tmem_cells() {
   return cells;
 }
 
-ShadowTable<kTmemShadowBlock> take_tmem_shadow() {
-  return take_last(spare_buffers().tmem_shadows);
-}
+ShadowTable<kTmemShadowBlock> take_tmem_shadow() { return take_table(spare_buffers().tmem_shadows); }
 
-ShadowTable<kSmemShadowBlock> take_smem_shadow() {
-  return take_last(spare_buffers().smem_shadows);
-}
+ShadowTable<kSmemShadowBlock> take_smem_shadow() { return take_table(spare_buffers().smem_shadows); }
+
+std::size_t kept_table_bytes() { return spare_buffers_alive ? spare_buffers().table_bytes : 0; }
 
 void keep_cta_buffers(Cta& c) {
   // (After the thread's spares are destroyed, at its exit, all is freed.)

@@ -142,6 +142,9 @@ std::size_t smem_alloc_bytes(std::size_t smem_bytes);
 std::byte* take_smem(std::size_t bytes);  // 1024-aligned
 ShadowTable<kSmemShadowBlock> take_smem_shadow();
 void keep_cta_buffers(Cta& c);  // leaves c without them
+// The storage of the shadow tables this thread keeps now, both kinds (at
+// most 16 MiB together).
+std::size_t kept_table_bytes();
 
 // Where a warp's clock epoch ended (World::tick): the step and the place
 // of the operation that handed its clock on, for race reports.
