@@ -49,10 +49,11 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   last_enabled_.assign(c.enabled, c.enabled + c.n);
   // A second time-out in a row is not explored unbounded (it would repeat
   // forever), unless every actor can only time out: then the run's
-  // idle-time-out limit ends it.
-  auto spins_again = [&](std::size_t i) {
-    return !bound_ && !idle && c.spin != nullptr && c.spin[i] != 0 && timed_out_[c.enabled[i]] != 0;
-  };
+  // idle-time-out limit ends it. (By index into c.enabled; a new node
+  // keeps it.)
+  spins_again_.resize(c.n);
+  for (std::size_t i = 0; i < c.n; ++i)
+    spins_again_[i] = !bound_ && !idle && c.spin != nullptr && c.spin[i] != 0 && timed_out_[c.enabled[i]] != 0;
   // An actor the search could pick at the last choice and cannot now, the
   // last step being another actor's, is a race that no step names, since
   // the actor does not run after that step: the step disabled it (a load
@@ -68,7 +69,7 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   for (std::uint32_t a = 0, i = 0; a < could_pick_.size(); ++a) {
     while (i < c.n && c.enabled[i] < a) ++i;
     const bool enabled = i < c.n && c.enabled[i] == a;
-    const bool can = enabled && !spins_again(i);
+    const bool can = enabled && spins_again_[i] == 0;
     if (dpor() && !analysed && could_pick_[a] != 0 && !can && a != steps_.back().actor)
       offer({static_cast<std::size_t>(steps_.back().node), {a}});
     could_pick_[a] = can ? 1 : 0;
@@ -97,8 +98,7 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   ExhaustiveSearch::Node n;
   n.enabled.assign(c.enabled, c.enabled + c.n);
   n.spin.assign(c.spin, c.spin + c.n);
-  n.spin_again.assign(c.n, 0);
-  for (std::size_t i = 0; i < c.n; ++i) n.spin_again[i] = spins_again(i) ? 1 : 0;
+  n.spin_again = spins_again_;
   n.preferred = c.preferred;
   n.can_continue = c.can_continue;
   n.first_alternative = c.first_alternative;

@@ -162,6 +162,9 @@ class ExhaustiveSearch final : public Strategy {
   // Per actor: whether the search could pick it at the last choice
   // (enabled, and unbounded not a second time-out in a row).
   std::vector<std::uint8_t> could_pick_;
+  // Per enabled actor at the choice being picked: whether it would time out
+  // a second time in a row (unbounded, not idle), which it may not.
+  std::vector<std::uint8_t> spins_again_;
   std::vector<std::uint32_t> last_enabled_;  // at the run's last choice
   bool failed_ = false;                      // the run ended on a failure
 };
