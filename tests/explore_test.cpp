@@ -1194,6 +1194,40 @@ TEST(explore_Minimal, RestartsReachFewerPreemptionsWhereTheSearchCannotEnd) {
   EXPECT_EQ(emu::replay(three_holders_and_a_ping_pong(), small.schedule, {}).status, emu::Status::deadlock);
 }
 
+// persistent-gemm/undrained-clc-ring at its defaults needs no preemption,
+// but its first failing run has hundreds, the bounded search's bound 0
+// (every free choice, with sleep sets) does not end within the shrink
+// time, and delta debugging with the restarts stopped at one preemption,
+// not proved minimal. The finder, source sets within the bound
+// (exhaustive.hpp), branches only where two steps race and meets a
+// schedule without preemptions within a few dozen runs: then the result
+// is minimal, since none can have fewer.
+TEST(explore_Minimal, TheFinderReachesNoPreemptionWhereBoundZeroCannotEnd) {
+#ifndef NDEBUG
+  GTEST_SKIP() << "an optimised build's 3 s: a Debug build runs the emulator about 30 times slower";
+#endif
+  const emu::Scenario& sc = *wspipe::examples::find_scenario("persistent-gemm");
+  const auto v = std::find_if(sc.variants.begin(), sc.variants.end(),
+                              [](const auto& x) { return x.name == "undrained-clc-ring"; });
+  ASSERT_NE(v, sc.variants.end());
+  emu::OptionValues values;  // as the program builds it: the defaults and the variant's pins
+  for (const auto& opt : sc.options) values[opt.name] = opt.def;
+  for (const auto& [k, x] : v->pinned) values[k] = x;
+  if (sc.resolve) sc.resolve(values);
+  const emu::KernelFactory make = [&] { return sc.prepare(v->name, values); };
+  auto o = test::fixed_runs(500);
+  o.jobs = 1;
+  o.shrink_seconds = 20;
+  const emu::ExploreResult r = emu::explore(make, o);
+  ASSERT_FALSE(r.ok()) << r.report();
+  EXPECT_EQ(r.failure->outcome, "mbarrier.remote-exited-cta");
+  EXPECT_GT(r.failure->shrink.preemptions_before, 100u);
+  EXPECT_EQ(r.failure->shrink.preemptions_after, 0u) << r.report();
+  EXPECT_TRUE(r.failure->shrink.minimal);
+  EXPECT_TRUE(r.failure->shrink.finished) << "the default 20 s ran out";
+  EXPECT_EQ(emu::replay(make(), r.failure->result.schedule, {}).status, emu::Status::violation);
+}
+
 // No preemption left: minimal, with nothing to search and nothing said in
 // the report. Not shrunk, a run with preemptions is not called minimal.
 TEST(explore_Minimal, NoPreemptionIsMinimalAndAnUnshrunkRunIsNot) {

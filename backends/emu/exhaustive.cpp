@@ -139,7 +139,7 @@ void ExhaustiveSearch::stepped(std::uint32_t actor, const Footprint& step_fp) {
   if (!steps_.empty()) steps_.back().fp = fp;
   if (actor < timed_out_.size()) timed_out_[actor] = step_spins_ ? 1 : 0;
   sleep_.clear();
-  if (!reduce_) return;
+  if (!reduce_ || sources_under_bound_) return;
   for (auto& e : candidates_)
     if (e.actor != actor && stays_asleep(e.fp, fp)) sleep_.push_back(std::move(e));
   candidates_.clear();
@@ -244,6 +244,17 @@ void ExhaustiveSearch::analyse_races() {
         // The racing actor itself where it can start v; else the first
         // initial that may be explored there.
         std::stable_partition(initials.begin(), initials.end(), [&](std::uint32_t a) { return a == s.actor; });
+        if (bound_) {
+          // The finder (sources_under_bound_): the reversal at j may be a
+          // preemption the bound does not allow. Also offer it where j's
+          // actor took over, before its steps up to j ran: the same switch
+          // there is free, or was a preemption already (Coons et al.'s
+          // conservative branch).
+          std::size_t from = j;
+          while (from > 0 && steps_[from - 1].actor == e.actor) --from;
+          if (steps_[from].node >= 0 && steps_[from].node != e.node)
+            offer({static_cast<std::size_t>(steps_[from].node), initials});
+        }
         offer({static_cast<std::size_t>(e.node), std::move(initials)});
       }
       // Ordered from now on: j happens before k.
@@ -328,7 +339,7 @@ std::unique_ptr<ExhaustiveSearch> ExhaustiveSearch::split() {
     Node& n = stack_[i];
     const auto a = next_branch(n);
     if (!a) continue;
-    auto child = std::make_unique<ExhaustiveSearch>(bound_, reduce_);
+    auto child = std::make_unique<ExhaustiveSearch>(bound_, reduce_, sources_under_bound_);
     child->stack_.assign(stack_.begin(), stack_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
     Node& root = child->stack_.back();
     root.done.push_back({n.chosen, n.chosen_fp});

@@ -328,7 +328,7 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
 // single deviations reaches; a load in pieces or a series of try_wait
 // time-outs is several preemptions, none of which can go alone, where
 // another path needs none. The search for the minimum then takes turns of
-// two kinds until the result is proved minimal or the time is spent:
+// three kinds until the result is proved minimal or the time is spent:
 //
 // - the preemption-bounded exhaustive search with bounds 0, 1, ... below
 //   the count left, each resumed where the last turn left it: the first
@@ -339,6 +339,10 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
 //   upwards since each one covers the ones below it at a fraction of its
 //   cost: the cheap ones prove what they can first, and the first bound
 //   that meets the outcome is the minimum;
+// - the finder at the bound being proved (an eightieth of the time per
+//   turn): source sets within it, which prove nothing but meet schedules
+//   where the bounded search, branching at every free choice, cannot end
+//   even bound 0 (finder_turn, below);
 // - a restart: PCT and random runs, of seeds of their own, until one has
 //   the outcome; delta debugging minimises it (for a tenth of the time at
 //   most, unless it gets below the result, which it then replaces). On a
@@ -439,6 +443,15 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
   if (!best.schedule.empty()) attempt(best, {});  // the default policy's run: often all a deadlock needs
   minimise(best);
 
+  // A run of an exhaustive search: one strategy across the runs, keeping
+  // its tree.
+  auto run_searching = [&](detail::ExhaustiveSearch& s) {
+    RunOptions o = base;
+    o.strategy = {};
+    o.strategy.kind = StrategyKind::exhaustive;
+    o.strategy.shared = &s;
+    return run_within(std::move(o));
+  };
   // The search for the minimum. Bounds 0 .. proved-1 were searched to their
   // end without the outcome; `search` is the bound `proved`'s, under way.
   std::uint32_t proved = 0;
@@ -447,11 +460,7 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
   auto search_turn = [&](double until) {
     while (proved < best.preemptions() && since(t0) < until && !out_of_time()) {
       if (!search) search.emplace(proved, true);
-      RunOptions o = base;
-      o.strategy = {};
-      o.strategy.kind = StrategyKind::exhaustive;
-      o.strategy.shared = &*search;  // one strategy across the runs, keeping its tree
-      RunResult r = run_within(std::move(o));
+      RunResult r = run_searching(*search);
       if (r.stopped) {
         search_cut = true;
         return;
@@ -466,6 +475,34 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
       if (search->advance() != detail::ExhaustiveSearch::Advance::next) {
         search.reset();
         ++proved;
+      }
+    }
+  };
+  // The finder at bound `proved`: source sets within it (exhaustive.hpp),
+  // a tree far smaller than the bounded search's, which branches at every
+  // free choice. It proves nothing, but a schedule it meets is within the
+  // bound, which the bounds below prove the fewest. It runs once per
+  // bound, to its end or until `proved` moves on.
+  std::optional<detail::ExhaustiveSearch> finder;
+  std::uint32_t finder_bound = 0;
+  std::optional<std::uint32_t> finder_ended;  // the last bound whose finder ended
+  auto finder_turn = [&](double until) {
+    while (proved < best.preemptions() && finder_ended != proved && since(t0) < until && !out_of_time()) {
+      if (finder && finder_bound != proved) finder.reset();
+      if (!finder) {
+        finder.emplace(proved, true, true);
+        finder_bound = proved;
+      }
+      RunResult r = run_searching(*finder);
+      if (!r.stopped && is_smaller(r, best)) {
+        best = std::move(r);
+        minimise(best);
+        finder.reset();
+        return;
+      }
+      if (r.stopped || finder->advance() != detail::ExhaustiveSearch::Advance::next) {
+        finder.reset();
+        finder_ended = proved;
       }
     }
   };
@@ -497,6 +534,8 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
   while (!search_cut && proved < best.preemptions() && !out_of_time()) {
     search_turn(since(t0) + seconds / 20);
     if (search_cut || proved >= best.preemptions() || out_of_time()) break;
+    finder_turn(since(t0) + seconds / 80);
+    if (proved >= best.preemptions() || out_of_time()) break;
     restart_turn(since(t0) + seconds / 20);
   }
   if (search_cut) st.finished = false;
