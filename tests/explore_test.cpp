@@ -1210,10 +1210,9 @@ TEST(explore_Minimal, TheFinderReachesNoPreemptionWhereBoundZeroCannotEnd) {
   const auto v = std::find_if(sc.variants.begin(), sc.variants.end(),
                               [](const auto& x) { return x.name == "undrained-clc-ring"; });
   ASSERT_NE(v, sc.variants.end());
-  emu::OptionValues values;  // as the program builds it: the defaults and the variant's pins
-  for (const auto& opt : sc.options) values[opt.name] = opt.def;
-  for (const auto& [k, x] : v->pinned) values[k] = x;
-  if (sc.resolve) sc.resolve(values);
+  std::vector<std::pair<const char*, std::uint64_t>> pins;  // as the program builds it: the defaults and the pins
+  for (const auto& [k, x] : v->pinned) pins.emplace_back(k.c_str(), x);
+  const emu::OptionValues values = scenario_values(sc, pins);
   const emu::KernelFactory make = [&] { return sc.prepare(v->name, values); };
   auto o = test::fixed_runs(500);
   o.jobs = 1;

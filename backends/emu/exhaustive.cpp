@@ -244,8 +244,8 @@ void ExhaustiveSearch::analyse_races() {
         // The racing actor itself where it can start v; else the first
         // initial that may be explored there.
         std::stable_partition(initials.begin(), initials.end(), [&](std::uint32_t a) { return a == s.actor; });
-        if (bound_) {
-          // The finder (sources_under_bound_): the reversal at j may be a
+        if (sources_under_bound_) {
+          // The finder: the reversal at j may be a
           // preemption the bound does not allow. Also offer it where j's
           // actor took over, before its steps up to j ran: the same switch
           // there is free, or was a preemption already (Coons et al.'s

@@ -78,6 +78,8 @@ class ExhaustiveSearch final : public Strategy {
   // then the search goes on (as advance()).
   Advance join(ExhaustiveSearch& child);
 
+  std::optional<std::uint32_t> bound() const { return bound_; }
+
   // Choice points where a new branch was added by a race between two steps
   // (source sets; all runs so far, of this search and the children joined).
   std::uint64_t races() const { return races_; }

@@ -484,15 +484,11 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
   // bound, which the bounds below prove the fewest. It runs once per
   // bound, to its end or until `proved` moves on.
   std::optional<detail::ExhaustiveSearch> finder;
-  std::uint32_t finder_bound = 0;
   std::optional<std::uint32_t> finder_ended;  // the last bound whose finder ended
   auto finder_turn = [&](double until) {
     while (proved < best.preemptions() && finder_ended != proved && since(t0) < until && !out_of_time()) {
-      if (finder && finder_bound != proved) finder.reset();
-      if (!finder) {
-        finder.emplace(proved, true, true);
-        finder_bound = proved;
-      }
+      if (finder && finder->bound() != proved) finder.reset();
+      if (!finder) finder.emplace(proved, true, true);
       RunResult r = run_searching(*finder);
       if (!r.stopped && is_smaller(r, best)) {
         best = std::move(r);
