@@ -4,8 +4,10 @@
 // without the reduction and with it at preemption bounds 0 to 2 and
 // unbounded; the reduced search must reach the same final states (at a
 // bound, those the bound hid from it must be reached once the bound is
-// lifted); and the unbounded search split among 3 simulated workers (as
-// --jobs splits it) must make the same tree as one search. A difference
+// lifted); the unbounded search split among 3 simulated workers (as
+// --jobs splits it) must make the same tree as one search; and its sharded
+// form (--shard), its parts run in turn, must reach the same final states
+// as one search. A difference
 // prints the program, the searches and the states only one reached, with
 // schedule tokens, and aborts. The continuous form
 // of tests/explore_soundness_test.cpp, which checks thousands of seeded
@@ -73,6 +75,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                    static_cast<unsigned long long>(split.pruned), static_cast<unsigned long long>(one.pruned),
                    static_cast<unsigned long long>(split.races), static_cast<unsigned long long>(one.races),
                    b.size(), a.size(), sd::to_string(p).c_str());
+      std::abort();
+    }
+    // The sharded search (--shard), its parts run in turn, reaches the
+    // same final states (a failing program: a failure, and no other state).
+    const sd::Reached sharded = sd::search(p, sd::sharded(), o);
+    std::vector<std::string> c;
+    for (const auto& kv : sharded.states) c.push_back(kv.first);
+    const bool failing = sd::has_failure(one) && sd::has_failure(sharded);
+    const bool extra = !sd::missing(sharded, one, "sharded", "one search").empty();
+    if (extra || (!failing && c != a)) {
+      std::fprintf(stderr, "dpor_soundness: the sharded search does not reach one search's final states\n%s%s%s\n",
+                   sd::missing(one, sharded, "one search", "sharded").c_str(),
+                   sd::missing(sharded, one, "sharded", "one search").c_str(), sd::to_string(p).c_str());
       std::abort();
     }
   }

@@ -589,6 +589,11 @@ struct SearchSpec {
   std::string name;  // "bound 2, reduced"
   std::function<std::unique_ptr<emu::detail::ExhaustiveSearch>()> make;
   std::function<emu::Footprint(const emu::Footprint&)> footprints;
+  // The sharded form of the search `make` makes (--shard;
+  // emu::detail::ShardedSearch), its parts run here in turn. drop_part: a
+  // part left out (the test of the check's own teeth).
+  bool sharded = false;
+  std::size_t drop_part = ~std::size_t{0};
 };
 
 // "Unbounded": more preemptions than any of these programs has choice points.
@@ -607,7 +612,7 @@ struct Reached {
   std::map<std::string, std::string> states;
   std::uint64_t runs = 0, pruned = 0;
   std::uint64_t races = 0;   // branches added by races (source sets)
-  std::uint64_t splits = 0;  // search_split: children split off
+  std::uint64_t splits = 0;  // search_split: children split off; sharded: parts
   bool complete = true;      // false: stopped at its budget of runs
 };
 
@@ -645,16 +650,34 @@ inline void run_once(const Program& p, emu::Strategy& strategy, const SearchSpec
 // (pruned ones included).
 inline Reached search(const Program& p, const SearchSpec& spec, const emu::RunOptions& base,
                       std::uint64_t max_runs = ~std::uint64_t{0}) {
+  using emu::detail::ExhaustiveSearch;
   Reached got;
-  const std::unique_ptr<emu::detail::ExhaustiveSearch> s = spec.make();
-  do {
-    if (got.runs + got.pruned >= max_runs) {
-      got.complete = false;
-      break;
-    }
-    run_once(p, *s, spec, base, got);
-  } while (s->advance() == emu::detail::ExhaustiveSearch::Advance::next);
-  got.races = s->races();
+  auto budget = [&] {
+    if (got.runs + got.pruned < max_runs) return true;
+    got.complete = false;
+    return false;
+  };
+  auto to_end = [&](ExhaustiveSearch& s) {
+    do {
+      if (!budget()) return;
+      run_once(p, s, spec, base, got);
+    } while (s.advance() == ExhaustiveSearch::Advance::next);
+    got.races += s.races();
+  };
+  if (!spec.sharded) {
+    to_end(*spec.make());
+    return got;
+  }
+  emu::detail::ShardedSearch sharded(spec.make());
+  while (const auto j = sharded.deciding()) {
+    if (!budget()) return got;
+    Reached dropped;  // every shard makes the deciding runs; the part's own shard counts them
+    run_once(p, sharded.part(*j), spec, base, *j == spec.drop_part ? dropped : got);
+    sharded.decided();
+  }
+  got.splits = sharded.parts();
+  for (std::size_t j = 0; j < sharded.parts() && got.complete; ++j)
+    if (const auto s = sharded.take(j); s && j != spec.drop_part) to_end(*s);  // its next run set up, or its first
   return got;
 }
 
@@ -713,6 +736,14 @@ struct Comparison {
   // the tested search missed; empty: the two must agree exactly.
   std::vector<SearchSpec> lifted;
 };
+
+// The source-set search dealt out in parts as --shard deals it (the parts
+// run in turn here; their runs add up to the same totals for every N).
+inline SearchSpec sharded(SearchSpec whole = unbounded(true)) {
+  whole.name = "sharded, " + whole.name;
+  whole.sharded = true;
+  return whole;
+}
 
 inline std::vector<Comparison> bounded_comparisons(std::uint32_t max_bound) {
   std::vector<Comparison> c;

@@ -495,3 +495,112 @@ TEST(explore_Soundness, IdleTimeOutsOfABoundedRetryLoop) {
 }
 
 }  // namespace
+
+namespace {
+
+// The sharded search (--shard I/N; docs/exploration.md, "The exhaustive
+// search in shards"), its parts run in turn: together they reach exactly
+// the final states of the source-set search (which the sweeps above hold
+// to the unreduced search's), on one CTA and on clusters of two, with the
+// race checker on and off; where the unreduced search fits the budget,
+// exactly its states too; at a preemption bound, those of one bounded
+// search (at least), and without the reduction exactly its runs. Then the
+// check's teeth: with one part left out (a shard that never ran), states
+// are missed.
+struct ShardedSweep {
+  std::uint64_t compared = 0, too_large = 0, unreduced = 0, bounded = 0, differences = 0, missed_without_a_part = 0;
+  std::uint64_t one_runs = 0, one_pruned = 0, sharded_runs = 0, sharded_pruned = 0, parts = 0, split = 0;
+  std::string first;
+};
+
+ShardedSweep sweep_sharded(std::uint64_t first, std::uint64_t count) {
+  ShardedSweep s;
+  for (std::uint64_t seed = first; seed < first + count; ++seed) {
+    const sd::Program p = sd::seeded_program(seed, seed % 4 == 0 ? 2 : 1);
+    for (const bool race_check : {true, false}) {
+      const emu::RunOptions o = sd::run_options(race_check);
+      const sd::Reached one = sd::search(p, sd::unbounded(true), o, 20 * kMaxRuns);
+      if (!one.complete) {
+        ++s.too_large;
+        continue;
+      }
+      ++s.compared;
+      const sd::Reached sharded = sd::search(p, sd::sharded(), o);
+      s.one_runs += one.runs;
+      s.one_pruned += one.pruned;
+      s.sharded_runs += sharded.runs;
+      s.sharded_pruned += sharded.pruned;
+      s.parts += sharded.splits;
+      std::vector<std::pair<const char*, sd::Reached>> refs;
+      refs.emplace_back("source sets", one);
+      if (sd::Reached unreduced = sd::search(p, sd::unbounded(false), o, kMaxRuns); unreduced.complete) {
+        ++s.unreduced;
+        refs.emplace_back("unreduced", std::move(unreduced));
+      }
+      for (const auto& [name, ref] : refs) {
+        // A failing program: each search stops a run at its first failure,
+        // so only the verdict and the states reached must agree (as above).
+        const bool failing = sd::has_failure(ref) && sd::has_failure(sharded);
+        std::string d = sd::missing(sharded, ref, "sharded", name);
+        if (!failing) d += sd::missing(ref, sharded, name, "sharded");
+        if (!d.empty() && s.differences++ == 0) s.first = "seed " + std::to_string(seed) + "\n" + sd::describe(p, o) + d;
+      }
+      // Bounded (--shard with --preemptions 1): the parts' sleep sets are
+      // those of one search, less the branches other parts explore, so
+      // they explore every schedule one bounded search explores and reach
+      // its states; and nothing that every schedule within the bound does
+      // not, which without the reduction they run exactly.
+      if (const sd::Reached u = sd::search(p, sd::bounded(1, false), o, kMaxRuns); u.complete) {
+        ++s.bounded;
+        const sd::Reached b = sd::search(p, sd::bounded(1, true), o);
+        const sd::Reached sb = sd::search(p, sd::sharded(sd::bounded(1, true)), o);
+        const sd::Reached su = sd::search(p, sd::sharded(sd::bounded(1, false)), o);
+        std::string d = sd::missing(sb, u, "sharded, bound 1", "bound 1, unreduced");
+        if (!(sd::has_failure(b) && sd::has_failure(sb))) d += sd::missing(b, sb, "bound 1", "sharded, bound 1");
+        if (su.runs != u.runs || su.pruned != u.pruned || !sd::missing(u, su, "a", "b").empty() ||
+            !sd::missing(su, u, "a", "b").empty())
+          d += "unreduced, bound 1: " + sd::counts(u) + "; sharded: " + sd::counts(su) + "\n";
+        if (!d.empty() && s.differences++ == 0) s.first = "seed " + std::to_string(seed) + "\n" + sd::describe(p, o) + d;
+      }
+      if (sharded.splits < 2) continue;
+      ++s.split;
+      // Each part but the first (the whole search, which split): left out.
+      for (std::size_t j = 1; j < sharded.splits; ++j) {
+        sd::SearchSpec without = sd::sharded();
+        without.drop_part = j;
+        const sd::Reached less = sd::search(p, without, o);
+        if (!sd::missing(one, less, "source sets", "without a part").empty()) {
+          ++s.missed_without_a_part;
+          break;
+        }
+      }
+    }
+  }
+  return s;
+}
+
+TEST(explore_Soundness, TheShardedSearchReachesTheUnreducedFinalStates) {
+  const std::uint64_t count =
+      std::max<std::uint64_t>(env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS) / 4, 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  const ShardedSweep s = sweep_sharded(env_or("WSPIPE_SOUNDNESS_FIRST", 1), count);
+  std::printf(
+      "[ soundness ] sharded: %llu programs in %.1f s: %llu comparisons (%llu too large; %llu with the unreduced "
+      "search too), %llu split into parts (%llu parts in all); one search %llu runs (+%llu pruned), the parts "
+      "together %llu (+%llu); a part left out missed states in %llu; bound 1 compared on %llu\n",
+      static_cast<unsigned long long>(count),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+      static_cast<unsigned long long>(s.compared), static_cast<unsigned long long>(s.too_large),
+      static_cast<unsigned long long>(s.unreduced),
+      static_cast<unsigned long long>(s.split), static_cast<unsigned long long>(s.parts),
+      static_cast<unsigned long long>(s.one_runs), static_cast<unsigned long long>(s.one_pruned),
+      static_cast<unsigned long long>(s.sharded_runs), static_cast<unsigned long long>(s.sharded_pruned),
+      static_cast<unsigned long long>(s.missed_without_a_part), static_cast<unsigned long long>(s.bounded));
+  EXPECT_EQ(s.differences, 0u) << "the first:\n" << s.first;
+  EXPECT_GT(s.compared, s.too_large);
+  // The sweep splits programs, and its check has teeth.
+  EXPECT_GT(s.split, s.compared / 4);
+  EXPECT_GT(s.missed_without_a_part, 0u);
+}
+
+}  // namespace

@@ -652,6 +652,19 @@ TEST(explore_Exhaustive, TheIssueConfigurationsFindEveryVariantThatShowsThere) {
 }
 
 // In the explore_Parallel suite: the tsan preset runs it.
+// A ring the exhaustive search finds broken at once, and the outcome: the
+// plain accesses' race where they are instrumented; else a deadlock.
+std::pair<emu::KernelFactory, std::string> broken_ring_for_searches() {
+  const emu::Scenario& sc = *wspipe::examples::find_scenario("ring");
+  const emu::OptionValues values = scenario_values(sc, {{"stages", 2}, {"items", 4}});
+#if defined(WSPIPE_INSTRUMENTED_ACCESSES)
+  const char *variant = "early-release", *outcome = "race.smem";
+#else
+  const char *variant = "no-release", *outcome = "deadlock";
+#endif
+  return {[&sc, values, variant] { return sc.prepare(variant, values); }, outcome};
+}
+
 TEST(explore_Parallel, TheExhaustiveSearchSplitAmongJobsHasTheSameCounts) {
   const emu::Scenario& gemm = *wspipe::examples::find_scenario("gemm");
   const emu::Scenario& tile = *wspipe::examples::find_scenario("tile-reduce");
@@ -690,25 +703,113 @@ TEST(explore_Parallel, TheExhaustiveSearchSplitAmongJobsHasTheSameCounts) {
       EXPECT_EQ(r.steps, first->steps);
     }
   }
-  // A failure: found with any number of jobs (the plain accesses' race
-  // where they are instrumented; else a deadlock).
-  const emu::Scenario& ring_sc = *wspipe::examples::find_scenario("ring");
-  const emu::OptionValues rv = scenario_values(ring_sc, {{"stages", 2}, {"items", 4}});
-#if defined(WSPIPE_INSTRUMENTED_ACCESSES)
-  const std::pair<const char*, const char*> bug = {"early-release", "race.smem"};
-#else
-  const std::pair<const char*, const char*> bug = {"no-release", "deadlock"};
-#endif
+  // A failure: found with any number of jobs.
+  const auto [broken, outcome] = broken_ring_for_searches();
   for (const unsigned jobs : {1u, 2u}) {
     auto o = exhaustive(0);
     o.preemptions.reset();
     o.jobs = jobs;
     o.shrink = false;
-    const auto r = emu::explore([&] { return ring_sc.prepare(bug.first, rv); }, o);
+    const auto r = emu::explore(broken, o);
     ASSERT_FALSE(r.ok()) << jobs << " jobs";
-    EXPECT_EQ(r.failure->outcome, bug.second);
+    EXPECT_EQ(r.failure->outcome, outcome);
     EXPECT_FALSE(r.complete);
   }
+}
+
+// --shard with the exhaustive search (docs/exploration.md, "The exhaustive
+// search in shards"): its parts do not depend on N, so the shards' runs,
+// pruned runs and steps add up to the same totals for every N, --shard 0/1
+// (ExploreOptions::sharded) included; the jobs within a shard change
+// nothing; every shard is verified on its own parts; and a failure is
+// found by a shard, the others finding it too or verifying their parts.
+TEST(explore_Parallel, TheShardedExhaustiveSearchHasTheSameTotalsForEveryN) {
+  const emu::Scenario& gemm = *wspipe::examples::find_scenario("gemm");
+  const emu::Scenario& tile = *wspipe::examples::find_scenario("tile-reduce");
+  const emu::OptionValues gv =
+      scenario_values(gemm, {{"m", 128}, {"n", 64}, {"k", 128}, {"stages", 1}, {"accum-stages", 1}});
+  const emu::OptionValues tv = scenario_values(tile, {{"rows", 64}, {"stages", 1}, {"cluster", 2}});
+  struct Case {
+    const emu::Scenario* sc;
+    const emu::OptionValues* values;
+  };
+#if defined(__SANITIZE_THREAD__) || !defined(NDEBUG)
+  const std::vector<Case> cases = {{&gemm, &gv}};
+#else
+  const std::vector<Case> cases = {{&gemm, &gv}, {&tile, &tv}};
+#endif
+  for (const Case& c : cases) {
+    const auto make = [&] { return c.sc->prepare("", *c.values); };
+    auto o = exhaustive(0);
+    o.preemptions.reset();
+    o.jobs = 1;
+    const auto whole = emu::explore(make, o);
+    ASSERT_TRUE(whole.ok() && whole.complete) << whole.report();
+    EXPECT_FALSE(whole.sharded);
+    struct Totals {
+      std::uint64_t runs = 0, pruned = 0, steps = 0, parts = 0;
+      bool operator==(const Totals&) const = default;
+    };
+    std::optional<Totals> first;
+    std::uint64_t parts_total = 0;
+    for (const std::uint32_t n : {1u, 2u, 3u}) {
+      Totals t;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        o.shard_index = i;
+        o.shard_count = n;
+        o.sharded = true;
+        const auto r = emu::explore(make, o);
+        SCOPED_TRACE(c.sc->name + ", shard " + std::to_string(i) + "/" + std::to_string(n));
+        EXPECT_TRUE(r.ok() && r.complete && r.sharded) << r.report();
+        EXPECT_EQ(r.verdict(), emu::Verdict::verified);
+        EXPECT_EQ(r.shard_index, i);
+        EXPECT_NE(r.report().find("of the sharded search"), std::string::npos) << r.report();
+        if (parts_total == 0) parts_total = r.parts_total;
+        EXPECT_EQ(r.parts_total, parts_total);
+        t.runs += r.runs;
+        t.pruned += r.pruned;
+        t.steps += r.steps;
+        t.parts += r.parts;
+      }
+      EXPECT_EQ(t.parts, parts_total) << n << " shards";
+      if (!first) first = t;
+      EXPECT_TRUE(t == *first) << n << " shards: " << t.runs << " runs (+" << t.pruned << "), against "
+                               << first->runs << " (+" << first->pruned << ")";
+    }
+    EXPECT_GT(parts_total, 2u) << c.sc->name;
+    // Every class is explored at least once, as by the whole search.
+    EXPECT_GE(first->runs, whole.runs);
+    // The jobs within a shard split its parts as they split one search.
+    o.shard_index = 1;
+    o.shard_count = 2;
+    o.jobs = 1;
+    const auto one_job = emu::explore(make, o);
+    o.jobs = 2;
+    const auto two_jobs = emu::explore(make, o);
+    EXPECT_EQ(one_job.runs, two_jobs.runs);
+    EXPECT_EQ(one_job.pruned, two_jobs.pruned);
+    EXPECT_EQ(one_job.steps, two_jobs.steps);
+  }
+  // A failure: some shard finds it; each of the others finds it too or
+  // verifies its parts.
+  const auto [broken, outcome] = broken_ring_for_searches();
+  unsigned found = 0;
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    auto o = exhaustive(0);
+    o.preemptions.reset();
+    o.jobs = 1;
+    o.shrink = false;
+    o.shard_index = i;
+    o.shard_count = 2;
+    const auto r = emu::explore(broken, o);
+    if (r.ok()) {
+      EXPECT_EQ(r.verdict(), emu::Verdict::verified) << r.report();
+    } else {
+      ++found;
+      EXPECT_EQ(r.failure->outcome, outcome);
+    }
+  }
+  EXPECT_GE(found, 1u);
 }
 
 TEST(explore_Exhaustive, ARunBudgetLeavesItIncomplete) {
@@ -1274,19 +1375,17 @@ TEST(explore_Settings, RulesBetweenSettings) {
   EXPECT_EQ(o.max_steps, 77u);
   EXPECT_EQ(o.mma_memo_bytes, std::size_t{3} << 20);
   EXPECT_TRUE(o.lane_divergence);
-  // A rule the code alone breaks is explore()'s to report, in the code's words.
+  // The exhaustive search in shards: --shard deals out the parts of its
+  // sharded form, --shard 0/1 included.
   o = {};
-  o.shard_count = 2;
-  o.portfolio = {{emu::StrategyKind::exhaustive}};
-  EXPECT_TRUE(apply(o, {{"seed", "4"}}).empty());
-  try {
-    emu::validate_settings(o, emu::SettingsFront::code);
-    ADD_FAILURE() << "an exhaustive search over shards was accepted";
-  } catch (const emu::SettingsError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "shard 0/2: the exhaustive search is not sharded (its tree grows from the races every branch finds): "
-              "one process explores it, split among threads with jobs = N");
-  }
+  EXPECT_TRUE(apply(o, {{"strategy", "exhaustive"}, {"shard", "1/3"}}).empty());
+  EXPECT_EQ(o.shard_index, 1u);
+  EXPECT_EQ(o.shard_count, 3u);
+  EXPECT_TRUE(o.sharded);
+  o = {};
+  EXPECT_TRUE(apply(o, {{"strategy", "exhaustive"}, {"shard", "0/1"}}).empty());
+  EXPECT_TRUE(o.sharded);
+  EXPECT_NO_THROW(emu::validate_settings(o, emu::SettingsFront::code));
 }
 
 // The reports every front prints come from the results: the JSON of a run

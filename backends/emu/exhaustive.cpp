@@ -294,16 +294,32 @@ void ExhaustiveSearch::offer(Offer o) {
     }
 }
 
-std::optional<std::uint32_t> ExhaustiveSearch::next_branch(const Node& n) const {
+// Calls `f` with each branch left at n, in the order this search explores
+// them (after the one taken there), until it returns true. With source
+// sets, the backtrack set's; without, the allowed actors'; both less those
+// another search explores (split_all()).
+template <class F>
+void ExhaustiveSearch::each_branch_after(const Node& n, F&& f) const {
   auto open = [&](std::uint32_t a) { return a != n.chosen && !contains(n.done, a); };
   if (dpor()) {
-    for (const std::uint32_t a : n.backtrack)
-      if (open(a) && allowed_actor(n, a)) return a;
+    for (std::size_t k = n.foreign; k < n.backtrack.size(); ++k)
+      if (open(n.backtrack[k]) && allowed_actor(n, n.backtrack[k]) && f(n.backtrack[k])) return;
   } else {
+    const auto elsewhere = n.backtrack.begin() + n.foreign;
     for (std::size_t i = 0; i < n.enabled.size(); ++i)
-      if (open(n.enabled[i]) && allowed(n, i)) return n.enabled[i];
+      if (open(n.enabled[i]) && allowed(n, i) && std::find(n.backtrack.begin(), elsewhere, n.enabled[i]) == elsewhere &&
+          f(n.enabled[i]))
+        return;
   }
-  return std::nullopt;
+}
+
+std::optional<std::uint32_t> ExhaustiveSearch::next_branch(const Node& n) const {
+  std::optional<std::uint32_t> next;
+  each_branch_after(n, [&](std::uint32_t a) {
+    next = a;
+    return true;
+  });
+  return next;
 }
 
 ExhaustiveSearch::Advance ExhaustiveSearch::advance() {
@@ -320,6 +336,9 @@ ExhaustiveSearch::Advance ExhaustiveSearch::resume(bool finished_top) {
     if (finished_top) {
       n.done.push_back({n.chosen, std::move(n.chosen_fp)});
       n.chosen_fp.clear();
+      // Explored by other searches (split_all): asleep from now on.
+      for (Entry& e : n.elsewhere) n.done.push_back(std::move(e));
+      n.elsewhere.clear();
     }
     finished_top = true;
     if (const auto a = next_branch(n)) {
@@ -353,6 +372,90 @@ std::unique_ptr<ExhaustiveSearch> ExhaustiveSearch::split() {
   return nullptr;
 }
 
+std::size_t ExhaustiveSearch::branches_left() const {
+  std::size_t left = stack_.empty() ? 0 : 1;  // the one set up to run
+  for (const Node& n : stack_)
+    each_branch_after(n, [&](std::uint32_t) {
+      ++left;
+      return false;
+    });
+  return left;
+}
+
+std::vector<std::unique_ptr<ExhaustiveSearch>> ExhaustiveSearch::split_all() {
+  if (floor_ != 0 || !split_at_.empty() || stack_.empty())
+    throw std::logic_error("exhaustive search: split_all() on a search split off by split(), or done");
+  std::vector<std::unique_ptr<ExhaustiveSearch>> out;
+  for (std::size_t i = 0; i < stack_.size(); ++i) {
+    const bool last = i + 1 == stack_.size();
+    std::vector<std::uint32_t> branches;
+    if (last) branches.push_back(stack_[i].chosen);
+    each_branch_after(stack_[i], [&](std::uint32_t a) {
+      branches.push_back(a);
+      return false;
+    });
+    for (const std::uint32_t a : branches) {
+      auto c = std::make_unique<ExhaustiveSearch>(bound_, reduce_, sources_under_bound_);
+      c->stack_.assign(stack_.begin(), stack_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      // Every branch known now, here and above, is another search's (or
+      // explored): only those its own races add are its own.
+      for (Node& n : c->stack_) {
+        if (!dpor()) n.backtrack = n.enabled;
+        n.foreign = static_cast<std::uint32_t>(n.backtrack.size());
+      }
+      Node& root = c->stack_.back();
+      if (!last) {
+        // The branch taken here is the path whose subtree the searches
+        // below finish: explored, and asleep for the branches after it, as
+        // in one search.
+        root.done.push_back({root.chosen, root.chosen_fp});
+        root.chosen_fp.clear();
+      }
+      root.chosen = a;
+      out.push_back(std::move(c));
+    }
+  }
+  stack_.clear();
+  return out;
+}
+
+std::vector<std::uint32_t> ExhaustiveSearch::path() const {
+  std::vector<std::uint32_t> out;
+  out.reserve(stack_.size());
+  for (const Node& n : stack_) out.push_back(n.chosen);
+  return out;
+}
+
+const Footprint& ExhaustiveSearch::footprint_at(std::size_t node) const { return stack_.at(node).chosen_fp; }
+
+void ExhaustiveSearch::asleep_at(std::size_t node, std::uint32_t actor, const Footprint& fp) {
+  stack_.at(node).done.push_back({actor, fp});
+}
+
+void ExhaustiveSearch::elsewhere_at(std::size_t node, std::uint32_t actor, const Footprint& fp) {
+  stack_.at(node).elsewhere.push_back({actor, fp});
+}
+
+std::optional<std::uint32_t> ExhaustiveSearch::chosen_at(const std::vector<std::uint32_t>& path,
+                                                        std::size_t node) const {
+  if (stack_.size() <= node || path.size() < node) return std::nullopt;
+  for (std::size_t k = 0; k < node; ++k)
+    if (stack_[k].chosen != path[k]) return std::nullopt;
+  return stack_[node].chosen;
+}
+
+std::vector<std::uint32_t> ExhaustiveSearch::own_at(std::size_t node) const {
+  const Node& n = stack_.at(node);
+  return {n.backtrack.begin() + n.foreign, n.backtrack.end()};
+}
+
+void ExhaustiveSearch::known_at(std::size_t node, std::uint32_t actor) {
+  Node& n = stack_.at(node);
+  if (!dpor() || std::find(n.backtrack.begin(), n.backtrack.end(), actor) != n.backtrack.end()) return;
+  n.backtrack.insert(n.backtrack.begin() + n.foreign, actor);
+  ++n.foreign;
+}
+
 ExhaustiveSearch::Advance ExhaustiveSearch::join(ExhaustiveSearch& child) {
   Node& n = stack_.back();
   if (split_at_.empty() || split_at_.back() + 1 != stack_.size() || n.delegated == kNone)
@@ -364,6 +467,85 @@ ExhaustiveSearch::Advance ExhaustiveSearch::join(ExhaustiveSearch& child) {
   n.delegated = kNone;
   split_at_.pop_back();
   return resume(false);
+}
+
+ShardedSearch::ShardedSearch(std::unique_ptr<ExhaustiveSearch> whole) {
+  parts_.push_back({std::move(whole), {}});
+}
+
+std::optional<std::size_t> ShardedSearch::deciding() const {
+  if (deciding_ < parts_.size()) return deciding_;
+  return std::nullopt;
+}
+
+// After a part's first run, its branch's first step is known: the searches
+// that share the choice point where it starts put it to sleep there, as one
+// search would once it had explored that branch. A part that starts at the
+// same choice point, with a branch after it, and has not run yet: asleep
+// for its own branch. A part that starts below that choice point, on
+// another branch there: asleep for the branches its own races add there,
+// which come after every other (ExhaustiveSearch::elsewhere_at).
+void ShardedSearch::share_first_step(std::size_t j) {
+  const std::vector<std::uint32_t>& path = parts_[j].path;
+  if (path.empty()) return;  // the whole search
+  const std::size_t r = path.size() - 1;
+  const std::uint32_t a = path[r];
+  const Footprint fp = parts_[j].search->footprint_at(r);
+  for (std::size_t k = 0; k < parts_.size(); ++k) {
+    Part& other = parts_[k];
+    if (k == j || !other.search || other.path.size() <= r) continue;
+    // Where it is now: still at that choice point, or past it.
+    const std::optional<std::uint32_t> there = other.search->chosen_at(path, r);
+    if (!there) continue;
+    if (other.path.size() == r + 1) {
+      // Its branch after this one's (not run yet), or before it (then
+      // asleep for its own additions there, which come after both).
+      if (k > deciding_) other.search->asleep_at(r, a, fp);
+      else other.search->elsewhere_at(r, a, fp);
+    } else if (*there != a) {
+      other.search->elsewhere_at(r, a, fp);
+    }
+  }
+}
+
+// After a part's run, the branches its races added at the choice points it
+// shares with other parts (its own and those above it, while it is still on
+// its path) are its to explore: the others, which may find the same races
+// later, know them from now on, and leave them to it.
+void ShardedSearch::share_additions(std::size_t j) {
+  const std::vector<std::uint32_t>& path = parts_[j].path;
+  for (std::size_t m = 0; m < path.size() && parts_[j].search->chosen_at(path, m); ++m)
+    for (const std::uint32_t x : parts_[j].search->own_at(m))
+      for (std::size_t k = 0; k < parts_.size(); ++k) {
+        Part& other = parts_[k];
+        if (k != j && other.search && other.path.size() > m && other.search->chosen_at(path, m))
+          other.search->known_at(m, x);
+      }
+}
+
+void ShardedSearch::decided() {
+  Part& p = parts_.at(deciding_);
+  if (runs_++ == 0) share_first_step(deciding_);
+  const bool next = p.search->advance() == ExhaustiveSearch::Advance::next;
+  if (next) share_additions(deciding_);
+  const bool may_split = parts_.size() < kMaxParts;
+  if (next && may_split && p.search->branches_left() >= 2) {
+    std::vector<std::unique_ptr<ExhaustiveSearch>> split = p.search->split_all();
+    p.search.reset();
+    for (auto& c : split) {
+      // Two parts whose races added the same branch above them both split
+      // it off: one search of that subtree is enough (the first, whose
+      // sleep sets name only branches other searches explore).
+      std::vector<std::uint32_t> path = c->path();
+      if (paths_.insert(path).second) parts_.push_back({std::move(c), std::move(path)});
+    }
+  } else if (!next) {
+    p.search.reset();
+  } else if (may_split && runs_ < kDecidingRuns) {
+    return;  // another run may leave it more to split
+  }
+  ++deciding_;
+  runs_ = 0;
 }
 
 struct SearchTree::Task {

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "strategy.hpp"
@@ -78,6 +79,42 @@ class ExhaustiveSearch final : public Strategy {
   // then the search goes on (as advance()).
   Advance join(ExhaustiveSearch& child);
 
+  // The sharded search (docs/exploration.md, "The exhaustive search in
+  // shards"). After advance() returned next: each branch left (at every
+  // choice point, the one set up to run included) becomes a search of its
+  // own, in the order this one would take them, and this one is done. Such
+  // a search explores its branch's subtree with the sleep sets one search
+  // would have there (less the branches before it that other searches
+  // explore: asleep_at adds them), and, unlike split()'s, needs nothing
+  // back: every branch known now at its choice point and above belongs to
+  // another search (or was explored), so it explores there only the
+  // branches its own races add, which no other search explores for it. The
+  // searches share no state and can run in any process, in any order:
+  // their runs add up to the same totals however they are dealt out (two
+  // of them may add the same branch above them, and both explore it). Not
+  // on a search split off by split().
+  std::vector<std::unique_ptr<ExhaustiveSearch>> split_all();
+  // The branches left (the one set up to run included): the number of
+  // searches split_all() would make.
+  std::size_t branches_left() const;
+  // The branch taken at each choice point (the last: the one set up to run).
+  std::vector<std::uint32_t> path() const;
+  // The footprint of the step taken at `node` in the last run.
+  const Footprint& footprint_at(std::size_t node) const;
+  // Another search explores `actor` at `node`, whose first step has
+  // footprint `fp`: asleep there from now on (it comes before the branch
+  // this search takes there, which has not run yet), or once the branch
+  // this search took there is explored (it comes after that one).
+  void asleep_at(std::size_t node, std::uint32_t actor, const Footprint& fp);
+  void elsewhere_at(std::size_t node, std::uint32_t actor, const Footprint& fp);
+  // The branch this search takes at `node` now, if it still follows `path`
+  // down to there (else it has left that choice point for good).
+  std::optional<std::uint32_t> chosen_at(const std::vector<std::uint32_t>& path, std::size_t node) const;
+  // The branches at `node` that this search's own races added (split_all):
+  // its own to explore. known_at: another search explores `actor` there.
+  std::vector<std::uint32_t> own_at(std::size_t node) const;
+  void known_at(std::size_t node, std::uint32_t actor);
+
   std::optional<std::uint32_t> bound() const { return bound_; }
 
   // Choice points where a new branch was added by a race between two steps
@@ -107,6 +144,12 @@ class ExhaustiveSearch final : public Strategy {
     Footprint chosen_fp;
     // The branch split off to a child search (split()), or kNone.
     std::uint32_t delegated = kNone;
+    // split_all(): backtrack[0, foreign) are another search's (without
+    // source sets, backtrack then lists the enabled actors); `elsewhere`,
+    // those whose first steps are known, join `done` once the branch taken
+    // here is explored (elsewhere_at).
+    std::uint32_t foreign = 0;
+    std::vector<Entry> elsewhere;
   };
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
   static bool contains(const std::vector<Entry>& v, std::uint32_t actor);
@@ -134,6 +177,8 @@ class ExhaustiveSearch final : public Strategy {
   bool dpor() const { return reduce_ && (!bound_ || sources_under_bound_); }
   // The next branch to explore at n (the one delegated included), if any.
   std::optional<std::uint32_t> next_branch(const Node& n) const;
+  template <class F>
+  void each_branch_after(const Node& n, F&& f) const;
   Advance resume(bool finished_top);
   // Applies `o` here, or keeps it for the parent when its choice point is
   // above this search's own.
@@ -181,6 +226,52 @@ class ExhaustiveSearch final : public Strategy {
   std::vector<std::uint8_t> spins_again_;
   std::vector<std::uint32_t> last_enabled_;  // at the run's last choice
   bool failed_ = false;                      // the run ended on a failure
+};
+
+// The exhaustive search dealt out to shards (--shard I/N;
+// docs/exploration.md, "The exhaustive search in shards"). It is made of
+// parts: the whole search, and the searches split_all() splits off it and
+// off each other; part j is shard j mod N's. Which parts there are
+// depends only on the kernel and the options, never on N: while there are
+// fewer than kMaxParts, a part splits once a run leaves it two branches or
+// more. Every shard makes the runs that decide this alike, in order (each
+// part's first run, and up to kDecidingRuns while it may still split),
+// counting only its own; they also share what one search would know (the
+// first steps of the parts' branches, the branches their races add at
+// choice points other parts share). Then each shard runs its own parts to
+// their ends. Their runs and pruned runs add up to the same totals for
+// every N.
+class ShardedSearch {
+ public:
+  static constexpr std::size_t kMaxParts = 64;
+  static constexpr std::uint32_t kDecidingRuns = 4;
+
+  // `whole`: a new search (as --jobs would split it), not run yet.
+  explicit ShardedSearch(std::unique_ptr<ExhaustiveSearch> whole);
+
+  // The part whose next run decides whether it splits, or nullopt once the
+  // parts are settled. Every shard makes that run (with part(j)), then
+  // calls decided().
+  std::optional<std::size_t> deciding() const;
+  ExhaustiveSearch& part(std::size_t j) { return *parts_[j].search; }
+  void decided();
+
+  std::size_t parts() const { return parts_.size(); }
+  // Once settled: part j's search, to run to its end (as the root of a
+  // SearchTree), or null: its deciding runs explored it, or it split.
+  std::unique_ptr<ExhaustiveSearch> take(std::size_t j) { return std::move(parts_[j].search); }
+
+ private:
+  struct Part {
+    std::unique_ptr<ExhaustiveSearch> search;
+    std::vector<std::uint32_t> path;  // its branch at each choice point down to its own (empty: the whole search)
+  };
+  void share_first_step(std::size_t j);
+  void share_additions(std::size_t j);
+  std::vector<Part> parts_;
+  std::set<std::vector<std::uint32_t>> paths_;  // of every part made
+  std::size_t deciding_ = 0;
+  std::uint32_t runs_ = 0;  // the deciding part's runs so far
 };
 
 // The searches of one exhaustive exploration on several workers: the root

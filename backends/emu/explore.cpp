@@ -704,15 +704,20 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
 // number (docs/exploration.md, "Parallel and sharded runs"). The search
 // stops at the first failure a job finds: with several jobs, which failing
 // schedule that is, and the counts up to it, depend on their timing.
+// Sharded, the search is made of parts (detail::ShardedSearch): every
+// shard makes the runs that decide the parts, counting its own, then
+// explores its parts, each a tree as above, on its jobs.
 void explore_exhaustive(const KernelFactory& make, const ExploreOptions& o, const RunOptions& base,
                         ExploreResult& res, Found& found, SteadyClock::time_point t0) {
   const unsigned jobs = jobs_of(o);
   res.exhaustive = true;
   res.bounded = o.preemptions.has_value();
   res.preemptions = o.preemptions.value_or(0);
-  detail::SearchTree tree(std::make_unique<detail::ExhaustiveSearch>(o.preemptions, o.reduce));
+  res.sharded = o.sharded || o.shard_count > 1;
+  res.shard_index = o.shard_index;
+  res.shard_count = o.shard_count;
   BudgetClock clock(o.seconds);
-  std::mutex mu;  // guards the tree, the counts and `found`
+  std::mutex mu;  // guards the trees, the counts and `found`
   std::condition_variable cv;
   unsigned idle = 0;
   bool stop = false;
@@ -725,71 +730,129 @@ void explore_exhaustive(const KernelFactory& make, const ExploreOptions& o, cons
     lock.unlock();
     o.on_progress(p);
   };
+  // Whether the budget is spent (then everything stops). Under the lock.
+  auto spent = [&] {
+    if ((o.runs != 0 && runs + pruned + taken >= o.runs) || clock.spent() || interrupted(o.interrupt)) {
+      stop = true;
+      cv.notify_all();
+    }
+    return stop;
+  };
+  auto one_run = [&](detail::ExhaustiveSearch& s) {
+    RunOptions ro = base;
+    ro.strategy.kind = StrategyKind::exhaustive;
+    ro.strategy.shared = &s;  // one strategy across its runs, keeping its tree
+    RunResult r = run(make(), ro);
+    clock.run_finished();
+    return r;
+  };
+  // Counts a run of this process's; false once it failed (everything
+  // stops). Under the lock, which it may release around the callbacks.
+  auto tally = [&](std::unique_lock<std::mutex>& lock, RunResult&& r) {
+    const std::uint64_t i = runs + pruned;
+    if (r.pruned) {
+      ++pruned;
+    } else {
+      ++runs;
+      steps += r.steps;
+    }
+    if (failed(r)) {
+      if (found.run == kNoRun) found = {i, o.portfolio.front(), std::move(r)};
+      stop = true;
+      cv.notify_all();
+      return false;
+    }
+    // One job reports its progress between runs (more: run_pool's thread).
+    const bool tick = jobs == 1 && SteadyClock::now() - last > std::chrono::milliseconds(500);
+    if ((o.on_run && !r.pruned) || tick) {
+      lock.unlock();
+      if (o.on_run && !r.pruned) o.on_run(i, r);
+      if (tick) {
+        last = SteadyClock::now();
+        progress();
+      }
+      lock.lock();
+    }
+    return true;
+  };
+
+  // The trees this process explores, in order: the whole search, or its
+  // parts of the sharded one.
+  std::vector<std::unique_ptr<detail::SearchTree>> trees;
+  bool settled = true;  // sharded: every part decided
+  if (!res.sharded) {
+    trees.push_back(std::make_unique<detail::SearchTree>(
+        std::make_unique<detail::ExhaustiveSearch>(o.preemptions, o.reduce)));
+  } else {
+    detail::ShardedSearch parts(std::make_unique<detail::ExhaustiveSearch>(o.preemptions, o.reduce));
+    std::unique_lock<std::mutex> lock(mu);
+    while (const auto j = parts.deciding()) {
+      if (spent()) break;
+      lock.unlock();
+      RunResult r = one_run(parts.part(*j));
+      lock.lock();
+      // Another shard's run: made alike there, and counted there.
+      if (*j % o.shard_count == o.shard_index && !tally(lock, std::move(r))) break;
+      parts.decided();
+    }
+    settled = !parts.deciding();
+    res.parts_total = parts.parts();
+    if (settled && !stop)
+      for (std::size_t j = o.shard_index; j < parts.parts(); j += o.shard_count) {
+        ++res.parts;
+        if (auto s = parts.take(j)) trees.push_back(std::make_unique<detail::SearchTree>(std::move(s)));
+      }
+  }
+  auto all_done = [&] {
+    return std::all_of(trees.begin(), trees.end(), [](const auto& t) { return t->done(); });
+  };
+  auto ready = [&] {
+    std::size_t n = 0;
+    for (const auto& t : trees) n += t->ready();
+    return n;
+  };
   auto job = [&] {
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
+      detail::SearchTree* tree = nullptr;
       detail::SearchTree::Task* t = nullptr;
       for (;;) {
-        if (stop || tree.done()) return;
-        if ((o.runs != 0 && runs + pruned + taken >= o.runs) || clock.spent() || interrupted(o.interrupt)) {
-          stop = true;
-          cv.notify_all();
-          return;
-        }
-        if ((t = tree.take()) != nullptr) break;
+        if (stop || all_done() || spent()) return;
+        for (auto& candidate : trees)
+          if ((t = candidate->take()) != nullptr) {
+            tree = candidate.get();
+            break;
+          }
+        if (t != nullptr) break;
         ++idle;
         cv.wait(lock);
         --idle;
       }
       ++taken;
       lock.unlock();
-      RunOptions ro = base;
-      ro.strategy.kind = StrategyKind::exhaustive;
-      ro.strategy.shared = &detail::SearchTree::search(t);  // one strategy across its runs, keeping its tree
-      RunResult r = run(make(), ro);
-      clock.run_finished();
+      RunResult r = one_run(detail::SearchTree::search(t));
       lock.lock();
       --taken;
-      const std::uint64_t i = runs + pruned;
-      if (r.pruned) {
-        ++pruned;
-      } else {
-        ++runs;
-        steps += r.steps;
-      }
-      if (failed(r)) {
-        if (found.run == kNoRun) found = {i, o.portfolio.front(), std::move(r)};
-        stop = true;
-        cv.notify_all();
-        return;
-      }
-      // One job reports its progress between runs (more: run_pool's thread).
-      const bool tick = jobs == 1 && SteadyClock::now() - last > std::chrono::milliseconds(500);
-      if ((o.on_run && !r.pruned) || tick) {
-        lock.unlock();
-        if (o.on_run && !r.pruned) o.on_run(i, r);
-        if (tick) {
-          last = SteadyClock::now();
-          progress();
-        }
-        lock.lock();
-      }
-      tree.ran(t, idle > tree.ready() ? static_cast<unsigned>(idle - tree.ready()) : 0u);
-      if (tree.done() || tree.ready() > 0) cv.notify_all();
+      if (!tally(lock, std::move(r))) return;
+      const std::size_t waiting = ready();
+      tree->ran(t, idle > waiting ? static_cast<unsigned>(idle - waiting) : 0u);
+      if (all_done() || ready() > 0) cv.notify_all();
     }
   };
-  if (jobs == 1) {
-    job();
-  } else {
-    run_pool(jobs, mu, job, [&] {
-      stop = true;
-      cv.notify_all();
-    }, progress);
+  if (!stop) {
+    if (jobs == 1) {
+      job();
+    } else {
+      run_pool(jobs, mu, job, [&] {
+        stop = true;
+        cv.notify_all();
+      }, progress);
+    }
   }
   res.runs = runs;
   res.pruned = pruned;
   res.steps = steps;
-  res.complete = tree.done() && found.run == kNoRun;
+  res.complete = settled && all_done() && found.run == kNoRun;
   if (o.on_progress)
     o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0), .failed = found.run != kNoRun});
 }
@@ -844,7 +907,11 @@ ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions&
     }
   }
   res.interrupted = interrupted(o.interrupt);
-  if (res.runs == 0 && found.run == kNoRun && !res.interrupted)
+  // A shard of a sharded search may hold no part, or parts whose runs were
+  // all cut short as equivalent to runs of other parts: it has explored
+  // what is its own, and the other shards the rest (its report says so).
+  const bool own_parts_done = res.sharded && res.complete;
+  if (res.runs == 0 && found.run == kNoRun && !res.interrupted && !own_parts_done)
     throw std::runtime_error("explore: no schedule was explored (" + std::to_string(res.pruned) +
                              " pruned); nothing can be said about the kernel");
 

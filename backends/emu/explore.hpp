@@ -89,9 +89,17 @@ struct ExploreOptions : RunOptions {
   // Threads, each with its own emulator world; 0: the machine's cores.
   // The reported failure does not depend on it.
   unsigned jobs = 0;
-  // This process runs the run numbers i with i % shard_count == shard_index.
+  // This process runs the run numbers i with i % shard_count == shard_index;
+  // the exhaustive search, the parts j of its sharded form with
+  // j % shard_count == shard_index (docs/exploration.md, "The exhaustive
+  // search in shards").
   std::uint32_t shard_index = 0;
   std::uint32_t shard_count = 1;
+  // Exhaustive only: explore the sharded form of the search even with one
+  // shard, so that `--shard 0/1` explores the same parts, with the same
+  // totals, as N shards together. A shard_count above 1 implies it; the
+  // --shard and WSPIPE_SHARD settings set it.
+  bool sharded = false;
   // Exhaustive only: the bound on preemptions per schedule (nullopt, the
   // default: none; every class of equivalent schedules runs), and the
   // partial-order reduction (source sets unbounded, sleep sets bounded);
@@ -186,6 +194,13 @@ struct ExploreResult {
   std::uint32_t preemptions = 0;  // its preemption bound, when bounded
   // ExploreOptions::interrupt ended it before its budget was spent.
   bool interrupted = false;
+  // Exhaustive and sharded (ExploreOptions::sharded, or more than one
+  // shard): shard shard_index of shard_count explored `parts` of the
+  // `parts_total` parts of the sharded search, and `complete` covers those
+  // parts (every shard's together: the whole search).
+  bool sharded = false;
+  std::uint32_t shard_index = 0, shard_count = 1;
+  std::uint64_t parts = 0, parts_total = 0;
   std::optional<Failure> failure;
 
   bool ok() const { return !failure.has_value(); }

@@ -59,22 +59,41 @@ std::string coverage(const ExploreResult& e) {
                    : "(every class of equivalent schedules)";
 }
 
+// A sharded search's share: "shard 1/2's 5 of the 9 parts of the sharded
+// search".
+// search", or "shard 2/3, which holds none of the 1 part of the sharded
+// search".
+std::string share(const ExploreResult& e) {
+  const std::string shard = "shard " + std::to_string(e.shard_index) + "/" + std::to_string(e.shard_count);
+  const std::string of = " of the " + counted(e.parts_total, "part") + " of the sharded search";
+  return e.parts == 0 ? shard + ", which holds none" + of : shard + "'s " + std::to_string(e.parts) + of;
+}
+
 std::string explored_line(const ExploreResult& e) {
   std::ostringstream out;
   out << "explored " << counted(e.runs, "run") << " (" << e.steps << " steps) in " << std::fixed << std::setprecision(1)
       << e.seconds << " s";
   if (e.complete)
-    out << ": every schedule " << (e.bounded ? "within the preemption bound" : "up to equivalence") << " ("
-        << e.pruned << " more pruned as equivalent)";
+    out << ": every schedule " << (e.bounded ? "within the preemption bound" : "up to equivalence")
+        << (e.sharded ? " in " + share(e) : "") << " (" << e.pruned << " more pruned as equivalent)";
   out << (e.interrupted ? ", interrupted" : "") << ": nothing found\n";
   switch (e.verdict()) {
     case Verdict::verified:
-      out << "verdict:  verified: no schedule of this configuration " << coverage(e)
-          << " fails (a complete search, up to the reduction)\n";
+      if (!e.sharded) {
+        out << "verdict:  verified: no schedule of this configuration " << coverage(e)
+            << " fails (a complete search, up to the reduction)\n";
+      } else {
+        out << "verdict:  verified: no schedule of this configuration " << coverage(e) << " in " << share(e)
+            << " fails; the configuration is verified when every shard's parts are (a complete search, up to "
+               "the reduction)\n";
+      }
       break;
     case Verdict::incomplete:
       out << "verdict:  incomplete: the exhaustive search's budget ran out before it covered every schedule "
-          << coverage(e) << "; not a pass (a larger --runs or --seconds"
+          << coverage(e) << (e.sharded ? " in shard " + std::to_string(e.shard_index) + "/" +
+                                             std::to_string(e.shard_count) + "'s parts"
+                                       : "")
+          << "; not a pass (a larger --runs or --seconds"
           << (e.bounded ? ", or fewer --preemptions" : ", or a bound: --preemptions K") << ")\n";
       break;
     case Verdict::explored:
@@ -182,6 +201,10 @@ JsonFields json_fields(const ExploreResult& e) {
                   {"interrupted", json_bool(e.interrupted)},
                   {"pruned", std::to_string(e.pruned)},
                   {"seconds", seconds.str()}};
+  if (e.sharded)
+    j.insert(j.end(), {{"shard", json_quote(std::to_string(e.shard_index) + "/" + std::to_string(e.shard_count))},
+                       {"parts", std::to_string(e.parts)},
+                       {"parts_total", std::to_string(e.parts_total)}});
   if (!e.failure) {
     j.insert(j.end(), {{"status", json_quote("ok")},
                        {"outcome", json_quote("ok")},

@@ -105,9 +105,14 @@ const Setting kSettings[] = {
      true, [](SettingsState& s, std::string_view t) { s.options.seconds = parse_seconds(t); }},
     {"jobs", "WSPIPE_JOBS", "jobs = {}", "N", "explore: threads                      (default: the machine's cores)",
      true, [](SettingsState& s, std::string_view t) { s.options.jobs = parse_u32(t, 1, 1024); }},
-    {"shard", "WSPIPE_SHARD", "shard {}", "I/N", "explore: only the run numbers i with i mod N = I", true,
+    {"shard", "WSPIPE_SHARD", "shard {}", "I/N",
+     "explore: only the run numbers i with i mod N = I\n"
+     "(exhaustive: the parts j of its sharded search\n"
+     "with j mod N = I)",
+     true,
      [](SettingsState& s, std::string_view t) {
        std::tie(s.options.shard_index, s.options.shard_count) = parse_shard(t);
+       s.options.sharded = true;
      }},
     {"preemptions", "WSPIPE_PREEMPTIONS", "preemptions = {}", "K",
      "explore --strategy exhaustive: at most K preemptions per schedule,\n"
@@ -327,13 +332,8 @@ void validate_settings(const ExploreOptions& o, SettingsFront front, std::span<c
     bad(spell(preemptions, std::to_string(*o.preemptions)) + ": a preemption bound needs " +
             suggest(strategy, "exhaustive"),
         {&preemptions, &strategy});
-  if (exhaustive && o.shard_count > 1)
-    bad(spell(shard, shards) +
-            ": the exhaustive search is not sharded (its tree grows from the races every branch finds): "
-            "one process explores it, split among threads with " + suggest(jobs, "N"),
-        {&shard, &strategy});
   // An exploration that runs nothing would report "nothing found" about nothing.
-  if (o.runs != 0 && o.shard_index >= o.runs)
+  if (!exhaustive && o.runs != 0 && o.shard_index >= o.runs)
     bad(spell(shard, shards) + ": this shard holds no run: its first run number is " +
             std::to_string(o.shard_index) + ", and " + spell(runs, std::to_string(o.runs)) +
             " ends before it (run numbers 0.." + std::to_string(o.runs - 1) + ")",

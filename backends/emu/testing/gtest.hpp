@@ -111,10 +111,11 @@ bool apply_environment(emu::ExploreOptions& options, std::string* error);
 // unsharded exploration, each once, and each shard finds the lowest failing
 // run of its slice. Under a --gtest_filter that selects only some of these
 // tests the count no longer lines up; run the suite whole. The exhaustive
-// search is not sharded (its tree grows from the races every branch finds;
-// docs/exploration.md, "Parallel and sharded runs"): test 0 runs it whole,
-// split among its jobs (WSPIPE_JOBS), and the others are skipped, naming
-// test 0.
+// search is sharded by parts (docs/exploration.md, "The exhaustive search
+// in shards"): test K explores the parts j with j mod N = K, each split
+// among its jobs (WSPIPE_JOBS); every test passes only if its parts are
+// complete, so the N tests together verify the configuration. With N = 1,
+// the one test runs the whole search.
 //
 // Each test explores with shard_slice(options(base), K, N): the
 // environment applies when the test runs (so `base` should not itself come
@@ -124,8 +125,9 @@ bool apply_environment(emu::ExploreOptions& options, std::string* error);
 std::uint32_t register_exploration(const char* suite, const char* name, emu::KernelFactory make,
                                    emu::ExploreOptions base, const char* file, int line);
 
-// Slice k of n of `opts`: the run numbers of opts' own shard (shard_index of
-// shard_count) with (i / shard_count) mod n = k. n slices partition it.
+// Slice k of n of `opts`: the run numbers (exhaustive: the parts) of opts'
+// own shard (shard_index of shard_count) with (i / shard_count) mod n = k.
+// n slices partition it.
 emu::ExploreOptions shard_slice(emu::ExploreOptions opts, std::uint32_t k, std::uint32_t n);
 
 namespace detail {
