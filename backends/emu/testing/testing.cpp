@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -48,6 +49,18 @@ std::string this_test() {
   return std::string(info->test_suite_name()) + "." + info->name();
 }
 
+// The --gtest_filter that runs this test again. A test registered over
+// GoogleTest's shards ("suite.name/shard_1_of_2") has that name only where
+// GTEST_TOTAL_SHARDS is 2: "suite.name/*" finds it in any sharding, or none
+// (a replay runs the one schedule whatever the shard).
+std::string replay_filter() {
+  std::string test = this_test();
+  static const std::regex shard(R"(/shard_[0-9]+_of_[0-9]+$)");
+  std::smatch m;
+  if (std::regex_search(test, m, shard)) test.replace(static_cast<std::size_t>(m.position(0)), std::string::npos, "/*");
+  return test;
+}
+
 }  // namespace
 
 // ------------------------------------ shared with rapidcheck.cpp (replay_env.hpp)
@@ -56,7 +69,7 @@ namespace detail {
 
 std::string replay_line(const emu::Failure& f, const emu::RunOptions& opts, const std::string& env) {
   std::vector<std::string> args;
-  if (const std::string test = this_test(); !test.empty()) args.push_back("--gtest_filter=" + test);
+  if (const std::string test = replay_filter(); !test.empty()) args.push_back("--gtest_filter=" + test);
   return "replay: " + (env.empty() ? "" : env + " ") +
          emu::replay_command(emu::SettingsFront::environment, opts, f.result.schedule, this_binary(), args, {},
                              "wspipe-trace.json") +
