@@ -14,9 +14,10 @@
 // programs in CI.
 //
 // Input: byte 0: race checker (bit 0), spurious try_wait (bit 1), loads out
-// of issue order (bit 2), each on when its bit is clear (the defaults), and
-// a cluster of two CTAs (bit 3); the rest draws the program (make_program:
-// each choice is a byte modulo the number of alternatives; 0 once the
+// of issue order (bit 2), each on when its bit is clear (the defaults), a
+// cluster of two CTAs (bit 3), and a program around counted phases (bit 4:
+// make_counted_program; then bit 3 is ignored); the rest draws the program
+// (each choice is a byte modulo the number of alternatives; 0 once the
 // input runs out).
 #include <cstdint>
 #include <cstdio>
@@ -32,14 +33,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   wspipe::fuzz::Bytes in(data, size);
   const std::uint8_t head = in.u8();
   const auto o = sd::run_options((head & 1u) == 0, (head & 2u) == 0, (head & 4u) == 0);
-  const sd::Program p =
-      sd::make_program([&](std::uint32_t n) { return static_cast<std::uint32_t>(in.u8() % n); }, (head & 8u) != 0 ? 2 : 1);
+  const auto below = [&](std::uint32_t n) { return static_cast<std::uint32_t>(in.u8() % n); };
+  const bool counted = (head & 16u) != 0;
+  const sd::Program p = counted ? sd::make_counted_program(below) : sd::make_program(below, (head & 8u) != 0 ? 2 : 1);
   // A search that passes this many runs leaves the comparison undecided:
-  // an input the fuzzer keeps is then cheap to run again.
-  constexpr std::uint64_t kMaxRuns = 1000;
+  // an input the fuzzer keeps is then cheap to run again. (Counted phases'
+  // unreduced searches are larger.)
+  const std::uint64_t max_runs = counted ? 5000 : 1000;
   static const std::vector<sd::Comparison> comparisons = sd::bounded_comparisons(2);
   std::vector<sd::Tally> tallies;
-  const auto differences = sd::check_program(p, o, comparisons, kMaxRuns, tallies);
+  const auto differences = sd::check_program(p, o, comparisons, max_runs, tallies);
   // What a corpus exercises, as the model targets print their outcomes.
   static const bool show = std::getenv("WSPIPE_FUZZ_OUTCOMES") != nullptr;
   if (show) {
@@ -61,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The source-set search split among 3 workers (--jobs) makes the same
   // tree as one search: the same runs, pruned runs, races and states.
   const sd::SearchSpec dpor = sd::unbounded(true);
-  const sd::Reached one = sd::search(p, dpor, o, kMaxRuns);
+  const sd::Reached one = sd::search(p, dpor, o, max_runs);
   if (one.complete) {
     const sd::Reached split = sd::search_split(p, dpor, o, 3, size);
     std::vector<std::string> a, b;

@@ -88,6 +88,7 @@ enum class OpKind : std::uint8_t {
   tma_load,     // a 1-D TMA load of `bytes` from source word 4 * value into tile `tile`, completing on `bar`
   wait,         // blocking wait(parity)
   try_wait,     // one try_wait(parity): observed 0 / 1
+  test_wait,    // one test_wait(parity), which never blocks: observed 0 / 1
   spin,         // up to `tries` try_wait(parity): observed the try that passed, 0 for none
   store,        // shared word slot = value
   load,         // shared word slot: observed
@@ -152,6 +153,7 @@ inline std::string to_string(const Program& p) {
           break;
         case OpKind::wait: s += "wait(" + b + "," + std::to_string(op.parity) + ")"; break;
         case OpKind::try_wait: s += "try_wait(" + b + "," + std::to_string(op.parity) + ")"; break;
+        case OpKind::test_wait: s += "test_wait(" + b + "," + std::to_string(op.parity) + ")"; break;
         case OpKind::spin:
           s += "spin(" + b + "," + std::to_string(op.parity) + ",x" + std::to_string(op.tries) + ")";
           break;
@@ -168,6 +170,22 @@ inline std::string to_string(const Program& p) {
 }
 
 // ------------------------------------------------------------- generation
+
+// The operations a generator adds to a program, within a budget for the
+// whole program (the unreduced search must stay small) and kMaxOps a warp.
+struct Ops {
+  Ops(Program& program, std::uint32_t ops_budget) : p(program), budget(ops_budget) {}
+  bool room(std::uint32_t w, std::uint32_t ops) const {
+    return p.ops[w].size() + ops <= kMaxOps && total + ops <= budget;
+  }
+  void emit(std::uint32_t w, Op op) {
+    p.ops[w].push_back(op);
+    ++total;
+  }
+  Program& p;
+  std::uint32_t budget;
+  std::uint32_t total = 0;
+};
 
 // A program from a source of choices: `below(n)` returns a number in
 // [0, n) (n >= 1 always). Seeded (emu::Rng) in the test, the input's bytes in the fuzzer.
@@ -192,15 +210,11 @@ Program make_program(Below&& below, std::uint32_t ctas = 1) {
   // Keep programs tiny: the unreduced search must finish in milliseconds.
   // Each warp's start and the bar.sync after the barriers' init are steps
   // too, so more warps get fewer operations.
-  const std::uint32_t budget = 2 + below(n == 2 ? 5 : n == 3 ? 3 : 2);
-  std::uint32_t total = 0;
-  auto room = [&](std::uint32_t w, std::uint32_t ops) {
-    return p.ops[w].size() + ops <= kMaxOps && total + ops <= budget;
-  };
-  auto emit = [&](std::uint32_t w, Op op) {
-    p.ops[w].push_back(op);
-    ++total;
-  };
+  Ops ops(p, 2 + below(n == 2 ? 5 : n == 3 ? 3 : 2));
+  std::uint32_t& total = ops.total;
+  const std::uint32_t budget = ops.budget;
+  auto room = [&](std::uint32_t w, std::uint32_t k) { return ops.room(w, k); };
+  auto emit = [&](std::uint32_t w, Op op) { ops.emit(w, op); };
   auto byte_count = [&] { return static_cast<std::uint16_t>(chance(75) ? 16 : chance(50) ? kTileBytes : 32); };
   auto some_bar = [&] { return static_cast<std::uint8_t>(below(p.bars)); };
   auto some_tile = [&] { return static_cast<std::uint8_t>(below(kTiles)); };
@@ -307,10 +321,88 @@ Program make_program(Below&& below, std::uint32_t ctas = 1) {
   return p;
 }
 
+// A program around counted phases, from a source of choices as
+// make_program's: one CTA of 2 or 3 warps whose arrivals on a barrier of
+// count 2 or 3 come from several warps, with single try_waits and
+// test_waits on either parity around them (the parity of the phase before
+// the current one answers true until the current one completes, the
+// current one's false), counted spins, named barriers between warps, and,
+// at the end, drains: waits for the phase. Every answer is kept in the
+// final state, as a kernel keeps one for its verify after the run. The
+// arrivals usually add up to the count; one may be missing or extra.
+template <class Below>
+Program make_counted_program(Below&& below) {
+  auto chance = [&](std::uint32_t percent) { return below(100) < percent; };
+  Program p;
+  p.warps = chance(70) ? 2 : 3;
+  p.bars = chance(75) ? 1 : 2;
+  p.count[0] = 2 + below(2);
+  p.count[1] = 1 + below(2);
+  const std::uint32_t n = p.warps;
+  // The unreduced search must finish within a few thousand runs.
+  Ops ops(p, n == 2 ? 4 + below(3) : 3 + below(3));
+  std::uint32_t& total = ops.total;
+  const std::uint32_t budget = ops.budget;
+  auto room = [&](std::uint32_t w, std::uint32_t k) { return ops.room(w, k); };
+  auto emit = [&](std::uint32_t w, Op op) { ops.emit(w, op); };
+  auto some_bar = [&] { return static_cast<std::uint8_t>(p.bars == 1 || chance(75) ? 0 : 1); };
+  auto some_parity = [&] { return static_cast<std::uint8_t>(below(2)); };
+  std::array<std::uint32_t, kMaxBars> arrivals{};
+  // Room kept for the drains and the arrivals still missing at the end.
+  const std::uint32_t keep = 1;
+  for (std::uint32_t tries = 0; total + keep < budget && tries < 64; ++tries) {
+    const std::uint32_t r = below(100);
+    const std::uint32_t w = below(n);
+    if (r < 35) {
+      const std::uint8_t b = some_bar();
+      if (!room(w, 1) || arrivals[b] >= p.count[b] + (chance(10) ? 1 : 0)) continue;
+      emit(w, {.kind = OpKind::arrive, .bar = b});
+      ++arrivals[b];
+    } else if (r < 75) {
+      if (!room(w, 1)) continue;
+      emit(w, {.kind = chance(50) ? OpKind::test_wait : OpKind::try_wait, .bar = some_bar(), .parity = some_parity()});
+    } else if (r < 85) {
+      if (!room(w, 1)) continue;
+      emit(w, {.kind = OpKind::spin, .bar = some_bar(), .parity = some_parity(),
+               .tries = static_cast<std::uint8_t>(1 + below(3))});
+    } else {
+      // A named barrier between two warps (or all three), each syncing or
+      // one arriving.
+      const std::uint32_t v = (w + 1 + below(n - 1)) % n;
+      if (!room(w, 1) || !room(v, 1) || total + 2 > budget) continue;
+      const bool all = n == 3 && chance(40);
+      const std::uint32_t u = 3 - w - v;  // the third warp, when n == 3
+      if (all && !room(u, 1)) continue;
+      const auto threads = static_cast<std::uint16_t>(32 * (all ? 3 : 2));
+      emit(w, {.kind = OpKind::named_sync, .bytes = threads});
+      emit(v, {.kind = chance(70) ? OpKind::named_sync : OpKind::named_arrive, .bytes = threads});
+      if (all) emit(u, {.kind = OpKind::named_sync, .bytes = threads});
+    }
+  }
+  // The arrivals still missing (most of the time), then the drains.
+  for (std::uint32_t b = 0; b < p.bars; ++b)
+    for (std::uint32_t tries = 0; arrivals[b] < p.count[b] && tries < 8 && chance(85); ++tries) {
+      const std::uint32_t w = below(n);
+      if (p.ops[w].size() < kMaxOps) {
+        p.ops[w].push_back({.kind = OpKind::arrive, .bar = static_cast<std::uint8_t>(b)});
+        ++arrivals[b];
+      }
+    }
+  for (std::uint32_t w = 0; w < n; ++w)
+    if (p.ops[w].size() < kMaxOps && chance(35)) p.ops[w].push_back({.kind = OpKind::wait, .bar = some_bar()});
+  return p;
+}
+
 // The program of a seed (the test's); ctas = 2: a cluster's.
 inline Program seeded_program(std::uint64_t seed, std::uint32_t ctas = 1) {
   emu::Rng rng(seed * 0x9E3779B97F4A7C15ull + 0x5EED);
   return make_program([&](std::uint32_t n) { return rng.below(n); }, ctas);
+}
+
+// The counted program of a seed (make_counted_program).
+inline Program seeded_counted_program(std::uint64_t seed) {
+  emu::Rng rng(seed * 0xD1B54A32D192ED03ull + 0xC0117ED);
+  return make_counted_program([&](std::uint32_t n) { return rng.below(n); });
 }
 
 // ---------------------------------------------------------------- running
@@ -510,8 +602,10 @@ class Run {
           break;
         }
         case OpKind::wait: B::wait(bar, op.parity); break;
-        case OpKind::try_wait: {
-          const bool passed = B::try_wait(bar, op.parity);
+        case OpKind::try_wait:
+        case OpKind::test_wait: {
+          const bool passed =
+              op.kind == OpKind::try_wait ? B::try_wait(bar, op.parity) : B::test_wait(bar, op.parity);
           note(passed ? "1" : "0");
           break;
         }

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -55,19 +56,23 @@ struct Sweep {
   double seconds = 0;
 };
 
-// The comparisons over programs [first, first + count) (of one CTA, or a
-// cluster of `ctas`), under each of the option sets; it stops after
-// `stop_after` differences.
+// The programs of the sweeps, by seed.
+using Programs = std::function<sd::Program(std::uint64_t seed)>;
+sd::Program one_cta(std::uint64_t seed) { return sd::seeded_program(seed, 1); }
+sd::Program cluster_of_two(std::uint64_t seed) { return sd::seeded_program(seed, 2); }
+
+// The comparisons over programs [first, first + count), under each of the
+// option sets; it stops after `stop_after` differences.
 Sweep sweep(std::uint64_t first, std::uint64_t count, const std::vector<emu::RunOptions>& options,
             const std::vector<sd::Comparison>& comparisons, std::size_t stop_after = ~std::size_t{0},
-            std::uint32_t ctas = 1) {
+            const Programs& programs = one_cta, std::uint64_t max_runs = kMaxRuns) {
   Sweep s;
   const auto t0 = std::chrono::steady_clock::now();
   for (std::uint64_t seed = first; seed < first + count && s.differences.size() < stop_after; ++seed) {
-    const sd::Program p = sd::seeded_program(seed, ctas);
+    const sd::Program p = programs(seed);
     ++s.programs;
     for (const emu::RunOptions& o : options)
-      for (std::string& d : sd::check_program(p, o, comparisons, kMaxRuns, s.tallies))
+      for (std::string& d : sd::check_program(p, o, comparisons, max_runs, s.tallies))
         s.differences.push_back("seed " + std::to_string(seed) + "\n" + d);
   }
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -166,8 +171,26 @@ TEST(explore_Soundness, AndInAClusterOfTwoCtas) {
       std::max<std::uint64_t>(env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS) / 4, 1);
   const auto c = comparisons();
   const Sweep s = sweep(env_or("WSPIPE_SOUNDNESS_FIRST", 1), count, {sd::run_options(true), sd::run_options(false)}, c,
-                        ~std::size_t{0}, 2);
+                        ~std::size_t{0}, cluster_of_two);
   print_summary("a cluster of two CTAs", s, c);
+  EXPECT_TRUE(s.differences.empty()) << s.differences.size() << " differences; the first:\n" << first_differences(s);
+  const sd::Tally all = total(s);
+  EXPECT_LT(all.too_large * 2, all.comparisons);
+}
+
+// Counted phases (make_counted_program): arrivals on one phase from several
+// warps, try_waits and test_waits on either parity answered before and
+// after it completes, named barriers between, drains. Their unreduced
+// searches are larger: a budget of 20,000 runs, and a sixteenth as many
+// programs. Before a wait or an arrival that sees a phase begun read every
+// arrival of the one before, 22 of the first 400 programs differed.
+TEST(explore_Soundness, AndWithPhasesCountedFromSeveralWarps) {
+  const std::uint64_t count =
+      std::max<std::uint64_t>(env_or("WSPIPE_SOUNDNESS_PROGRAMS", WSPIPE_SOUNDNESS_CI_PROGRAMS) / 16, 1);
+  const auto c = comparisons();
+  const Sweep s = sweep(env_or("WSPIPE_SOUNDNESS_FIRST", 1), count, {sd::run_options(true), sd::run_options(false)}, c,
+                        ~std::size_t{0}, sd::seeded_counted_program, 20 * kMaxRuns);
+  print_summary("phases counted from several warps", s, c);
   EXPECT_TRUE(s.differences.empty()) << s.differences.size() << " differences; the first:\n" << first_differences(s);
   const sd::Tally all = total(s);
   EXPECT_LT(all.too_large * 2, all.comparisons);
@@ -483,6 +506,123 @@ TEST(explore_Soundness, OnlyCountedUpdatesWakeASleepingStep) {
   EXPECT_EQ(emu::footprint_resource(entry), emu::footprint_resource(at(kCount, 5, Touch::read)));
   EXPECT_NE(emu::footprint_resource(entry), emu::footprint_resource(at(kCount, 6, Touch::count)));
 }
+// The unbounded source-set search reaches exactly the unreduced search's
+// final states on `p`, both within `max_runs`; returns how many.
+std::uint64_t expect_unbounded_agree(const sd::Program& p, bool race_check, std::uint64_t max_runs) {
+  std::vector<sd::Tally> t;
+  const std::vector<sd::Comparison> c = {{sd::unbounded(false), sd::unbounded(true), {}}};
+  const auto d = sd::check_program(p, sd::run_options(race_check), c, max_runs, t);
+  EXPECT_TRUE(d.empty()) << "race_check " << race_check << ": " << d.front();
+  EXPECT_EQ(t.at(0).too_large, 0u) << "race_check " << race_check;
+  return t.at(0).states;
+}
+
+// A wait that sees a phase complete comes after every arrival counted
+// into it, not only after the one that completed it. Warp 1's last
+// try_wait(parity 1) answers true while phase 0 (three arrivals) is still
+// incomplete, which needs warp 0's second arrival after it. In the first
+// run that arrival comes first and warp 1's own arrival completes the
+// phase; the two arrivals commute (counted), so unless the try_wait that
+// saw the phase complete also reads the phase's count, nothing races with
+// warp 0's arrival and the other order is never run: the source-set
+// search ran 2 schedules and missed the answer an H100 gives in about 12%
+// of runs.
+sd::Program counted_phase_seen_complete() {
+  sd::Program p;
+  p.warps = 2;
+  p.bars = 1;
+  p.count[0] = 3;
+  p.ops[0] = {{.kind = OpKind::arrive},
+              {.kind = OpKind::test_wait, .parity = 1},
+              {.kind = OpKind::arrive},
+              {.kind = OpKind::named_sync, .bytes = 64},
+              {.kind = OpKind::wait}};
+  p.ops[1] = {{.kind = OpKind::try_wait},
+              {.kind = OpKind::arrive},
+              {.kind = OpKind::try_wait, .parity = 1},
+              {.kind = OpKind::named_sync, .bytes = 64}};
+  return p;
+}
+
+TEST(explore_Soundness, AWaitThatSeesAPhaseCompleteComesAfterEveryArrivalOfIt) {
+  const sd::Program p = counted_phase_seen_complete();
+  EXPECT_EQ(sd::to_string(p),
+            "b0(3) | w0: arrive(b0); test_wait(b0,1); arrive(b0); bar.sync(64); wait(b0,0) | w1: try_wait(b0,0); "
+            "arrive(b0); try_wait(b0,1); bar.sync(64)");
+  for (const bool race_check : {true, false}) {
+    // The unreduced search runs 37,800 schedules.
+    expect_unbounded_agree(p, race_check, 50 * kMaxRuns);
+    // Warp 1's last answer is 1 (phase 0 still incomplete) on some schedule.
+    bool open = false;
+    for (const auto& kv : sd::search(p, sd::unbounded(true), sd::run_options(race_check)).states)
+      open = open || kv.first.find("w1@4: 0 1 |") != std::string::npos;
+    EXPECT_TRUE(open) << "race_check " << race_check;
+  }
+}
+
+// The same kernel as a user writes it: the answer is kept for the kernel's
+// verify, which fails when it was true; the complete search finds it.
+TEST(explore_Soundness, TheCompleteSearchFindsAnAnswerKeptForTheVerify) {
+  using B = emu::EmuBackend;
+  const emu::KernelFactory factory = [] {
+    auto open = std::make_shared<bool>(false);
+    emu::Kernel k;
+    k.launch.warps_per_cta = 2;
+    k.launch.smem_bytes = 64;
+    k.body = [open] {
+      auto& bar = B::shared_storage<wspipe::SharedMemBarrier>();
+      if (B::warp_idx() == 0) {
+        B::elect_one([&] { B::init(bar, 3); });
+        B::fence_init();
+      }
+      B::named_sync(0, 64);
+      if (B::warp_idx() == 0) {
+        B::elect_one([&] { B::arrive(bar); });
+        B::elect_one([&] { (void)B::test_wait(bar, 1); });
+        B::elect_one([&] { B::arrive(bar); });
+        B::named_sync(1, 64);
+        B::wait(bar, 0);
+      } else {
+        B::elect_one([&] { (void)B::try_wait(bar, 0); });
+        B::elect_one([&] { B::arrive(bar); });
+        B::elect_one([&] { *open = B::try_wait(bar, 1); });
+        B::named_sync(1, 64);
+      }
+    };
+    k.verify = [open] { return *open ? std::string("phase 0 was still open") : std::string(); };
+    return k;
+  };
+  emu::ExploreOptions o;
+  o.portfolio = {{emu::StrategyKind::exhaustive}};
+  o.seconds = 0;
+  o.shrink = false;
+  const emu::ExploreResult r = emu::explore(factory, o);
+  ASSERT_FALSE(r.ok()) << r.report();
+  EXPECT_EQ(r.failure->outcome, "result.mismatch") << r.report();
+}
+
+// The same for a named barrier: which generation an arrival counts into
+// depends on every arrival before it. w0's bar.arrive and bar.sync may
+// both count into generation 0 (w0 passes; w1's two bar.syncs then wait
+// for a third warp: a deadlock), or w1's first bar.sync may come between
+// them. In the run where w1's comes first, w0's bar.sync counts into
+// generation 1, begun by w0's own bar.arrive; unless it reads generation
+// 0's count, nothing orders it after w1's arrival, and the deadlock went
+// unexplored (1 run, +1 pruned).
+TEST(explore_Soundness, AnArrivalIntoAGenerationComesAfterEveryArrivalOfTheOneBefore) {
+  sd::Program p;
+  p.warps = 2;
+  p.bars = 1;
+  p.count[0] = 2;
+  p.ops[0] = {{.kind = OpKind::named_arrive, .bytes = 64}, {.kind = OpKind::named_sync, .bytes = 64},
+              {.kind = OpKind::arrive}};
+  p.ops[1] = {{.kind = OpKind::named_sync, .bytes = 64}, {.kind = OpKind::named_sync, .bytes = 64},
+              {.kind = OpKind::arrive}};
+  EXPECT_EQ(sd::to_string(p),
+            "b0(2) | w0: bar.arrive(64); bar.sync(64); arrive(b0) | w1: bar.sync(64); bar.sync(64); arrive(b0)");
+  for (const bool race_check : {true, false}) EXPECT_EQ(expect_unbounded_agree(p, race_check, 20 * kMaxRuns), 2u);
+}
+
 TEST(explore_Soundness, IdleTimeOutsOfABoundedRetryLoop) {
   const sd::Program p = sd::seeded_program(1719, 1);
   EXPECT_EQ(sd::to_string(p), "b0(1) | w0: try_wait(b0,0) | w1: wait(b0,1); spin(b0,0,x2); arrive(b0)");

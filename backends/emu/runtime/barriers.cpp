@@ -45,7 +45,11 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
   // the other arrivals); the one that completes it begins the next, which
   // the waiters await.
   const std::uint64_t key = (std::uint64_t{w.cta} << 8) | id;
+  // Arriving into generation g > 0 sees g-1 complete, which every arrival
+  // counted into g-1 made so, not only the one that completed it (which
+  // generation an arrival counts into depends on them all).
   w_.touch(World::Res::named, World::key(key, nb.gen), Touch::read);
+  if (nb.gen > 0) w_.touch(World::Res::named_count, World::key(key, nb.gen - 1), Touch::read);
   w_.touch(World::Res::named_count, World::key(key, nb.gen), Touch::count);
   if (nb.arrived == 0) {
     nb.expected = threads;
@@ -101,8 +105,16 @@ void BarrierRoom::named(std::uint32_t id, std::uint32_t threads, bool sync, cons
 }
 
 void BarrierRoom::touch_count(std::uint32_t k) {
-  w_.touch(World::Res::cluster, World::key(k, clusters_[k].gen), Touch::read);
+  touch_begun(k, clusters_[k].gen);
   w_.touch(World::Res::cluster_count, World::key(k, clusters_[k].gen), Touch::count);
+}
+
+void BarrierRoom::touch_begun(std::uint32_t k, std::uint64_t gen) {
+  // Generation g > 0 begun means g-1 complete: every arrival and exit
+  // counted into it, not only the last (as an mbarrier's phase: its
+  // touch_begun in mbarrier.cpp).
+  w_.touch(World::Res::cluster, World::key(k, gen), Touch::read);
+  if (gen > 0 && gen <= clusters_[k].gen) w_.touch(World::Res::cluster_count, World::key(k, gen - 1), Touch::read);
 }
 
 void BarrierRoom::release_if_complete(std::uint32_t k) {

@@ -60,6 +60,9 @@ class BarrierRoom : Room {
     release_if_complete(k);
   }
   void touch_count(std::uint32_t k);
+  // A step reads whether generation `gen` of cluster `k`'s barrier has
+  // begun (footprints: begun, it read every arrival of the one before).
+  void touch_begun(std::uint32_t k, std::uint64_t gen);
 
   // The scheduler's questions: has the named barrier `id` of CTA `cta`
   // (cluster `k`'s barrier) completed generation `gen`?

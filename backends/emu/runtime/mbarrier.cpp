@@ -35,11 +35,25 @@ std::uint64_t bar_key(World& w, const Mbar& m) {
   if (w.tracks_footprints()) w.touch(kind, World::key(bar_key(w, m), phase), a);
 }
 
+// A step that sees phase k begun (k > 0) sees phase k-1 complete, which
+// every arrival and tx update counted into k-1 made so, not only the one
+// that completed it (the completion writes "k has begun" in that one's
+// step). The counted updates commute with each other, so without reading
+// their count such a step would be unordered with all of them but the
+// last, and a schedule where one of them comes after it (and it sees k-1
+// current, or counts into k-1 itself) would go unexplored. (A step that
+// sees k not begun conflicts with the update that completes k-1, whichever
+// that is: nothing more to read.)
+[[gnu::always_inline]] inline void touch_begun(World& w, const Mbar& m, std::uint64_t k, Touch a) {
+  touch(w, m, World::Res::mbar_phase, k, a);
+  if (k > 0 && k <= m.phase) touch(w, m, World::Res::mbar_count, k - 1, a);
+}
+
 // An arrival or tx update counted into the current phase: it reads that
 // the phase has begun and updates its count commutatively (completing it
 // writes the next phase's beginning: maybe_complete).
 [[gnu::always_inline]] inline void touch_count(World& w, const Mbar& m) {
-  touch(w, m, World::Res::mbar_phase, m.phase, Touch::read);
+  touch_begun(w, m, m.phase, Touch::read);
   touch(w, m, World::Res::mbar_count, m.phase, Touch::count);
 }
 
@@ -154,7 +168,7 @@ Mbar* MbarrierRoom::resolve_remote(SharedMemBarrier& bar, std::uint32_t rank, Wa
   Mbar& m = mbars_[idx];
   touch(w_, m, Touch::read);
   // Whether a cluster barrier completed after the fence: its visibility.
-  if (m.fenced) w_.touch(World::Res::cluster, World::key(own.cluster, m.fenced_gen + 1), Touch::read);
+  if (m.fenced) w_.barriers().touch_begun(own.cluster, m.fenced_gen + 1);
   if (!m.fenced || w_.barriers().cluster_gen(own.cluster) <= m.fenced_gen) {
     w_.fail(w, "mbarrier.remote-init-not-visible", label(static_cast<std::uint32_t>(idx)),
             std::string("remote arrive before the barrier's init was made visible to the cluster: ") +
@@ -472,8 +486,8 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, std::o
   // completed (the check, and maybe_complete's aliasing check of waiters,
   // read nothing else). What the wait answers is read after the point.
   if (phase) {
-    touch(w_, *m, World::Res::mbar_phase, static_cast<std::uint64_t>(phase->value), Touch::read);
-    touch(w_, *m, World::Res::mbar_phase, static_cast<std::uint64_t>(phase->value + 2), Touch::read);
+    touch_begun(w_, *m, static_cast<std::uint64_t>(phase->value), Touch::read);
+    touch_begun(w_, *m, static_cast<std::uint64_t>(phase->value + 2), Touch::read);
   }
   if (phase && !check_stated(id, parity, phase->value, w, loc)) return true;
   stated_[w.id] = phase ? phase->value : kUnstated;
@@ -492,10 +506,10 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, std::o
   // test_wait could, and answered false).
   const bool ok = passed(id, parity);
   const Touch pass = ok && kind == WaitKind::wait ? Touch::await : Touch::read;
-  touch(w_, after, World::Res::mbar_phase, after.phase, pass);
-  // A pass happens after every arrival of the phase it passes on, not only
-  // the one that completed it (their counts commute with each other).
-  if (ok && after.phase > 0) touch(w_, after, World::Res::mbar_count, after.phase - 1, pass);
+  // Whatever the answer, it saw the current phase begun, and so every
+  // arrival of the one before (touch_begun): a try_wait or test_wait on
+  // that one's parity answers true only because it is complete.
+  touch_begun(w_, after, after.phase, pass);
   touch(w_, after, World::Res::mbar_phase, after.phase + 1, Touch::read);
   if (ok && after.phase > 0) touch(w_, after, World::Res::mbar_seen, after.phase - 1, Touch::commute);
   if (ok) {
