@@ -59,6 +59,14 @@ done <"$tmp/list"
   fail "exhaustive ring: exit $?"
 [[ "$(json_field complete <"$tmp/j")" == True ]] || fail "exhaustive ring did not complete"
 [[ "$(json_field verdict <"$tmp/j")" == verified ]] || fail "exhaustive ring: verdict $(json_field verdict <"$tmp/j")"
+# A verdict names what it assumed: the preemption bound first, in the JSON
+# and under the report's verdict.
+json_field assumptions <"$tmp/j" | grep -q "at most 2 preemption(s) per schedule" ||
+  fail "exhaustive ring: assumptions $(json_field assumptions <"$tmp/j")"
+"$W" explore ring --stages 2 --items 4 --strategy exhaustive --no-spurious-try-wait >"$tmp/o" 2>/dev/null ||
+  fail "exhaustive ring --no-spurious-try-wait: exit $?"
+grep -A3 "^verdict:  verified" "$tmp/o" | grep -q "^assuming: .*(--no-spurious-try-wait)" ||
+  fail "exhaustive ring --no-spurious-try-wait: no assumption line: $(cat "$tmp/o")"
 # An exhaustive search cut short by its budget is incomplete: exit 5, never a pass.
 set +e; "$W" explore ring --stages 2 --items 4 --strategy exhaustive --preemptions 2 --runs 3 >"$tmp/o" 2>/dev/null
 rc=$?; set -e

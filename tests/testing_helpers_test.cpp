@@ -283,8 +283,48 @@ TEST(TestingHelpers, CleanExplorationPrintsWhatItCovered) {
   EXPECT_TRUE(testing::explores_clean(ring_factory(1, 2), ex));
   const std::string unbounded = ::testing::internal::GetCapturedStdout();
   EXPECT_TRUE(contains(unbounded, "strategy exhaustive, every class of equivalent schedules: nothing found (verified: "
-                                  "the search is complete)\n"))
+                                  "the search is complete); assuming: a warp's try_wait times out at most once in a "
+                                  "row"))
       << unbounded;
+}
+
+// A verdict names what it assumed beyond the configuration; a test that
+// allows no assumption fails on any, naming it, and passes once none is
+// left (an options set that narrows nothing the search assumes).
+TEST(TestingHelpers, AVerifiedVerdictNamesItsAssumptions) {
+  CleanEnv env;
+  emu::ExploreOptions ex;
+  ex.portfolio = {{emu::StrategyKind::exhaustive}};
+  ex.seconds = 0;
+  const auto allowed = testing::explores_verified(ring_factory(1, 2), ex);
+  EXPECT_TRUE(allowed);
+  EXPECT_TRUE(contains(allowed.message(), "assuming: a warp's try_wait times out at most once in a row"))
+      << allowed.message();
+  const auto none = testing::explores_verified(ring_factory(1, 2), ex, testing::Assumptions::none);
+  ASSERT_FALSE(none);
+  EXPECT_TRUE(contains(none.message(), "verified, but with assumptions, and the test allows none"))
+      << none.message();
+  EXPECT_TRUE(contains(none.message(), "a TMA load lands whole or in two pieces")) << none.message();
+  // Each option that narrows what runs or what is checked is named.
+  ex.spurious_try_wait = false;
+  ex.async_reorder = false;
+  ex.race_check = false;
+  const std::vector<std::string> a = emu::assumptions(ex);
+  const std::string all = [&] {
+    std::string s;
+    for (const std::string& x : a) s += x + "\n";
+    return s;
+  }();
+  EXPECT_TRUE(contains(all, "--no-spurious-try-wait")) << all;
+  EXPECT_TRUE(contains(all, "--no-async-reorder")) << all;
+  EXPECT_TRUE(contains(all, "the race checker is off")) << all;
+  ex.preemptions = 2;
+  EXPECT_TRUE(contains(emu::assumptions(ex).front(), "at most 2 preemption(s) per schedule; with the reduction"));
+  ex.reduce = false;
+  EXPECT_EQ(emu::assumptions(ex).front(), "at most 2 preemption(s) per schedule");
+  // This test's target opts out of the access instrumentation: its kernel
+  // code is named.
+  EXPECT_TRUE(contains(all, "without the access instrumentation (tests/testing_helpers_test.cpp)")) << all;
 }
 
 // One bug may show as a deadlock under one schedule and as a rule under

@@ -15,6 +15,21 @@
 #include "core/numeric.hpp"
 #include "emu_ops.hpp"
 
+// This translation unit's note (emu_ops.hpp, note_translation_unit);
+// WSPIPE_NO_KERNEL_CODE: a library's own, which runs no kernel code.
+#if !defined(WSPIPE_NO_KERNEL_CODE) && !defined(__CUDACC__)
+namespace {
+[[maybe_unused]] const bool wspipe_translation_unit_noted_ = [] {
+#if defined(WSPIPE_INSTRUMENTED_ACCESSES)
+  ::wspipe::emu::detail::note_translation_unit(__BASE_FILE__, true);
+#else
+  ::wspipe::emu::detail::note_translation_unit(__BASE_FILE__, false);
+#endif
+  return true;
+}();
+}  // namespace
+#endif
+
 namespace wspipe::emu {
 
 // A tcgen05.ld/st fragment: N 32-bit registers for each of the warp's 32

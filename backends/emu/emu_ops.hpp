@@ -26,6 +26,13 @@
 
 namespace wspipe::emu::detail {
 
+// Every translation unit that includes emu_backend.hpp (kernel code) notes
+// once, as the program starts, whether it was compiled with the access
+// instrumentation (WSPIPE_INSTRUMENT_ACCESSES): the plain shared-memory
+// accesses of one that was not are invisible to the race checker and the
+// footprints, which a verdict names among its assumptions.
+void note_translation_unit(const char* file, bool instrumented) noexcept;
+
 // The part of a warp's state that EmuBackend's inline paths read and
 // write: the runtime's Warp derives from it.
 struct WarpLanes {

@@ -116,7 +116,7 @@ struct RunOptions {
   // actor of its own, after all the others (the TMA engine's "[1]" ...
   // "[piece]"), that the strategies pick and schedules record; the default
   // policy never picks one, and each counts as a preemption. Off: loads
-  // complete whole, in issue order (the default before issue 23).
+  // complete whole, in issue order.
   // docs/emulator-models.md "Completion order".
   bool async_reorder = true;
   // The happens-before race checker (vector clocks and shadow state of TMEM

@@ -949,6 +949,7 @@ ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions&
     res.failure = std::move(f);
   }
   res.interrupted = res.interrupted || interrupted(o.interrupt);  // perhaps while shrinking
+  res.assumptions = assumptions(o);
   res.seconds = since(t0);
   return res;
 }

@@ -202,6 +202,9 @@ struct ExploreResult {
   std::uint32_t shard_index = 0, shard_count = 1;
   std::uint64_t parts = 0, parts_total = 0;
   std::optional<Failure> failure;
+  // What the verdict assumed beyond "every schedule of this configuration"
+  // (assumptions(), below), one line each; empty: nothing beyond it.
+  std::vector<std::string> assumptions;
 
   bool ok() const { return !failure.has_value(); }
   Verdict verdict() const {
@@ -215,6 +218,23 @@ struct ExploreResult {
   // shrink figures.
   std::string report() const;
 };
+
+// What an exploration with these options assumes beyond "every schedule
+// (or every class of equivalent schedules) of this configuration", one line
+// each for a person, and what a verdict prints beside it: the modelling
+// bounds still in force (a try_wait's time-outs in a row, a TMA load's
+// completion orders and pieces, lanes run as one), a preemption bound and
+// what the reduction does under it, the options that narrow the schedules
+// or the checks (--no-spurious-try-wait, --no-async-reorder, the race
+// checker off), and kernel code linked without the access instrumentation
+// (uninstrumented_translation_units). Empty: no assumption beyond the
+// configuration.
+std::vector<std::string> assumptions(const ExploreOptions& options);
+// The translation units of this program that include emu_backend.hpp and
+// were compiled without the access instrumentation (WSPIPE_INSTRUMENT_ACCESSES
+// OFF for their target, or a build without it): their plain shared-memory
+// accesses are invisible to the race checker and the reduction.
+std::vector<std::string> uninstrumented_translation_units();
 
 // Explores `make`'s kernel. At least one schedule runs whatever the time
 // budget (the clock starts once the first has run), unless interrupted.

@@ -69,6 +69,15 @@ std::string share(const ExploreResult& e) {
   return e.parts == 0 ? shard + ", which holds none" + of : shard + "'s " + std::to_string(e.parts) + of;
 }
 
+// "assuming: ..." and one more line per assumption, or that there is none.
+std::string assuming_lines(const ExploreResult& e) {
+  if (e.assumptions.empty()) return "assuming: nothing beyond this configuration\n";
+  std::string out;
+  for (std::size_t i = 0; i < e.assumptions.size(); ++i)
+    out += (i == 0 ? "assuming: " : "          ") + e.assumptions[i] + "\n";
+  return out;
+}
+
 std::string explored_line(const ExploreResult& e) {
   std::ostringstream out;
   out << "explored " << counted(e.runs, "run") << " (" << e.steps << " steps) in " << std::fixed << std::setprecision(1)
@@ -87,6 +96,7 @@ std::string explored_line(const ExploreResult& e) {
             << " fails; the configuration is verified when every shard's parts are (a complete search, up to "
                "the reduction)\n";
       }
+      out << assuming_lines(e);
       break;
     case Verdict::incomplete:
       out << "verdict:  incomplete: the exhaustive search's budget ran out before it covered every schedule "
@@ -145,6 +155,12 @@ std::string json_location(const std::string& file, std::uint32_t line) {
   return json_quote(line ? file + ":" + std::to_string(line) : "");
 }
 
+std::string json_strings(const std::vector<std::string>& v) {
+  std::string j = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) j += (i != 0 ? "," : "") + json_quote(v[i]);
+  return j + "]";
+}
+
 std::string json_violations(const RunResult& r) {
   std::string j = "[";
   for (const Violation& v : r.violations) {
@@ -199,6 +215,7 @@ JsonFields json_fields(const ExploreResult& e) {
                   {"preemption_bound", e.exhaustive && e.bounded ? std::to_string(e.preemptions) : "null"},
                   {"verdict", json_quote(std::string(to_string(e.verdict())))},
                   {"interrupted", json_bool(e.interrupted)},
+                  {"assumptions", json_strings(e.assumptions)},
                   {"pruned", std::to_string(e.pruned)},
                   {"seconds", seconds.str()}};
   if (e.sharded)

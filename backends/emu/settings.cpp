@@ -138,7 +138,7 @@ const Setting kSettings[] = {
      false, [](SettingsState& s, std::string_view t) { s.options.spurious_try_wait = parse_switch(t); }},
     {"no-spurious-try-wait", "WSPIPE_NO_SPURIOUS_TRY_WAIT", "run.spurious_try_wait = false", "",
      "try_wait times out only when nothing else can move\n"
-     "(fewer schedules; the default before issue 23)",
+     "(fewer schedules)",
      false, [](SettingsState& s, std::string_view t) { s.options.spurious_try_wait = !parse_switch(t); }},
     {"mma-memo-mib", "WSPIPE_MMA_MEMO_MIB", "run.mma_memo_bytes = {} MiB", "N",
      "most memory per thread for the MMAs already computed (products\n"
@@ -164,7 +164,7 @@ const Setting kSettings[] = {
      false, [](SettingsState& s, std::string_view t) { s.options.async_reorder = parse_switch(t); }},
     {"no-async-reorder", "WSPIPE_NO_ASYNC_REORDER", "run.async_reorder = false", "",
      "TMA loads complete whole, in issue order (fewer schedules;\n"
-     "the default before issue 23; variants whose bug needs\n"
+     "variants whose bug needs\n"
      "loads out of order keep them)",
      false, [](SettingsState& s, std::string_view t) { s.options.async_reorder = !parse_switch(t); }},
 };

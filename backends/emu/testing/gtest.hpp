@@ -77,14 +77,24 @@ bool apply_environment(emu::ExploreOptions& options, std::string* error);
 // options ask for jobs (see emu::explore(const Kernel&, ...)).
 ::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts = options());
 
+// What explores_verified accepts besides a complete search: a verdict
+// that assumes what emu::assumptions() lists (the default; the log line
+// and the message name them), or one that assumes nothing beyond the
+// configuration (Assumptions::none: any assumption fails the test, naming
+// it).
+enum class Assumptions { allowed, none };
+
 // Success only when an exhaustive search (options with the exhaustive
 // strategy alone) completes and finds nothing: the verdict "verified", no
 // schedule of this configuration within the preemption bound fails. A
 // search whose budget ran out ("incomplete") fails, saying so.
 // explores_clean also fails on an incomplete search, but passes a sampled
-// exploration.
-::testing::AssertionResult explores_verified(const emu::KernelFactory& make, emu::ExploreOptions opts);
-::testing::AssertionResult explores_verified(const emu::Kernel& kernel, emu::ExploreOptions opts);
+// exploration. E.g.
+//   WSPIPE_EXPECT_VERIFIED(make_ring, opts, wspipe::testing::Assumptions::none);
+::testing::AssertionResult explores_verified(const emu::KernelFactory& make, emu::ExploreOptions opts,
+                                             Assumptions allowed = Assumptions::allowed);
+::testing::AssertionResult explores_verified(const emu::Kernel& kernel, emu::ExploreOptions opts,
+                                             Assumptions allowed = Assumptions::allowed);
 
 // Success when exploring finds a failure whose outcome (emu::outcome():
 // "deadlock", "livelock" or a violation rule such as

@@ -196,14 +196,24 @@ std::string schedules_of(const emu::ExploreOptions& opts) {
   return out;
 }
 
+// "; assuming: A; B" (a verdict's assumptions, emu::assumptions), or that
+// there is none.
+std::string assuming(const emu::ExploreResult& res) {
+  if (res.assumptions.empty()) return "; assuming nothing beyond this configuration";
+  std::string out = "; assuming: ";
+  for (std::size_t i = 0; i < res.assumptions.size(); ++i) out += (i != 0 ? "; " : "") + res.assumptions[i];
+  return out;
+}
+
 // The one line a clean exploration prints (on stdout, among GoogleTest's
-// own), so that a log says what a passing test covered.
+// own), so that a log says what a passing test covered (and a verdict what
+// it assumed).
 void print_covered(const emu::ExploreResult& res, const emu::ExploreOptions& opts) {
   const std::string test = this_test();
   const std::string verified = !res.complete ? ""
                                : res.bounded ? " (verified: every schedule within the bound"
                                              : " (verified: the search is complete";
-  std::printf("[wspipe] %s%sexplored %s (%s) in %.1f s, %s: nothing found%s%s\n", test.c_str(),
+  std::printf("[wspipe] %s%sexplored %s (%s) in %.1f s, %s: nothing found%s%s%s\n", test.c_str(),
               test.empty() ? "" : ": ", emu::counted(res.runs, "run").c_str(),
               emu::counted(res.steps, "step").c_str(), res.seconds, schedules_of(opts).c_str(), verified.c_str(),
               verified.empty() ? ""
@@ -211,7 +221,8 @@ void print_covered(const emu::ExploreResult& res, const emu::ExploreOptions& opt
                                : (" in this shard's " + std::to_string(res.parts) + " of the " +
                                   emu::counted(res.parts_total, "part") +
                                   " of the sharded search; the configuration is verified when every shard's are)")
-                                     .c_str());
+                                     .c_str(),
+              verified.empty() ? "" : assuming(res).c_str());
   std::fflush(stdout);
 }
 
@@ -226,7 +237,8 @@ std::string nothing_found(const emu::ExploreResult& res, const emu::ExploreOptio
                        : ": the search is complete (every class of equivalent schedules)")
        << (res.sharded ? " in this shard's " + std::to_string(res.parts) + " of the " +
                              emu::counted(res.parts_total, "part") + " of the sharded search"
-                       : "");
+                       : "")
+       << assuming(res);
   else
     os << "; explore longer with WSPIPE_SECONDS or WSPIPE_RUNS, or try WSPIPE_STRATEGY";
   return os.str();
@@ -264,7 +276,7 @@ namespace {
 // schedule) and pass when the verdict is one `passes` accepts.
 template <class Passes>
 ::testing::AssertionResult explore_and_judge(const emu::KernelFactory& make, const emu::ExploreOptions& opts,
-                                             Passes passes) {
+                                             Passes passes, Assumptions allowed = Assumptions::allowed) {
   if (auto rep = replay_from_env(make, opts.run_options())) {
     if (!rep->run) return ::testing::AssertionFailure() << "\n" << rep->error;
     if (rep->run->status == emu::Status::ok && rep->trace_error.empty())
@@ -275,6 +287,9 @@ template <class Passes>
   std::string error;
   const auto res = explore_or(make, opts, &error);
   if (!res) return ::testing::AssertionFailure() << "\n" << error;
+  if (passes(res->verdict()) && allowed == Assumptions::none && !res->assumptions.empty())
+    return ::testing::AssertionFailure() << "\nverified, but with assumptions, and the test allows none:\n"
+                                         << res->report();
   if (passes(res->verdict())) {
     print_covered(*res, opts);
     return ::testing::AssertionSuccess() << res->report();
@@ -292,18 +307,20 @@ template <class Passes>
   });
 }
 
-::testing::AssertionResult explores_verified(const emu::KernelFactory& make, emu::ExploreOptions opts) {
+::testing::AssertionResult explores_verified(const emu::KernelFactory& make, emu::ExploreOptions opts,
+                                             Assumptions allowed) {
   if (opts.portfolio.size() != 1 || opts.portfolio.front().kind != emu::StrategyKind::exhaustive)
     return ::testing::AssertionFailure() << "explores_verified needs the exhaustive strategy alone (got "
                                          << emu::to_string(opts.portfolio) << "): only a complete search verifies";
   // (Under WSPIPE_REPLAY it replays one run, as explores_clean does: a
   // replay reproduces, it verifies nothing.)
-  return explore_and_judge(make, opts, [](emu::Verdict v) { return v == emu::Verdict::verified; });
+  return explore_and_judge(make, opts, [](emu::Verdict v) { return v == emu::Verdict::verified; }, allowed);
 }
 
-::testing::AssertionResult explores_verified(const emu::Kernel& kernel, emu::ExploreOptions opts) {
+::testing::AssertionResult explores_verified(const emu::Kernel& kernel, emu::ExploreOptions opts,
+                                             Assumptions allowed) {
   if (opts.jobs == 0) opts.jobs = 1;  // one instance for every run, as emu::explore(const Kernel&, ...)
-  return explores_verified(factory_of(kernel), std::move(opts));
+  return explores_verified(factory_of(kernel), std::move(opts), allowed);
 }
 
 ::testing::AssertionResult explores_clean(const emu::Kernel& kernel, emu::ExploreOptions opts) {
