@@ -90,7 +90,7 @@ class ScopedInputStage : public Stage {
   WSPIPE_HD ScopedInputStage(Stage s, SourceLoc loc) : Stage(s), loc_(loc) {}
   ScopedInputStage(const ScopedInputStage&) = delete;
   ScopedInputStage& operator=(const ScopedInputStage&) = delete;
-  WSPIPE_HD ~ScopedInputStage() { Stage::release(loc_); }
+  WSPIPE_HD ~ScopedInputStage() noexcept(false) { Stage::release(loc_); }
 
  private:
   SourceLoc loc_;

@@ -52,7 +52,7 @@ class OutputProducer {
  public:
   OutputProducer(const OutputProducer&) = delete;
   OutputProducer& operator=(const OutputProducer&) = delete;
-  WSPIPE_HD ~OutputProducer() { pipe_->release_from_mma(stage_, loc_); }
+  WSPIPE_HD ~OutputProducer() noexcept(false) { pipe_->release_from_mma(stage_, loc_); }
   WSPIPE_HD const OutputStage<Opc>& stage() const { return stage_; }
   WSPIPE_HD std::uint32_t index() const { return stage_.index; }
   WSPIPE_HD const typename OutputStage<Opc>::Tmem& tmem() const { return stage_.tmem; }
@@ -71,7 +71,7 @@ class OutputConsumer {
  public:
   OutputConsumer(const OutputConsumer&) = delete;
   OutputConsumer& operator=(const OutputConsumer&) = delete;
-  WSPIPE_HD ~OutputConsumer() { pipe_->release_from_epilogue(loc_); }
+  WSPIPE_HD ~OutputConsumer() noexcept(false) { pipe_->release_from_epilogue(loc_); }
   WSPIPE_HD const OutputStage<Opc>& stage() const { return stage_; }
   WSPIPE_HD std::uint32_t index() const { return stage_.index; }
   WSPIPE_HD const typename OutputStage<Opc>::Tmem& tmem() const { return stage_.tmem; }

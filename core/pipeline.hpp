@@ -105,7 +105,7 @@ class ProduceContext {
  public:
   ProduceContext(const ProduceContext&) = delete;
   ProduceContext& operator=(const ProduceContext&) = delete;
-  WSPIPE_HD ~ProduceContext() { stage_.release(loc_); }
+  WSPIPE_HD ~ProduceContext() noexcept(false) { stage_.release(loc_); }
   WSPIPE_HD std::uint32_t index() const { return stage_.index(); }
   WSPIPE_HD SharedMemBarrier& full_mbar() const { return stage_.full_mbar(); }
   WSPIPE_HD void arrive(SourceLoc loc = SourceLoc::current()) const { stage_.arrive(loc); }
@@ -123,7 +123,7 @@ class ConsumeContextT {
  public:
   ConsumeContextT(const ConsumeContextT&) = delete;
   ConsumeContextT& operator=(const ConsumeContextT&) = delete;
-  WSPIPE_HD ~ConsumeContextT() {
+  WSPIPE_HD ~ConsumeContextT() noexcept(false) {
     if constexpr (Arrival == ConsumerArrival::per_lane) {
       stage_.release(loc_);
     } else if constexpr (Arrival == ConsumerArrival::elected) {

@@ -43,7 +43,7 @@ class WarpContextScope {
  public:
   WarpContextScope(const WarpContextScope&) = delete;
   WarpContextScope& operator=(const WarpContextScope&) = delete;
-  WSPIPE_HD ~WarpContextScope() { ctx_->exit(loc_); }
+  WSPIPE_HD ~WarpContextScope() noexcept(false) { ctx_->exit(loc_); }
 
  private:
   friend Ctx;
@@ -133,7 +133,7 @@ class EpilogueKContext {
 
   EpilogueKContext(const EpilogueKContext&) = delete;
   EpilogueKContext& operator=(const EpilogueKContext&) = delete;
-  WSPIPE_HD ~EpilogueKContext() {
+  WSPIPE_HD ~EpilogueKContext() noexcept(false) {
     input_->consumer_step(loc_);
     output_->arrive_empty(stage_, loc_);
     output_->release_from_epilogue(loc_);

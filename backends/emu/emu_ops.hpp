@@ -33,6 +33,16 @@ namespace wspipe::emu::detail {
 // footprints, which a verdict names among its assumptions.
 void note_translation_unit(const char* file, bool instrumented) noexcept;
 
+// What an operation throws in a warp that the teardown of its run unwinds
+// (the run ended: a violation, a deadlock, a deadline; World::point): the
+// warp's frames unwind to the fiber's entry, where the runtime catches it,
+// so that a loop whose exit depends on what a wait publishes ends too. It
+// derives from nothing, so `catch (const std::exception&)` lets it through;
+// a kernel's `catch (...)` must rethrow it (`throw;`), and a destructor
+// that calls an operation must be noexcept(false) (core's scoped contexts
+// are). docs/emulator-models.md, "Teardown".
+struct TeardownUnwind final {};
+
 // The part of a warp's state that EmuBackend's inline paths read and
 // write: the runtime's Warp derives from it.
 struct WarpLanes {

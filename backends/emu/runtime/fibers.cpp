@@ -172,10 +172,12 @@ void World::warp_main(Warp& w) {
 // model's buffer that could not be allocated, or the kernel's own host
 // code throwing) cannot leave the fiber: Boost.Fiber would terminate the
 // program. It ends the run instead, and run() throws it on the caller's
-// thread once every fiber has been torn down.
+// thread once every fiber has been torn down. TeardownUnwind is the
+// teardown's own (World::teardown_op): the fiber has unwound, nothing more.
 void World::run_body(Warp& w) {
   try {
     body_();
+  } catch (const TeardownUnwind&) {
   } catch (...) {
     if (!escaped_) escaped_ = std::current_exception();
     if (!stopping_ && !killing_) end(Status::ok, &w);

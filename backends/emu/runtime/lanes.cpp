@@ -135,8 +135,9 @@ bool World::lanes_meet(Warp& w, LaneOp op) {
   SecondLane& lane = w.lane;
   op.lanes = lanes(active_lanes());
   if (in_lane_) {
-    if (killing_) {  // teardown: lane 31 runs to its end with no-op operations
+    if (killing_) {  // teardown: lane 31 unwinds from its next meeting, as the warp's fiber does
       lane.ok = true;
+      teardown_op(w, lane.unwinds, op.loc);
       return false;
     }
     lane.at = op;

@@ -35,6 +35,7 @@ struct SecondLane {
   boost::fibers::fiber fiber;
   FiberStack stack;
   bool finished = false;
+  std::uint64_t unwinds = 0;  // TeardownUnwind thrown on its fiber (World::teardown_op)
   LaneOp at;  // the operation it waits at
   // The results of the operation the warp performed for both lanes, valid
   // when `publish` was set by the meeting before it.

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <stdexcept>
 
 #include "backends/emu/runtime/barriers.hpp"
 #include "backends/emu/runtime/clc.hpp"
@@ -363,13 +365,38 @@ bool World::dispatch(Warp* self) {
   }
 }
 
+// An operation of a warp while the run is torn down: it throws
+// TeardownUnwind (emu_ops.hpp), which unwinds the warp's frames to its
+// fiber's entry (run_body), unless the warp is unwinding already (a
+// destructor's operation: a no-op, as throwing there would end the
+// program). A warp that calls an operation again after the unwinding began,
+// outside a handler, caught it without rethrowing: the run ends with that
+// error (run() throws it), naming the warp and the line.
+void World::teardown_op(Warp& w, std::uint64_t& unwinds, const SourceLoc& loc) {
+  if (std::uncaught_exceptions() > 0) return;
+  const std::string who = w.name + (in_lane_ ? " (lane 31)" : "");
+  if (unwinds > 0 && !std::current_exception()) {
+    if (!swallowed_)
+      swallowed_ = std::make_exception_ptr(std::logic_error(
+          "wspipe: warp " + who + " caught the unwinding of the run's teardown and went on to an operation at " +
+          where(loc) + ": a kernel's catch (...) must rethrow what it does not handle (throw;)"));
+    // A kernel that catches it at every operation would never end.
+    if (unwinds > kUnwindLimit) {
+      std::fprintf(stderr,
+                   "wspipe: warp %s caught the unwinding of the run's teardown %llu times without rethrowing, last "
+                   "at %s: a kernel's catch (...) must rethrow what it does not handle (throw;)\n",
+                   who.c_str(), static_cast<unsigned long long>(unwinds), where(loc).c_str());
+      std::abort();
+    }
+  }
+  ++unwinds;
+  throw TeardownUnwind{};
+}
+
 bool World::point(Warp& w, Block b, std::int32_t obj, std::uint32_t parity, std::uint64_t target,
                   const SourceLoc& loc) {
   if (killing_) {
-    if (++w.kill_ops > kKillOpLimit) {
-      std::fprintf(stderr, "wspipe: warp %s did not finish while the run was torn down\n", w.name.c_str());
-      std::abort();
-    }
+    teardown_op(w, w.unwinds, loc);
     return false;
   }
   w.block = b;

@@ -290,9 +290,11 @@ RunResult World::run() {
   }
 
   // Teardown: every fiber that started must run to its end before it can be
-  // joined; unfinished ones continue with every operation a no-op. (Their
-  // stacks may hold scoped contexts whose destructors call operations, so
-  // unwinding them with an exception is not an option.)
+  // joined. An unfinished one resumes where it waits, and its next
+  // operation throws TeardownUnwind (World::teardown_op), which unwinds its
+  // frames to run_body: a loop whose exit depends on what a wait publishes
+  // ends too. Operations in the destructors that the unwinding runs are
+  // no-ops. Nothing of it is recorded: the run's result is complete here.
   killing_ = true;
   for (Warp& w : warps_) {
     if (w.ctx != nullptr && w.block != Block::finished) {
@@ -313,6 +315,7 @@ RunResult World::run() {
   algo_->collect_terminated();
 
   if (escaped_) std::rethrow_exception(escaped_);
+  if (swallowed_) std::rethrow_exception(swallowed_);
   if (!mismatch_.empty()) throw ScheduleMismatch("schedule does not fit this run: " + mismatch_);
   return std::move(result_);
 }

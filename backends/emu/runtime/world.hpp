@@ -67,7 +67,7 @@ struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops
   boost::fibers::context* ctx = nullptr;
   boost::fibers::fiber fiber;
   FiberStack stack;
-  std::uint64_t kill_ops = 0;
+  std::uint64_t unwinds = 0;  // TeardownUnwind thrown on its fiber (World::teardown_op)
   // This warp's clock value at each fence.proxy.async, ascending, and the
   // lane epoch each one covers (World::fence_proxy_async), ascending too.
   std::vector<std::uint32_t> proxy_fences;
@@ -269,6 +269,8 @@ class World : public RunningWarp {
   // when the run is being torn down (the operation then does nothing).
   bool point(Warp& w, Block b, std::int32_t obj, std::uint32_t parity, std::uint64_t target, const SourceLoc& loc);
   bool point(Warp& w, const SourceLoc& loc) { return point(w, Block::none, -1, 0, 0, loc); }
+  // An operation while the run is torn down: unwinds the calling fiber.
+  void teardown_op(Warp& w, std::uint64_t& unwinds, const SourceLoc& loc);
   // The enabled set is kept up to date instead of recomputed at every step
   // (issue 11, item 4): an actor's movability changes only at events (it
   // blocks or goes on, finishes, an object it waits on changes, an engine's
@@ -644,6 +646,7 @@ class World : public RunningWarp {
   std::uint64_t step_ = 0;
   std::string mismatch_;   // a replayed schedule that did not fit
   std::exception_ptr escaped_;  // an exception out of the kernel's body (run_body), for run() to throw
+  std::exception_ptr swallowed_;  // a warp caught the teardown's unwinding and went on (teardown_op)
   std::string source_root_;  // with a trailing '/'
   RunResult result_;
   // Storage handed to warps whose shared storage did not fit (launch.cpp).
