@@ -249,4 +249,30 @@ TEST(LaneDivergence, SchedulesAreTheSameWithAndWithout) {
   }
 }
 
+#if defined(WSPIPE_INSTRUMENTED_ACCESSES)
+// A warp-level read-modify-write of shared memory (`sum += i` by the whole
+// warp, not inside elect_one) is one access of the warp: lane 31's fiber,
+// which runs the same code after lane 0's, leaves memory as lane 0 left
+// it, so the sum is the warp's, clean in the mode as without it. (The
+// stores are seen through the access instrumentation.)
+TEST(LaneDivergence, AWarpLevelReadModifyWriteOfSharedMemoryHappensOncePerWarp) {
+  for (const bool on : {false, true}) {
+    const auto r = run_kernel(
+        1,
+        [] {
+          Smem& s = smem();
+          s.data = 0;
+          B::syncwarp();
+          for (std::uint32_t i = 1; i <= 10; ++i) {
+            s.data += i;
+            B::syncwarp();
+          }
+          B::check(s.data == 55, "the warp's sum", {{"sum", s.data}});
+        },
+        lanes(on), kSmem);
+    EXPECT_EQ(outcome(r), "ok") << "lane divergence " << on << "\n" << r.report();
+  }
+}
+#endif
+
 }  // namespace

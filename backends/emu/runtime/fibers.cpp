@@ -196,6 +196,7 @@ void World::start_second_lane(Warp& w) {
 
 void World::lane_main(Warp& w) {
   run_body(w);
+  undo_lane_stores(w);
   w.lane.finished = true;
   w.lane.at = LaneOp{.kind = LaneOp::Kind::exit, .lanes = 32};
   // Back to the warp's fiber, which waits for this lane's next operation

@@ -25,9 +25,10 @@
 // try_wait's answer, a tcgen05.ld's registers) for lane 31 to take when it
 // resumes. Lane 31 runs only inside a meeting of the warp's fiber, so it
 // adds no scheduling point: schedules are the same with the mode and
-// without. Its plain stores repeat lane 0's, to the same memory, with the
-// same values as long as the lanes agree, and a disagreement that matters
-// shows at the next meeting.
+// without. Its plain stores to shared memory are undone when it parks
+// (keep_lane_store): the warp's fiber made them for the warp, and a
+// read-modify-write (`sum += x`) must not be applied twice.
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -141,6 +142,7 @@ bool World::lanes_meet(Warp& w, LaneOp op) {
       return false;
     }
     lane.at = op;
+    undo_lane_stores(w);
     in_lane_ = false;
     switch_to(w.ctx, w.stack);
     // Resumed by the warp's fiber at its next meeting (it set in_lane_), or
@@ -195,6 +197,29 @@ bool World::lanes_meet(Warp& w, LaneOp op) {
   fail(w, branch ? "warp.divergent-branch" : "warp.non-uniform-operand", "", std::move(msg), at, nullptr,
        std::move(other_side));
   return false;
+}
+
+// Lane 31 runs the code lane 0 ran, after it: a store of the warp's that
+// reads what it overwrites (`sum += x` at warp level) would be applied
+// twice. Its stores are undone when it parks, in reverse order, so that
+// shared memory is as the warp's fiber left it. Seen through the access
+// instrumentation (plain_access.cpp), before each store.
+void World::keep_lane_store(std::uint32_t offset, std::size_t bytes) {
+  Warp& w = *current_;
+  const Cta& cta = ctas_[w.cta];
+  const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, cta.smem_bytes - offset));
+  SecondLane& lane = w.lane;
+  lane.stores.push_back({.offset = offset, .size = n, .at = lane.overwritten.size()});
+  lane.overwritten.insert(lane.overwritten.end(), cta.smem + offset, cta.smem + offset + n);
+}
+
+void World::undo_lane_stores(Warp& w) {
+  SecondLane& lane = w.lane;
+  std::byte* const smem = ctas_[w.cta].smem;
+  for (auto it = lane.stores.rbegin(); it != lane.stores.rend(); ++it)
+    std::memcpy(smem + it->offset, lane.overwritten.data() + it->at, it->size);
+  lane.stores.clear();
+  lane.overwritten.clear();
 }
 
 void World::elect(const SourceLoc& loc) {

@@ -184,6 +184,7 @@ void World::plain_access(std::uintptr_t p, std::size_t bytes, bool write, std::u
 }
 
 void World::plain_smem_access(std::uint32_t offset, std::size_t bytes, bool write, std::uintptr_t pc) {
+  if (in_lane_ && write && !killing_) keep_lane_store(offset, bytes);
   if (in_lane_ || killing_ || stopping_) return;
   Warp& w = *current_;
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, ctas_[w.cta].smem_bytes - offset));

@@ -519,6 +519,10 @@ class World : public RunningWarp {
   // perform `op`. The second lane parks there until the warp reaches its
   // next one, and gets false (the results are in w.lane).
   bool lanes_meet(Warp& w, LaneOp op);
+  // Lane 31's plain store to shared memory, kept to be undone, and the undo
+  // when it parks (lanes.cpp): what the warp does is done once.
+  void keep_lane_store(std::uint32_t offset, std::size_t bytes);
+  void undo_lane_stores(Warp& w);
   void start_second_lane(Warp& w);  // fibers.cpp: fibers are made there
   void lane_main(Warp& w);
   void run_body(Warp& w);  // the kernel's body on the fiber running
