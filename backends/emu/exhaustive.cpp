@@ -136,7 +136,10 @@ void ExhaustiveSearch::stepped(std::uint32_t actor, const Footprint& step_fp) {
   }
   const Footprint& fp = step_idle_ ? idle : step_fp;
   if (node_ >= 0) stack_[static_cast<std::size_t>(node_)].chosen_fp = fp;
-  if (!steps_.empty()) steps_.back().fp = fp;
+  if (!steps_.empty()) {
+    steps_.back().fp = fp;
+    steps_.back().idle = step_idle_;
+  }
   if (actor < timed_out_.size()) timed_out_[actor] = step_spins_ ? 1 : 0;
   sleep_.clear();
   if (!reduce_ || sources_under_bound_) return;
@@ -206,30 +209,25 @@ void ExhaustiveSearch::analyse_races() {
   auto at = [&](std::size_t k) { return clock.data() + k * actors; };
   auto ordered = [&](std::size_t j, std::size_t k) { return at(k)[steps_[j].actor] >= j + 1; };
   std::vector<std::int64_t> first_v(actors);
-  for (std::size_t k = 0; k < n; ++k) {
+  // The races of step k, whose clock so far is ck (program order and its
+  // enabler) and whose footprint is fp: each earlier dependent step of
+  // another actor not yet ordered before it, from the newest down, is a
+  // race to reverse; then it is ordered before k (ck grows).
+  auto races_of = [&](std::size_t k, std::uint32_t* ck, const Footprint& fp) {
     const Step& s = steps_[k];
-    std::uint32_t* ck = at(k);
-    if (last[s.actor] >= 0) std::copy_n(at(static_cast<std::size_t>(last[s.actor])), actors, ck);
-    // What enabled the step happens before it: a race with it, or with
-    // anything before it, could not be reversed.
-    if (s.enabler >= 0) {
-      const std::uint32_t* ce = at(static_cast<std::size_t>(s.enabler));
-      for (std::size_t a = 0; a < actors; ++a) ck[a] = std::max(ck[a], ce[a]);
-    }
-    ck[s.actor] = static_cast<std::uint32_t>(k + 1);
-    last[s.actor] = static_cast<std::int64_t>(k);
+    auto clock_of = [&](std::size_t m) { return m == k ? ck : at(m); };
     for (std::size_t j = k; j-- > 0;) {
       const Step& e = steps_[j];
-      if (e.actor == s.actor || ordered(j, k) || (e.node == kVirtual && s.node == kVirtual) ||
-          independent(e.fp, s.fp))
+      if (e.actor == s.actor || ck[e.actor] >= j + 1 || (e.node == kVirtual && s.node == kVirtual) ||
+          independent(e.fp, fp))
         continue;
-      if (k >= first_new_ && e.node >= 0 && reversible(e.fp, s.fp)) {
+      if (k >= first_new_ && e.node >= 0 && reversible(e.fp, fp)) {
         // A race (j, k): the initials of v.
         std::fill(first_v.begin(), first_v.end(), -1);
         std::vector<std::uint32_t> initials;
         auto initial = [&](std::size_t m) {
           for (std::size_t a = 0; a < actors; ++a)
-            if (first_v[a] >= 0 && at(m)[a] >= static_cast<std::uint32_t>(first_v[a]) + 1) return false;
+            if (first_v[a] >= 0 && clock_of(m)[a] >= static_cast<std::uint32_t>(first_v[a]) + 1) return false;
           return true;
         };
         for (std::size_t m = j + 1; m < k; ++m) {
@@ -261,6 +259,33 @@ void ExhaustiveSearch::analyse_races() {
       const std::uint32_t* cj = at(j);
       for (std::size_t a = 0; a < actors; ++a) ck[a] = std::max(ck[a], cj[a]);
     }
+  };
+  for (std::size_t k = 0; k < n; ++k) {
+    const Step& s = steps_[k];
+    std::uint32_t* ck = at(k);
+    if (last[s.actor] >= 0) std::copy_n(at(static_cast<std::size_t>(last[s.actor])), actors, ck);
+    // What enabled the step happens before it: a race with it, or with
+    // anything before it, could not be reversed.
+    if (s.enabler >= 0) {
+      const std::uint32_t* ce = at(static_cast<std::size_t>(s.enabler));
+      for (std::size_t a = 0; a < actors; ++a) ck[a] = std::max(ck[a], ce[a]);
+    }
+    ck[s.actor] = static_cast<std::uint32_t>(k + 1);
+    last[s.actor] = static_cast<std::int64_t>(k);
+    // An idle time-out depends on every step (stepped): the newest one, a
+    // warp's exit say, then orders every earlier one before it, and the
+    // races of its own footprint are hidden behind that order. The step
+    // answered as it did because of them (a try_wait that times out once an
+    // arrival began the phase it asks about): reversed, it would not have
+    // been idle at all. So its own footprint's races are found as if the
+    // global dependence were not there, besides those that it makes.
+    if (s.idle) {
+      std::vector<std::uint32_t> own(ck, ck + actors);
+      Footprint fp = s.fp;
+      fp.erase(std::remove(fp.begin(), fp.end(), kGlobalResource), fp.end());
+      races_of(k, own.data(), fp);
+    }
+    races_of(k, ck, s.fp);
     // A completion of a TMA load, in order or not, disables or changes the
     // engine's alternatives (a load out of order, a piece), which no run
     // takes by default and so no race would ever name: explore each one

@@ -164,6 +164,9 @@ class ExhaustiveSearch final : public Strategy {
     // happens before this one. -1: none.
     std::int64_t enabler = -1;
     Footprint fp;
+    // A time-out taken because nothing could progress: fp holds its own
+    // footprint and kGlobalResource (analyse_races).
+    bool idle = false;
   };
   // A step a failing run never took (analyse_races): unordered with the
   // other virtual steps.
