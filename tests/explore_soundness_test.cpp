@@ -629,14 +629,17 @@ TEST(explore_Soundness, AnArrivalIntoAGenerationComesAfterEveryArrivalOfTheOneBe
 // try_wait(b1,1), a second time-out in a row, waits until nothing else can
 // move, after w0's exit, and then times out because w0's arrive(b1) began
 // b1's phase 1. Reversed with that arrival it answers true: the schedule
-// where w1 runs first. Found by the counted sweep (programs 1787, 23830 and
-// 29315 of 100,000); the source-set search ran 3 schedules and missed it.
+// where w1 runs first. Found by the counted sweep (programs 1787, 23830,
+// 29315, and, where the try_wait before it is an idle time-out too, so that
+// its own clock already holds every earlier step: 32079, 3347, 41650); the
+// source-set search ran 3 schedules and missed it. A run with idle
+// time-outs is now analysed a second time with their own footprints.
 TEST(explore_Soundness, AnIdleTimeOutRacesWithWhatItsOwnAnswerReadsToo) {
   const sd::Program p = sd::seeded_counted_program(1787);
   EXPECT_EQ(sd::to_string(p), "b0(3) b1(1) | w0: arrive(b1); arrive(b0); arrive(b0); arrive(b0); wait(b0,0) | w1: "
                               "try_wait(b0,0); try_wait(b1,1)");
   for (const bool race_check : {true, false}) EXPECT_EQ(expect_unbounded_agree(p, race_check, 5 * kMaxRuns), 3u);
-  for (const std::uint64_t seed : {23830u, 29315u})
+  for (const std::uint64_t seed : {23830u, 29315u, 32079u, 3347u, 41650u})
     for (const bool race_check : {true, false})
       expect_unbounded_agree(sd::seeded_counted_program(seed), race_check, 20 * kMaxRuns);
 }

@@ -204,101 +204,104 @@ void ExhaustiveSearch::analyse_races() {
   const std::size_t n = steps_.size();
   if (n == 0 || first_new_ >= n) return;
   const std::size_t actors = timed_out_.size();
-  std::vector<std::uint32_t> clock(n * actors, 0);
-  std::vector<std::int64_t> last(actors, -1);  // the last step of each actor so far
-  auto at = [&](std::size_t k) { return clock.data() + k * actors; };
-  auto ordered = [&](std::size_t j, std::size_t k) { return at(k)[steps_[j].actor] >= j + 1; };
   std::vector<std::int64_t> first_v(actors);
-  // The races of step k, whose clock so far is ck (program order and its
-  // enabler) and whose footprint is fp: each earlier dependent step of
-  // another actor not yet ordered before it, from the newest down, is a
-  // race to reverse; then it is ordered before k (ck grows).
-  auto races_of = [&](std::size_t k, std::uint32_t* ck, const Footprint& fp) {
-    const Step& s = steps_[k];
-    auto clock_of = [&](std::size_t m) { return m == k ? ck : at(m); };
-    for (std::size_t j = k; j-- > 0;) {
-      const Step& e = steps_[j];
-      if (e.actor == s.actor || ck[e.actor] >= j + 1 || (e.node == kVirtual && s.node == kVirtual) ||
-          independent(e.fp, fp))
-        continue;
-      if (k >= first_new_ && e.node >= 0 && reversible(e.fp, fp)) {
-        // A race (j, k): the initials of v.
-        std::fill(first_v.begin(), first_v.end(), -1);
-        std::vector<std::uint32_t> initials;
-        auto initial = [&](std::size_t m) {
-          for (std::size_t a = 0; a < actors; ++a)
-            if (first_v[a] >= 0 && clock_of(m)[a] >= static_cast<std::uint32_t>(first_v[a]) + 1) return false;
-          return true;
-        };
-        for (std::size_t m = j + 1; m < k; ++m) {
-          if (ordered(j, m)) continue;  // after j: not in v
-          const std::uint32_t a = steps_[m].actor;
-          if (first_v[a] < 0) {
-            if (initial(m)) initials.push_back(a);
-            first_v[a] = static_cast<std::int64_t>(m);
-          }
-        }
-        if (first_v[s.actor] < 0 && initial(k)) initials.push_back(s.actor);
-        // The racing actor itself where it can start v; else the first
-        // initial that may be explored there.
-        std::stable_partition(initials.begin(), initials.end(), [&](std::uint32_t a) { return a == s.actor; });
-        if (sources_under_bound_) {
-          // The finder: the reversal at j may be a
-          // preemption the bound does not allow. Also offer it where j's
-          // actor took over, before its steps up to j ran: the same switch
-          // there is free, or was a preemption already (Coons et al.'s
-          // conservative branch).
-          std::size_t from = j;
-          while (from > 0 && steps_[from - 1].actor == e.actor) --from;
-          if (steps_[from].node >= 0 && steps_[from].node != e.node)
-            offer({static_cast<std::size_t>(steps_[from].node), initials});
-        }
-        offer({static_cast<std::size_t>(e.node), std::move(initials)});
+  // One pass over the run's steps, each with the footprint fp_of(k):
+  // happens-before as vector clocks (clock[k][a]: one past the last step of
+  // actor a that happens before step k, or k itself), and each race offered.
+  auto pass = [&](auto&& fp_of, bool first) {
+    std::vector<std::uint32_t> clock(n * actors, 0);
+    std::vector<std::int64_t> last(actors, -1);  // the last step of each actor so far
+    auto at = [&](std::size_t k) { return clock.data() + k * actors; };
+    auto ordered = [&](std::size_t j, std::size_t k) { return at(k)[steps_[j].actor] >= j + 1; };
+    for (std::size_t k = 0; k < n; ++k) {
+      const Step& s = steps_[k];
+      const Footprint& fp = fp_of(k);
+      std::uint32_t* ck = at(k);
+      if (last[s.actor] >= 0) std::copy_n(at(static_cast<std::size_t>(last[s.actor])), actors, ck);
+      // What enabled the step happens before it: a race with it, or with
+      // anything before it, could not be reversed.
+      if (s.enabler >= 0) {
+        const std::uint32_t* ce = at(static_cast<std::size_t>(s.enabler));
+        for (std::size_t a = 0; a < actors; ++a) ck[a] = std::max(ck[a], ce[a]);
       }
-      // Ordered from now on: j happens before k.
-      const std::uint32_t* cj = at(j);
-      for (std::size_t a = 0; a < actors; ++a) ck[a] = std::max(ck[a], cj[a]);
+      ck[s.actor] = static_cast<std::uint32_t>(k + 1);
+      last[s.actor] = static_cast<std::int64_t>(k);
+      for (std::size_t j = k; j-- > 0;) {
+        const Step& e = steps_[j];
+        if (e.actor == s.actor || ordered(j, k) || (e.node == kVirtual && s.node == kVirtual) ||
+            independent(fp_of(j), fp))
+          continue;
+        if (k >= first_new_ && e.node >= 0 && reversible(fp_of(j), fp)) {
+          // A race (j, k): the initials of v.
+          std::fill(first_v.begin(), first_v.end(), -1);
+          std::vector<std::uint32_t> initials;
+          auto initial = [&](std::size_t m) {
+            for (std::size_t a = 0; a < actors; ++a)
+              if (first_v[a] >= 0 && at(m)[a] >= static_cast<std::uint32_t>(first_v[a]) + 1) return false;
+            return true;
+          };
+          for (std::size_t m = j + 1; m < k; ++m) {
+            if (ordered(j, m)) continue;  // after j: not in v
+            const std::uint32_t a = steps_[m].actor;
+            if (first_v[a] < 0) {
+              if (initial(m)) initials.push_back(a);
+              first_v[a] = static_cast<std::int64_t>(m);
+            }
+          }
+          if (first_v[s.actor] < 0 && initial(k)) initials.push_back(s.actor);
+          // The racing actor itself where it can start v; else the first
+          // initial that may be explored there.
+          std::stable_partition(initials.begin(), initials.end(), [&](std::uint32_t a) { return a == s.actor; });
+          if (sources_under_bound_) {
+            // The finder: the reversal at j may be a
+            // preemption the bound does not allow. Also offer it where j's
+            // actor took over, before its steps up to j ran: the same switch
+            // there is free, or was a preemption already (Coons et al.'s
+            // conservative branch).
+            std::size_t from = j;
+            while (from > 0 && steps_[from - 1].actor == e.actor) --from;
+            if (steps_[from].node >= 0 && steps_[from].node != e.node)
+              offer({static_cast<std::size_t>(steps_[from].node), initials});
+          }
+          offer({static_cast<std::size_t>(e.node), std::move(initials)});
+        }
+        // Ordered from now on: j happens before k.
+        const std::uint32_t* cj = at(j);
+        for (std::size_t a = 0; a < actors; ++a) ck[a] = std::max(ck[a], cj[a]);
+      }
+      // A completion of a TMA load, in order or not, disables or changes
+      // the engine's alternatives (a load out of order, a piece), which no
+      // run takes by default and so no race would ever name: explore each
+      // one enabled here (they all conflict with the completion: one
+      // engine).
+      if (first && k >= first_new_ && s.node >= 0) {
+        const bool engine = std::any_of(s.fp.begin(), s.fp.end(), [](std::uint64_t e) {
+          return e != kGlobalResource && footprint_kind(e) == kEngineOrderKind && footprint_touch(e) == Touch::write;
+        });
+        const Node& node = stack_[static_cast<std::size_t>(s.node)];
+        if (engine)
+          for (const std::uint32_t a : node.enabled)
+            if (a >= node.first_alternative) offer({static_cast<std::size_t>(s.node), {a}});
+      }
     }
   };
-  for (std::size_t k = 0; k < n; ++k) {
-    const Step& s = steps_[k];
-    std::uint32_t* ck = at(k);
-    if (last[s.actor] >= 0) std::copy_n(at(static_cast<std::size_t>(last[s.actor])), actors, ck);
-    // What enabled the step happens before it: a race with it, or with
-    // anything before it, could not be reversed.
-    if (s.enabler >= 0) {
-      const std::uint32_t* ce = at(static_cast<std::size_t>(s.enabler));
-      for (std::size_t a = 0; a < actors; ++a) ck[a] = std::max(ck[a], ce[a]);
-    }
-    ck[s.actor] = static_cast<std::uint32_t>(k + 1);
-    last[s.actor] = static_cast<std::int64_t>(k);
-    // An idle time-out depends on every step (stepped): the newest one, a
-    // warp's exit say, then orders every earlier one before it, and the
-    // races of its own footprint are hidden behind that order. The step
-    // answered as it did because of them (a try_wait that times out once an
-    // arrival began the phase it asks about): reversed, it would not have
-    // been idle at all. So its own footprint's races are found as if the
-    // global dependence were not there, besides those that it makes.
-    if (s.idle) {
-      std::vector<std::uint32_t> own(ck, ck + actors);
-      Footprint fp = s.fp;
-      fp.erase(std::remove(fp.begin(), fp.end(), kGlobalResource), fp.end());
-      races_of(k, own.data(), fp);
-    }
-    races_of(k, ck, s.fp);
-    // A completion of a TMA load, in order or not, disables or changes the
-    // engine's alternatives (a load out of order, a piece), which no run
-    // takes by default and so no race would ever name: explore each one
-    // enabled here (they all conflict with the completion: one engine).
-    if (k >= first_new_ && s.node >= 0) {
-      const bool engine = std::any_of(s.fp.begin(), s.fp.end(), [](std::uint64_t e) {
-        return e != kGlobalResource && footprint_kind(e) == kEngineOrderKind && footprint_touch(e) == Touch::write;
-      });
-      const Node& node = stack_[static_cast<std::size_t>(s.node)];
-      if (engine)
-        for (const std::uint32_t a : node.enabled)
-          if (a >= node.first_alternative) offer({static_cast<std::size_t>(s.node), {a}});
-    }
+  pass([&](std::size_t k) -> const Footprint& { return steps_[k].fp; }, true);
+  // An idle time-out depends on every step (stepped), so the newest step
+  // before it (a warp's exit, say) orders every earlier one before it and
+  // before everything its warp does next, and the races of what it read
+  // itself are hidden behind that order: yet it answered as it did because
+  // of them (a try_wait times out once an arrival began the phase it asks
+  // about), and reversed, it would not have been idle at all. So a run with
+  // idle time-outs is analysed a second time with their own footprints
+  // alone; the offers of both passes are explored.
+  if (std::any_of(steps_.begin(), steps_.end(), [](const Step& s) { return s.idle; })) {
+    std::vector<Footprint> own(n);
+    for (std::size_t k = 0; k < n; ++k)
+      if (steps_[k].idle) {
+        own[k] = steps_[k].fp;
+        own[k].erase(std::remove(own[k].begin(), own[k].end(), kGlobalResource), own[k].end());
+      }
+    pass([&](std::size_t k) -> const Footprint& { return steps_[k].idle ? own[k] : steps_[k].fp; }, false);
   }
 }
 
