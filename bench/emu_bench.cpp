@@ -35,7 +35,7 @@
 //                   with 1 and 2 jobs; items = classes of schedules.
 //   BM_ExploreModesOff: ring, gemm and blockwise-fp8 as BM_Explore with
 //                   try_wait time-outs and loads out of order off (the
-//                   exploration before issue 23): what the modes cost.
+//                   narrower exploration): what the modes cost.
 //   BM_EmuTrace:    `ring` (4 stages, 4096 items) and `gemm` (defaults,
 //                   cta_group 1), random strategy, race checker on, with
 //                   the trace off and on; items = schedules (runs).
@@ -261,7 +261,7 @@ const ExploreCase kExploreCases[] = {
 };
 
 // `modes`: try_wait time-outs and loads out of order (RunOptions'
-// spurious_try_wait and async_reorder, on by default since issue 23), or
+// spurious_try_wait and async_reorder, on by default), or
 // neither, as explored before.
 void explore_bench(benchmark::State& state, bool modes) {
   const ExploreCase& c = kExploreCases[state.range(0)];
@@ -313,8 +313,8 @@ BENCHMARK(BM_ExploreModesOff)
     ->UseRealTime();
 
 // Complete exhaustive searches (no bound, source sets) with 1 and 2 jobs:
-// the whole search per iteration, items = classes of schedules (issue 24:
-// the same classes, and 2 jobs at least 1.8x one).
+// the whole search per iteration, items = classes of schedules (the same
+// classes, and 2 jobs at least 1.8x one).
 struct SearchCase {
   const char* label;
   const char* scenario;
@@ -432,7 +432,7 @@ int main(int argc, char** argv) {
                 explore["gemm explore jobs 2"] / explore["gemm explore jobs 1"]);
   }
   // Tensor-heavy exploration against ring's, one job each, in this run
-  // (issue 11: gemm at least 0.025 of ring), and the large GEMM's seconds
+  // (gemm at least 0.025 of ring), and the large GEMM's seconds
   // per schedule.
   if (const double ring = explore["ring explore jobs 1"]; ring > 0) {
     std::printf("gemm_ratio=%.4f gemm_cta2_ratio=%.4f blockwise_fp8_ratio=%.4f\n", explore["gemm explore jobs 1"] / ring,

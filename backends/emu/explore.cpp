@@ -956,7 +956,7 @@ ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions&
 
 }  // namespace
 
-// Memory and threads are budgets, not crashes (issue 25, item 4): what runs
+// Memory and threads are budgets, not crashes: what runs
 // out becomes OutOfResources, naming what would help.
 ExploreResult explore(const KernelFactory& make, const ExploreOptions& o) {
   validate(o);

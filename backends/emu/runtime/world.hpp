@@ -271,8 +271,8 @@ class World : public RunningWarp {
   bool point(Warp& w, const SourceLoc& loc) { return point(w, Block::none, -1, 0, 0, loc); }
   // An operation while the run is torn down: unwinds the calling fiber.
   void teardown_op(Warp& w, std::uint64_t& unwinds, const SourceLoc& loc);
-  // The enabled set is kept up to date instead of recomputed at every step
-  // (issue 11, item 4): an actor's movability changes only at events (it
+  // The enabled set is kept up to date instead of recomputed at every step:
+  // an actor's movability changes only at events (it
   // blocks or goes on, finishes, an object it waits on changes, an engine's
   // queue fills or drains), which mark() it; dispatch re-evaluates only the
   // marked actors (refresh()). Blocked warps sit on their object's waiter
