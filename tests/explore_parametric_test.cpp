@@ -277,54 +277,63 @@ TEST(explore_Parametric, JobsDoNotChangeTheClaim) {
   std::optional<emu::ParametricResult> one;
   for (const unsigned jobs : {1u, 2u, 3u}) {
     SCOPED_TRACE(std::to_string(jobs) + " jobs");
-    std::mutex mu;
-    std::uint32_t searching = 0;                                 // the count whose search runs
-    std::map<std::uint32_t, std::set<std::thread::id>> threads;  // by count: those that ran its runs
-    emu::ParametricOptions o = options(1, 32);
+    // The first run of a count gives the other jobs time to start and wait
+    // for work: the search is split when that run is over. Every run after
+    // it pauses too, or the job that split the search could run the whole
+    // count, the parts it split off included, before a woken job gets a
+    // core. On a loaded machine a job may start later than that: the search
+    // is then made again with a longer first pause (the claim must not
+    // change either way).
+    for (const int pause_ms : {10, 100, 1000}) {
+      std::mutex mu;
+      std::uint32_t searching = 0;                                 // the count whose search runs
+      std::map<std::uint32_t, std::set<std::thread::id>> threads;  // by count: those that ran its runs
+      emu::ParametricOptions o = options(1, 32);
 #ifdef WSPIPE_LARGER_SEARCHES
-    o.min_items = 5;  // 32 runs and more per count
+      o.min_items = 5;  // 32 runs and more per count
 #else  // a Debug (or ThreadSanitizer) build runs about 30 times slower
-    o.min_items = 3;
+      o.min_items = 3;
 #endif
-    o.search.jobs = jobs;
-    o.search.on_run = [&](std::uint64_t run, const emu::RunResult&) {
-      // The first run of a count gives the other jobs time to start and
-      // wait for work: the search is split when that run is over.
-      if (run == 0 && jobs > 1) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      std::lock_guard lock(mu);
-      threads[searching].insert(std::this_thread::get_id());
-    };
-    // Each count's kernels are made before its search starts its jobs.
-    const emu::ParametricResult r = emu::verify_parametric(
-        [&](std::uint32_t n) {
-          searching = n;
-          return spin(n);
-        },
-        o);
-    ASSERT_TRUE(r.holds()) << r.report();
-    std::size_t split = 0;  // counts whose runs ran on more than one thread
-    for (const emu::ParametricCount& c : r.counts) {
-      EXPECT_EQ(c.runs, std::uint64_t{1} << c.items) << r.report();
-      EXPECT_LE(threads[c.items].size(), jobs) << c.items << " items";
-      split += threads[c.items].size() > 1 ? 1 : 0;
-    }
-    std::printf("%u jobs: %zu of %zu counts' searches ran on more than one thread\n", jobs, split, r.counts.size());
-    if (!one) {
-      EXPECT_EQ(split, 0u);
-      one = r;
-      continue;
-    }
-    // A job that starts later still (a loaded machine) leaves a count's
-    // runs to the others, not every count's.
-    EXPECT_GT(split, 0u) << r.report();
-    EXPECT_EQ(r.repeats_from, one->repeats_from);
-    ASSERT_EQ(r.counts.size(), one->counts.size());
-    for (std::size_t i = 0; i < r.counts.size(); ++i) {
-      EXPECT_EQ(r.counts[i].verdict, one->counts[i].verdict) << r.counts[i].items << " items";
-      EXPECT_EQ(r.counts[i].runs, one->counts[i].runs) << r.counts[i].items << " items";
-      EXPECT_EQ(r.counts[i].pruned, one->counts[i].pruned) << r.counts[i].items << " items";
-      EXPECT_EQ(r.counts[i].states, one->counts[i].states) << r.counts[i].items << " items";
-      EXPECT_EQ(r.counts[i].transitions, one->counts[i].transitions) << r.counts[i].items << " items";
+      o.search.jobs = jobs;
+      o.search.on_run = [&](std::uint64_t run, const emu::RunResult&) {
+        if (jobs > 1) std::this_thread::sleep_for(std::chrono::milliseconds(run == 0 ? pause_ms : 1));
+        std::lock_guard lock(mu);
+        threads[searching].insert(std::this_thread::get_id());
+      };
+      // Each count's kernels are made before its search starts its jobs.
+      const emu::ParametricResult r = emu::verify_parametric(
+          [&](std::uint32_t n) {
+            searching = n;
+            return spin(n);
+          },
+          o);
+      ASSERT_TRUE(r.holds()) << r.report();
+      std::size_t split = 0;  // counts whose runs ran on more than one thread
+      for (const emu::ParametricCount& c : r.counts) {
+        EXPECT_EQ(c.runs, std::uint64_t{1} << c.items) << r.report();
+        EXPECT_LE(threads[c.items].size(), jobs) << c.items << " items";
+        split += threads[c.items].size() > 1 ? 1 : 0;
+      }
+      std::printf("%u jobs, %d ms pause: %zu of %zu counts' searches ran on more than one thread\n", jobs,
+                  pause_ms, split, r.counts.size());
+      if (!one) {
+        EXPECT_EQ(split, 0u);
+        one = r;
+        break;
+      }
+      EXPECT_EQ(r.repeats_from, one->repeats_from);
+      ASSERT_EQ(r.counts.size(), one->counts.size());
+      for (std::size_t i = 0; i < r.counts.size(); ++i) {
+        EXPECT_EQ(r.counts[i].verdict, one->counts[i].verdict) << r.counts[i].items << " items";
+        EXPECT_EQ(r.counts[i].runs, one->counts[i].runs) << r.counts[i].items << " items";
+        EXPECT_EQ(r.counts[i].pruned, one->counts[i].pruned) << r.counts[i].items << " items";
+        EXPECT_EQ(r.counts[i].states, one->counts[i].states) << r.counts[i].items << " items";
+        EXPECT_EQ(r.counts[i].transitions, one->counts[i].transitions) << r.counts[i].items << " items";
+      }
+      // A job that starts later still leaves a count's runs to the others,
+      // not every count's.
+      if (split > 0) break;
+      EXPECT_NE(pause_ms, 1000) << "no count's search ran on more than one thread\n" << r.report();
     }
   }
 }
