@@ -327,7 +327,7 @@ set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 2:033817b3:
 set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 3: --json >"$tmp/j" 2>/dev/null; rc=$?; set -e
 [[ $rc == 1 ]] || fail "ring/no-release under the default schedule: exit $rc, expected 1"
 sched=$(json_field schedule <"$tmp/j")
-[[ $sched == 4:????????: ]] || fail "the printed schedule is not a checked version 4 token: $sched"
+[[ $sched == 5:????????: ]] || fail "the printed schedule is not a checked version 5 token: $sched"
 expect_usage "the steps of this run differ from those of the run it was recorded from" \
   replay ring --stages 4 --items 4 --schedule "$sched"
 grep -q "another kernel, configuration or wspipe version. Replay it with the kernel and options it was recorded with" \

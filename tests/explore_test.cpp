@@ -1460,7 +1460,7 @@ TEST(explore_Replay, AScheduleIsRefusedWhereOnlyStepsOfOneActorDiffer) {
   ASSERT_EQ(recorded.status, emu::Status::deadlock);
   const emu::Schedule& s = recorded.schedule;
   EXPECT_EQ(s.version(), emu::Schedule::kVersion);
-  EXPECT_EQ(s.encode().rfind("4:", 0), 0u) << s.encode();
+  EXPECT_EQ(s.encode().rfind("5:", 0), 0u) << s.encode();
   try {
     emu::replay(ring_kernel(4, 4, RingBug::none), s, {});
     ADD_FAILURE() << "replayed " << s.encode() << " of ring/no-release, 64 items, on ring with 4";
@@ -1487,7 +1487,7 @@ TEST(explore_Replay, AVersion2TokenStillReplays) {
   ASSERT_TRUE(old) << why;
   const auto r = emu::replay(ring_kernel(4, 64, RingBug::no_release), *old, {});
   EXPECT_EQ(r.status, emu::Status::deadlock);
-  EXPECT_EQ(r.schedule.encode().rfind("4:", 0), 0u) << r.schedule.encode();
+  EXPECT_EQ(r.schedule.encode().rfind("5:", 0), 0u) << r.schedule.encode();
   try {
     emu::replay(ring_kernel(2, 8, RingBug::no_release), *old, {});
     ADD_FAILURE() << "a version 2 token replayed where its choice points differ";

@@ -451,7 +451,15 @@ void MwKernel::body() {
     if (search != nullptr) search->queued(w);
   };
   for (const MwOp& op : p.ops[w]) {
+    // Operations in a row call try_wait from different lines, as a kernel
+    // does: two spins in a row at one barrier are two loops, not one
+    // (RunOptions::spin_out_limit tells loops apart by their call sites).
+    const bool odd = ((&op - p.ops[w].data()) & 1) != 0;
     wspipe::SharedMemBarrier& bar = s.bar[op.bar];
+    auto try_wait = [&] {
+      if (odd) return B::try_wait(bar, op.arg);
+      return B::try_wait(bar, op.arg);
+    };
     const bool access = op.kind == MwOpKind::store || op.kind == MwOpKind::load || op.kind == MwOpKind::load_copy;
     B::elect_one([&] {
       if (access) (void)B::test_wait(s.tick, 0);
@@ -474,11 +482,11 @@ void MwKernel::body() {
           queued();
           break;
         }
-        case MwOpKind::try_wait: observe(B::try_wait(bar, op.arg) ? 1 : 0); break;
+        case MwOpKind::try_wait: observe(try_wait() ? 1 : 0); break;
         case MwOpKind::test_wait: observe(B::test_wait(bar, op.arg) ? 1 : 0); break;
         case MwOpKind::spin: {
           std::uint32_t passed = 0;
-          for (std::uint32_t t = 1; t <= op.tries && passed == 0; ++t) passed = value(B::try_wait(bar, op.arg)) ? t : 0;
+          for (std::uint32_t t = 1; t <= op.tries && passed == 0; ++t) passed = value(try_wait()) ? t : 0;
           observe(passed);
           break;
         }

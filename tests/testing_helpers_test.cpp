@@ -161,7 +161,7 @@ emu::ExploreOptions runs(std::uint64_t n, unsigned jobs = 2) { return test::fixe
 
 // The schedule token of a failure message's replay line.
 std::string replay_token(const std::string& message) {
-  static const std::regex re("WSPIPE_REPLAY='?([34]:[0-9a-fA-F]{8}:[A-Za-z0-9{}]*)'?");
+  static const std::regex re("WSPIPE_REPLAY='?([345]:[0-9a-fA-F]{8}:[A-Za-z0-9{}]*)'?");
   std::smatch m;
   if (!std::regex_search(message, m, re)) return {};
   return m[1];
@@ -283,8 +283,8 @@ TEST(TestingHelpers, CleanExplorationPrintsWhatItCovered) {
   EXPECT_TRUE(testing::explores_clean(ring_factory(1, 2), ex));
   const std::string unbounded = ::testing::internal::GetCapturedStdout();
   EXPECT_TRUE(contains(unbounded, "strategy exhaustive, every class of equivalent schedules: nothing found (verified: "
-                                  "the search is complete); assuming: a warp's try_wait times out at most once in a "
-                                  "row"))
+                                  "the search is complete); assuming: a try_wait loop still spinning after 1024 "
+                                  "time-outs in a row"))
       << unbounded;
 }
 
@@ -298,7 +298,7 @@ TEST(TestingHelpers, AVerifiedVerdictNamesItsAssumptions) {
   ex.seconds = 0;
   const auto allowed = testing::explores_verified(ring_factory(1, 2), ex);
   EXPECT_TRUE(allowed);
-  EXPECT_TRUE(contains(allowed.message(), "assuming: a warp's try_wait times out at most once in a row"))
+  EXPECT_TRUE(contains(allowed.message(), "assuming: a try_wait loop still spinning after 1024 time-outs in a row"))
       << allowed.message();
   const auto none = testing::explores_verified(ring_factory(1, 2), ex, testing::Assumptions::none);
   ASSERT_FALSE(none);
@@ -451,7 +451,7 @@ TEST(TestingHelpers, ExploresCleanOnBrokenRingReportsAReplayThatReproduces) {
       << msg;
   EXPECT_TRUE(contains(msg, "https://ui.perfetto.dev")) << msg;
   const std::string token = replay_token(msg);
-  ASSERT_EQ(token.rfind("4:", 0), 0u) << msg;
+  ASSERT_EQ(token.rfind("5:", 0), 0u) << msg;
 
   const auto dir = temp_dir("ring-replay");
   ScopedEnv replay("WSPIPE_REPLAY", token);
@@ -474,8 +474,8 @@ TEST(TestingHelpers, ReplayFollowsTheScheduleItIsGiven) {
   const auto found = testing::explores_clean(make, runs(200));
   ASSERT_FALSE(found);
   const std::string token = replay_token(found.message());
-  ASSERT_EQ(token.rfind("4:", 0), 0u) << found.message();
-  ASSERT_GT(token.size(), std::string("4:12345678:").size()) << "a schedule with deviations: " << token;
+  ASSERT_EQ(token.rfind("5:", 0), 0u) << found.message();
+  ASSERT_GT(token.size(), std::string("5:12345678:").size()) << "a schedule with deviations: " << token;
 
   const auto dir = temp_dir("handoff-replay");
   {
@@ -995,7 +995,7 @@ TEST(TestingHelpers, RapidcheckPropertyReplaysWithATrace) {
   CleanEnv env;
   const auto property = [] { testing::rc_explore_clean(handoff_factory(4, true)); };
   const std::string token = replay_token(rapidcheck_message(property));
-  ASSERT_EQ(token.rfind("4:", 0), 0u);
+  ASSERT_EQ(token.rfind("5:", 0), 0u);
   const auto dir = temp_dir("rc-replay");
   {
     ScopedEnv replay("WSPIPE_REPLAY", token);

@@ -384,6 +384,7 @@ std::string replay_command(const std::string& prog, const Plan& p, const emu::Ru
   emu::RunOptions run = p.settings.run_options();
   run.spurious_try_wait = r.spurious_try_wait;
   run.async_reorder = r.async_reorder;
+  if (r.spin_out_limit != 0) run.spin_out_limit = r.spin_out_limit;  // 0: a version 4 token, replayed so anyway
   return emu::replay_command(emu::SettingsFront::flags, run, r.schedule, prog, args, launch);
 }
 

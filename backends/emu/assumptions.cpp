@@ -56,9 +56,11 @@ std::vector<std::string> assumptions(const ExploreOptions& o) {
                           : ""));
   if (!o.spurious_try_wait)
     a.push_back("try_wait times out only when no other actor can move (--no-spurious-try-wait)");
-  else if (exhaustive && !o.preemptions)
-    a.push_back("a warp's try_wait times out at most once in a row while another actor can move: a loop that "
-                "counts its time-outs is covered for its first");
+  else
+    a.push_back("a try_wait loop still spinning after " + std::to_string(o.spin_out_limit) +
+                " time-outs in a row is taken to spin until its phase completes; a warp times out there 1 to " +
+                std::to_string(kSingleTimeOuts) +
+                " times in a row, or until it leaves the loop, not a number of times between (--spin-out-limit)");
   if (!o.async_reorder)
     a.push_back("TMA loads complete whole, in issue order (--no-async-reorder)");
   else

@@ -88,6 +88,11 @@ class StateObserver {
   virtual void point(std::uint64_t step, std::string_view state) = 0;
 };
 
+// Time-outs in a row at one try_wait that are steps of their own before a
+// warp spins out (RunOptions::spin_out_limit): a bounded spin of up to this
+// many tries plus one can pass on each of its tries.
+inline constexpr std::uint32_t kSingleTimeOuts = 3;
+
 struct RunOptions {
   StrategyParams strategy;
   std::uint64_t max_steps = 5'000'000;  // step budget; running out is reported as a livelock
@@ -109,6 +114,22 @@ struct RunOptions {
   // Off: try_wait blocks while another actor could still complete the
   // phase, and times out only when nothing else can move.
   bool spurious_try_wait = true;
+  // Time-outs in a row. A warp's first kSingleTimeOuts time-outs in a row
+  // at one try_wait (the same call site, barrier and parity, each its
+  // warp's next scheduling point after the last) are steps of their own.
+  // Let time out once more, it spins out: it goes on timing out there,
+  // without another scheduling point, until its next operation is another
+  // (it left the loop: a counted spin's fallback) or it has timed out this
+  // many times in a row. A loop that has not left by then is taken to spin
+  // until its phase completes: its warp cannot time out there again while
+  // other actors can move, and the spin's step touched nothing (a pure
+  // spin's time-outs change nothing). So a strategy reaches 1 to
+  // kSingleTimeOuts time-outs in a row, or as many as leave the loop,
+  // whatever its count, and the exhaustive search stays finite on a loop
+  // that spins forever. At least kSingleTimeOuts + 1; 0: every time-out is
+  // a step of its own (schedules of version 4 and older replay so; an
+  // exploration refuses it). docs/emulator-models.md "Time-outs in a row".
+  std::uint32_t spin_out_limit = 1024;
   // TMA loads complete in every order PTX allows: a later load of a CTA's
   // TMA engine before an earlier one (of up to 3 younger ones, the one at
   // queue position 1, 2 or 3), and a load's bytes delivered and counted on
@@ -225,6 +246,9 @@ struct RunResult {
   // without them. A replay line names the modes it had.
   bool spurious_try_wait = true;
   bool async_reorder = true;
+  // Its options' spin_out_limit (0 for a schedule of version 4 or older,
+  // which replay() runs with every time-out a step of its own).
+  std::uint32_t spin_out_limit = 1024;
 
   // The report a person reads: the status, then the violation or what each
   // blocked warp waits on and the last events on that object.

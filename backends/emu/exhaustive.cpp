@@ -22,8 +22,8 @@ void ExhaustiveSearch::new_execution(std::uint32_t num_actors) {
   // The branch's choice point is the last one on the stack: the steps
   // before it repeat the previous run's, whose races were analysed then.
   first_new_ = stack_.empty() ? 0 : std::numeric_limits<std::size_t>::max();
-  timed_out_.assign(num_actors, 0);
-  step_spins_ = step_idle_ = false;
+  actors_ = num_actors;
+  step_idle_ = false;
   last_step_.assign(num_actors, -1);
   disabled_at_.assign(num_actors, -1);
   could_pick_.assign(num_actors, 0);
@@ -36,8 +36,6 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   // Every actor can only time out: nothing can progress.
   const bool idle = c.spin != nullptr && std::all_of(c.spin, c.spin + c.n, [](std::uint8_t s) { return s != 0; });
   auto take = [&](std::uint32_t actor, std::int64_t node) {
-    const std::uint32_t* it = std::lower_bound(c.enabled, c.enabled + c.n, actor);
-    step_spins_ = c.spin != nullptr && c.spin[it - c.enabled] != 0;
     step_idle_ = idle;
     const std::int64_t k = static_cast<std::int64_t>(steps_.size());
     const std::int64_t d = actor < disabled_at_.size() ? disabled_at_[actor] : -1;
@@ -47,20 +45,12 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
     return actor;
   };
   last_enabled_.assign(c.enabled, c.enabled + c.n);
-  // A second time-out in a row is not explored unbounded (it would repeat
-  // forever), unless every actor can only time out: then the run's
-  // idle-time-out limit ends it. (By index into c.enabled; a new node
-  // keeps it.)
-  spins_again_.resize(c.n);
-  for (std::size_t i = 0; i < c.n; ++i)
-    spins_again_[i] = !bound_ && !idle && c.spin != nullptr && c.spin[i] != 0 && timed_out_[c.enabled[i]] != 0;
   // An actor the search could pick at the last choice and cannot now, the
   // last step being another actor's, is a race that no step names, since
   // the actor does not run after that step: the step disabled it (a load
   // out of order once the engine completed it, a grant once the launcher
-  // took the last cluster), or let another actor move, so that the actor
-  // may not time out a second time in a row any more. Explore it at the
-  // last choice, before that step (source sets count it as a race with
+  // took the last cluster). Explore it at the last choice, before that
+  // step (source sets count it as a race with
   // it). The actors that cannot move here are also what the step taken
   // now may enable (its enabler, in take).
   const auto t = static_cast<std::int64_t>(steps_.size());
@@ -69,10 +59,9 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   for (std::uint32_t a = 0, i = 0; a < could_pick_.size(); ++a) {
     while (i < c.n && c.enabled[i] < a) ++i;
     const bool enabled = i < c.n && c.enabled[i] == a;
-    const bool can = enabled && spins_again_[i] == 0;
-    if (dpor() && !analysed && could_pick_[a] != 0 && !can && a != steps_.back().actor)
+    if (dpor() && !analysed && could_pick_[a] != 0 && !enabled && a != steps_.back().actor)
       offer({static_cast<std::size_t>(steps_.back().node), {a}});
-    could_pick_[a] = can ? 1 : 0;
+    could_pick_[a] = enabled ? 1 : 0;
     if (!enabled) disabled_at_[a] = t;
   }
   if (c.n == 1) {
@@ -98,7 +87,6 @@ std::optional<std::uint32_t> ExhaustiveSearch::pick(const Choice& c) {
   ExhaustiveSearch::Node n;
   n.enabled.assign(c.enabled, c.enabled + c.n);
   n.spin.assign(c.spin, c.spin + c.n);
-  n.spin_again = spins_again_;
   n.preferred = c.preferred;
   n.can_continue = c.can_continue;
   n.first_alternative = c.first_alternative;
@@ -140,7 +128,6 @@ void ExhaustiveSearch::stepped(std::uint32_t actor, const Footprint& step_fp) {
     steps_.back().fp = fp;
     steps_.back().idle = step_idle_;
   }
-  if (actor < timed_out_.size()) timed_out_[actor] = step_spins_ ? 1 : 0;
   sleep_.clear();
   if (!reduce_ || sources_under_bound_) return;
   for (auto& e : candidates_)
@@ -166,7 +153,7 @@ Choice ExhaustiveSearch::choice_of(const Node& n) const {
 bool ExhaustiveSearch::allowed(const Node& n, std::size_t i) const {
   const std::uint32_t actor = n.enabled[i];
   if (reduce_ && contains(n.sleep, actor)) return false;
-  if (!bound_) return n.spin_again[i] == 0;
+  if (!bound_) return true;
   return n.preemptions_before + (is_preemption(choice_of(n), actor) ? 1u : 0u) <= *bound_;
 }
 
@@ -203,7 +190,7 @@ void ExhaustiveSearch::analyse_races() {
       steps_.push_back({.actor = a, .node = kVirtual, .enabler = -1, .fp = {kGlobalResource}});
   const std::size_t n = steps_.size();
   if (n == 0 || first_new_ >= n) return;
-  const std::size_t actors = timed_out_.size();
+  const std::size_t actors = actors_;
   std::vector<std::int64_t> first_v(actors);
   // One pass over the run's steps, each with the footprint fp_of(k):
   // happens-before as vector clocks (clock[k][a]: one past the last step of

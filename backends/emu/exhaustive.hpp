@@ -129,9 +129,6 @@ class ExhaustiveSearch final : public Strategy {
   struct Node {
     std::vector<std::uint32_t> enabled;
     std::vector<std::uint8_t> spin;
-    // Per enabled actor: it can only time out, and its previous step was a
-    // time-out already (unbounded: not explored, see allowed()).
-    std::vector<std::uint8_t> spin_again;
     std::uint32_t preferred = 0;
     bool can_continue = false;
     std::uint32_t first_alternative = ~std::uint32_t{0};
@@ -206,8 +203,7 @@ class ExhaustiveSearch final : public Strategy {
   // The run in progress (new_execution resets them): the sleep set now, the
   // entries asleep after this step if independent of it, the node of the
   // step in progress if a choice point, preemptions so far, pruned; its
-  // steps, the first step past the replayed prefix, and per actor whether
-  // its last step was a try_wait time-out.
+  // steps, the first step past the replayed prefix, and its actors.
   std::vector<Entry> sleep_;
   std::vector<Entry> candidates_;
   std::int64_t node_ = -1;
@@ -215,18 +211,13 @@ class ExhaustiveSearch final : public Strategy {
   bool pruned_ = false;
   std::vector<Step> steps_;
   std::size_t first_new_ = 0;
-  std::vector<std::uint8_t> timed_out_;
-  bool step_spins_ = false;
+  std::uint32_t actors_ = 0;  // of the run
   bool step_idle_ = false;  // the step is a time-out where nothing could progress
   // Per actor: the last step it took, and the last step at whose choice it
   // could not move (-1: none).
   std::vector<std::int64_t> last_step_, disabled_at_;
-  // Per actor: whether the search could pick it at the last choice
-  // (enabled, and unbounded not a second time-out in a row).
+  // Per actor: whether it could move at the last choice.
   std::vector<std::uint8_t> could_pick_;
-  // Per enabled actor at the choice being picked: whether it would time out
-  // a second time in a row (unbounded, not idle), which it may not.
-  std::vector<std::uint8_t> spins_again_;
   std::vector<std::uint32_t> last_enabled_;  // at the run's last choice
   bool failed_ = false;                      // the run ended on a failure
 };

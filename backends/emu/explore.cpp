@@ -297,6 +297,7 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
   // line said --spurious-try-wait: with both now on by default, such a
   // schedule replays with loads in order, and is tried first without
   // time-outs (one run, no trace), then replayed in whichever mode it fits.
+  if (schedule.version() <= 4) options.spin_out_limit = 0;
   if (schedule.version() <= 3) options.async_reorder = false;
   if (schedule.version() <= 3 && options.spurious_try_wait) {
     RunOptions probe = options;

@@ -263,6 +263,7 @@ std::string replay_command(SettingsFront front, const RunOptions& run, const Sch
   };
   if (run.max_steps != defaults.max_steps) add("max-steps", std::to_string(run.max_steps));
   if (!run.spurious_try_wait) add("no-spurious-try-wait", "1");
+  if (run.spin_out_limit != defaults.spin_out_limit && run.spin_out_limit != 0) add("spin-out-limit", std::to_string(run.spin_out_limit));
   if (run.lane_divergence) add("lane-divergence", "1");
   if (!run.async_reorder) add("no-async-reorder", "1");
   std::string cmd;

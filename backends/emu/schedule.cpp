@@ -61,7 +61,9 @@ std::optional<Schedule> Schedule::decode(std::string_view text, std::string* err
     s.version_ = 2;
   } else if (version == "3") {
     s.version_ = 3;
-  } else if (version != "4") {
+  } else if (version == "4") {
+    s.version_ = 4;
+  } else if (version != "5") {
     return fail(0, "unsupported version \"" + std::string(version) + "\" (this build reads versions " +
                        std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")");
   }

@@ -19,7 +19,7 @@ namespace wspipe::emu {
 // with the same kernel and options reproduces the run step for step. A
 // schedule with few deviations prints short; shrinking removes them.
 //
-// Text encoding, version 4:  "4:" CHECK ":" DEVIATIONS, or "4:" DEVIATIONS
+// Text encoding, version 5:  "5:" CHECK ":" DEVIATIONS, or "5:" DEVIATIONS
 // without the check. CHECK is 8 hex digits, the fingerprint of the run the
 // schedule was recorded from: every step it took, each as the set of actors
 // that could move there (and which of them could only time out), including
@@ -27,9 +27,14 @@ namespace wspipe::emu {
 // is refused as a schedule of another kernel or configuration. DEVIATIONS
 // is one token per deviation, in order: the number of default choices since
 // the previous deviation (omitted when 0), then the actor: a letter for
-// 0..51 (a-z, A-Z) or a decimal number in braces ("{60}"). "4:3b12a" = take
+// 0..51 (a-z, A-Z) or a decimal number in braces ("{60}"). "5:3b12a" = take
 // the default at choice points 0-2, actor 1 at 3, the default at 4-15,
 // actor 0 at 16, then the default to the end.
+//
+// Version 4 (read, never written): the same encoding and check, recorded
+// when every try_wait time-out was a step of its own: a warp let time out
+// again at the same try_wait did not spin out
+// (RunOptions::spin_out_limit). replay() runs a version 4 token so.
 //
 // Version 3 (read, never written): the same encoding and check, recorded
 // when try_wait timed out spuriously only with --spurious-try-wait (now the
@@ -42,7 +47,7 @@ namespace wspipe::emu {
 // checked as it was recorded, against the fingerprint of the choice points.
 class Schedule {
  public:
-  static constexpr int kVersion = 4;      // what a new schedule encodes as
+  static constexpr int kVersion = 5;      // what a new schedule encodes as
   static constexpr int kOldestVersion = 2;  // the oldest decode() reads
 
   struct Deviation {

@@ -140,6 +140,11 @@ const Setting kSettings[] = {
      "try_wait times out only when nothing else can move\n"
      "(fewer schedules)",
      false, [](SettingsState& s, std::string_view t) { s.options.spurious_try_wait = !parse_switch(t); }},
+    {"spin-out-limit", "WSPIPE_SPIN_OUT_LIMIT", "run.spin_out_limit = {}", "N",
+     "a try_wait loop still spinning after N time-outs in a row is\n"
+     "taken to spin until its phase completes (default 1024; a loop\n"
+     "that counts more tries than N before a fallback needs more)",
+     false, [](SettingsState& s, std::string_view t) { s.options.spin_out_limit = parse_u32(t, kSingleTimeOuts + 1, 1u << 24); }},
     {"mma-memo-mib", "WSPIPE_MMA_MEMO_MIB", "run.mma_memo_bytes = {} MiB", "N",
      "most memory per thread for the MMAs already computed (products\n"
      "and accumulator chains), reused when an MMA's operands repeat;\n"
@@ -323,6 +328,16 @@ void validate_settings(const ExploreOptions& o, SettingsFront front, std::span<c
   if (o.run_options().max_steps == 0) {
     const Setting& s = setting("max-steps");
     bad(spell(s, "0") + ": must be positive", {&s});
+  }
+  if (o.run_options().spin_out_limit <= kSingleTimeOuts && o.spurious_try_wait) {
+    // Every time-out a step of its own: a search would branch on a pure
+    // spin's time-outs forever, and a sampled one would rarely reach a
+    // counted spin's fallback. Kept only for replaying older schedules.
+    const Setting& s = setting("spin-out-limit");
+    bad(spell(s, std::to_string(o.run_options().spin_out_limit)) +
+            ": must be at least " + std::to_string(kSingleTimeOuts + 1) +
+            " (a loop is spun out up to this many time-outs in a row)",
+        {&s});
   }
   // The exhaustive strategy ends by itself when its search is complete.
   if (!exhaustive && o.runs == 0 && o.seconds == 0)

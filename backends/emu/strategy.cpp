@@ -1,4 +1,5 @@
 #include "strategy.hpp"
+#include "emulator.hpp"
 
 #include <algorithm>
 
@@ -167,7 +168,10 @@ class Pct final : public Strategy {
   }
 
  private:
-  static constexpr std::uint32_t kSpinTurns = 2;
+  // One more than the single time-outs in a row: a spinning actor of the
+  // highest priority spins out (RunOptions::spin_out_limit), so that PCT
+  // reaches a counted spin's fallback too.
+  static constexpr std::uint32_t kSpinTurns = kSingleTimeOuts + 1;
   static bool spins(const Choice& c, std::size_t i) { return c.spin != nullptr && c.spin[i] != 0; }
   // The position in c.enabled of the actor of highest priority; with
   // `progressing`, among those that can progress, if any can.

@@ -491,10 +491,14 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, std::o
   }
   if (phase && !check_stated(id, parity, phase->value, w, loc)) return true;
   stated_[w.id] = phase ? phase->value : kUnstated;
-  // test_wait never blocks: a plain scheduling point.
-  const bool go = kind == WaitKind::test_wait ? w_.point(w, loc)
-                                              : w_.point(w, kind == WaitKind::try_wait ? Block::mbar_try : Block::mbar,
-                                                         static_cast<std::int32_t>(id), parity, 0, loc);
+  // test_wait never blocks: a plain scheduling point. A warp that spins
+  // out (below) times out again at this try_wait without one.
+  const SpinSite site{static_cast<std::int32_t>(id), parity, loc.file_name(), loc.line()};
+  const bool spinning = kind == WaitKind::try_wait && w.spin_left > 0 && w.timeout_site == site;
+  const bool go = spinning                      ? true
+                  : kind == WaitKind::test_wait ? w_.point(w, loc)
+                                                : w_.point(w, kind == WaitKind::try_wait ? Block::mbar_try : Block::mbar,
+                                                           static_cast<std::int32_t>(id), parity, 0, loc);
   if (!go) return true;
   // Other warps ran meanwhile and may have grown the barrier table: look the
   // barrier up again by id rather than through the pointer.
@@ -516,7 +520,45 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, std::o
     after.observed = true;
     if (w_.options().race_check) w_.acquire(w.id, after.done);
   }
-  if (w_.options().trace)
+  // Time-outs in a row (RunOptions::spin_out_limit). A warp's first
+  // kSingleTimeOuts time-outs in a row here (each right after the last,
+  // its last scheduling point) are steps of their own; let time out once
+  // more, it spins out: its next try_wait here times out without a
+  // scheduling point, until it leaves the loop or the limit runs out. A spin that runs out is taken
+  // to go on until the phase completes: it changed nothing, so its step
+  // touched nothing, and the warp cannot time out here again while another
+  // actor can move (World::movable). A time-out taken because nothing could
+  // move is a step of its own (the idle rule counts those).
+  bool spin_ends = false;
+  if (ok || kind != WaitKind::try_wait) {
+    w.spin_left = 0;
+    w.spun_pure = false;
+  } else if (spinning) {
+    if (--w.spin_left == 0) {
+      w.spun_pure = spin_ends = true;
+      w_.forget_footprint();
+    }
+  } else {
+    // A time-out of its own: the first in a row here, or the next.
+    const bool again = w.timeout_point + 1 == w.points && w.timeout_site == site;
+    w.timeouts_in_row = again ? w.timeouts_in_row + 1 : 1;
+    const std::uint32_t limit = w_.options().spin_out_limit;
+    if (limit > 0 && !w_.idle_step() && w.timeouts_in_row > kSingleTimeOuts) {
+      // The limit counts those before the spin too.
+      w.spin_left = limit > w.timeouts_in_row ? limit - w.timeouts_in_row : 0;
+      if (w.spin_left == 0) {
+        w.spun_pure = spin_ends = true;
+        w_.forget_footprint();
+      }
+    }
+  }
+  if (kind == WaitKind::try_wait && !ok) {
+    w.timeout_point = w.points;
+    w.timeout_site = site;
+  }
+  // A spin records its first time-out and its last (the one that ran out,
+  // or the answer that left the loop).
+  if (w_.options().trace && (!spinning || ok || spin_ends))
     w_.record({.step = w_.step(),
                .begin = w.since + 1,
                .warp = static_cast<std::int32_t>(w.id),

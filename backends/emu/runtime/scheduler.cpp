@@ -69,7 +69,7 @@ Move World::movable(const Warp& w) const {
       return mbar_->passed(static_cast<std::uint32_t>(w.obj), w.parity) ? Move::progress : Move::no;
     case Block::mbar_try:
       if (mbar_->passed(static_cast<std::uint32_t>(w.obj), w.parity)) return Move::progress;
-      return options_.spurious_try_wait ? Move::spin : Move::no;
+      return options_.spurious_try_wait && !w.spun_pure ? Move::spin : Move::no;
     case Block::named:
       return barriers_->named_passed(w.cta, static_cast<std::uint32_t>(w.obj), w.target) ? Move::progress : Move::no;
     case Block::cluster:
@@ -399,6 +399,12 @@ bool World::point(Warp& w, Block b, std::int32_t obj, std::uint32_t parity, std:
     teardown_op(w, w.unwinds, loc);
     return false;
   }
+  ++w.points;
+  // Another operation than the try_wait of a spin that ran out: the warp
+  // left that loop.
+  if (w.spun_pure && !(b == Block::mbar_try && w.timeout_site == SpinSite{obj, parity, loc.file_name(), loc.line()}))
+    w.spun_pure = false;
+  w.spin_left = 0;
   w.block = b;
   w.obj = obj;
   w.parity = parity;

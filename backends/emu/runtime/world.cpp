@@ -225,15 +225,12 @@ void World::finish(Warp& w) {
   // An exit lowers the count of threads a cluster barrier waits for
   // (commutative with other exits and arrivals, BarrierRoom::threads_exited);
   // the CTA's last exit ends the CTA (what reaches it afterwards reads
-  // that) and awaits every other exit of the CTA.
-  if (cta.exited()) {
-    // The CTA's exit: after every warp's; the exit checks (cta_exited)
-    // add what they read.
-    touch(Res::cta_warps, w.cta, Touch::await);
-    touch(Res::cta_exit, w.cta);
-  } else {
-    touch(Res::cta_warps, w.cta, Touch::count);
-  }
+  // that). Exits are counted updates: whichever comes last ends the CTA,
+  // and the last one was not enabled by the others (a step that ends with
+  // the last exit, a try_wait's time-out before it say, could have run
+  // before another warp's exit, which is then the last).
+  touch(Res::cta_warps, w.cta, Touch::count);
+  if (cta.exited()) touch(Res::cta_exit, w.cta);  // the exit checks (cta_exited) add what they read
   cl.live_threads -= 32;
   if (cl.live_threads == 0) clc_->cluster_exited(cta.cluster);
   if (killing_) {
@@ -281,6 +278,7 @@ RunResult World::run() {
   }
   result_.steps = step_;
   result_.spurious_try_wait = options_.spurious_try_wait;
+  result_.spin_out_limit = options_.spin_out_limit;
   result_.async_reorder = options_.async_reorder;
   result_.choices = choices_;
   result_.schedule.set_check(fingerprint(result_.schedule.version()));

@@ -53,6 +53,15 @@ enum class Block : std::uint8_t {
   finished,
 };
 
+// A try_wait's call site: its barrier, parity and source line.
+struct SpinSite {
+  std::int32_t obj = -1;
+  std::uint32_t parity = 0;
+  const char* file = nullptr;
+  std::uint32_t line = 0;
+  friend bool operator==(const SpinSite&, const SpinSite&) = default;
+};
+
 struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops.hpp
   std::uint32_t id = 0;    // actor id: global warp index
   std::uint32_t cta = 0;   // global CTA index
@@ -68,6 +77,17 @@ struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops
   boost::fibers::fiber fiber;
   FiberStack stack;
   std::uint64_t unwinds = 0;  // TeardownUnwind thrown on its fiber (World::teardown_op)
+  // Time-outs in a row (RunOptions::spin_out_limit, mbarrier.cpp): its
+  // scheduling points so far; the one at which it last timed out in
+  // try_wait, and where; while it spins out, the time-outs left; whether
+  // its last spin ran out of them without leaving the loop (the warp then
+  // cannot time out there again while another actor can move).
+  std::uint64_t points = 0;
+  std::uint64_t timeout_point = ~std::uint64_t{0};
+  SpinSite timeout_site;
+  std::uint32_t timeouts_in_row = 0;
+  std::uint32_t spin_left = 0;
+  bool spun_pure = false;
   // This warp's clock value at each fence.proxy.async, ascending, and the
   // lane epoch each one covers (World::fence_proxy_async), ascending too.
   std::vector<std::uint32_t> proxy_fences;
@@ -238,6 +258,12 @@ class World : public RunningWarp {
   // ---- The execution, as the rooms see it
   const RunOptions& options() const { return options_; }
   std::uint64_t step() const { return step_; }
+  // The step in progress is a try_wait time-out taken because no actor
+  // could make progress.
+  bool idle_step() const { return idle_timeouts_ > 0; }
+  // The step in progress is a pure spin (mbarrier.cpp): what it touched so
+  // far is dropped from its footprint.
+  void forget_footprint() { fp_.clear(); }
   bool in_lane() const { return in_lane_; }
   bool stopping() const { return stopping_; }
   bool killing() const { return killing_; }
