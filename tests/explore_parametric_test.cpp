@@ -223,6 +223,15 @@ void twisted_ring(std::uint32_t items, Twist twist, std::uint32_t gate) {
   }
 }
 
+// The classes of schedules of the spinning ring at n items: its spin
+// passes after 0 to kSingleTimeOuts time-outs in a row (one more spins
+// out, and a pure spin's spin-out is cut short as equivalent).
+std::uint64_t classes(std::uint32_t n) {
+  std::uint64_t c = 1;
+  for (std::uint32_t i = 0; i < n; ++i) c *= emu::kSingleTimeOuts + 1;
+  return c;
+}
+
 template <int Stages = 2>
 emu::ItemsKernelFactory twisted(Twist twist, std::uint32_t gate = 0) {
   return [=](std::uint32_t items) -> emu::KernelFactory {
@@ -237,8 +246,9 @@ emu::ItemsKernelFactory twisted(Twist twist, std::uint32_t gate = 0) {
 }
 
 // Where the searches grow, the claim is worth most: with a consumer that
-// spins on try_wait, the classes of schedules double with every item (a
-// complete search at n items runs 2^n schedules), while the abstract states
+// spins on try_wait, the classes of schedules grow fourfold with every item
+// (its spin passes after 0 to kSingleTimeOuts time-outs in a row: a
+// complete search at n items runs 4^n schedules), while the abstract states
 // stop growing once the ring has wrapped. The claim comes from counts up
 // to the end of the first window that repeats; larger counts, searched
 // completely, are all verified.
@@ -246,29 +256,29 @@ TEST(explore_Parametric, ARingWhoseSchedulesDoubleWithEveryItemStillRepeats) {
 #ifdef WSPIPE_LARGER_SEARCHES
   const auto make = twisted<2>(Twist::spin);
   const emu::ParametricResult r = emu::verify_parametric(make, options(2, 32));
-  const std::uint32_t beyond[] = {14, 15};
-#else  // a Debug (or ThreadSanitizer) build runs about 30 times slower: one stage, 2^n runs up to a smaller n
+  const std::uint32_t beyond[] = {7, 8};
+#else  // a Debug (or ThreadSanitizer) build runs about 30 times slower: one stage, 4^n runs up to a smaller n
   const auto make = twisted<1>(Twist::spin);
   const emu::ParametricResult r = emu::verify_parametric(make, options(1, 32));
   const std::uint32_t beyond[] = {r.counts.back().items + 1};
 #endif
   std::printf("%s", r.report().c_str());
   ASSERT_TRUE(r.holds()) << r.report();
-  for (const emu::ParametricCount& c : r.counts) EXPECT_EQ(c.runs, std::uint64_t{1} << c.items) << r.report();
+  for (const emu::ParametricCount& c : r.counts) EXPECT_EQ(c.runs, classes(c.items)) << r.report();
   const emu::ParametricCount& at = r.counts[r.repeats_from - 1];
   EXPECT_EQ(r.counts.back().states, r.counts[r.counts.size() - 1 - r.period].states);
   EXPECT_LT(at.runs, r.counts.back().runs);
   for (const std::uint32_t n : beyond) {
     const emu::ExploreResult x = search(make(n));
     EXPECT_EQ(x.verdict(), emu::Verdict::verified) << n << " items:\n" << x.report();
-    EXPECT_EQ(x.runs, std::uint64_t{1} << n);
+    EXPECT_EQ(x.runs, classes(n));
   }
 }
 
 // Each count's complete search split among jobs makes the same runs (in
 // another order, on other threads), so it records the same abstract states:
 // the same claim, and count by count the same runs, pruned runs, states and
-// transitions as on one job. The ring whose consumer spins runs 2^n
+// transitions as on one job. The ring whose consumer spins runs 4^n
 // schedules at n items, so every count's search has runs to split (the
 // ring of the tests above has one per count, and nothing to split); the
 // threads that ran each count's runs show that the searches were split.
@@ -290,9 +300,9 @@ TEST(explore_Parametric, JobsDoNotChangeTheClaim) {
       std::map<std::uint32_t, std::set<std::thread::id>> threads;  // by count: those that ran its runs
       emu::ParametricOptions o = options(1, 32);
 #ifdef WSPIPE_LARGER_SEARCHES
-      o.min_items = 5;  // 32 runs and more per count
+      o.min_items = 3;  // 64 runs and more per count
 #else  // a Debug (or ThreadSanitizer) build runs about 30 times slower
-      o.min_items = 3;
+      o.min_items = 2;
 #endif
       o.search.jobs = jobs;
       o.search.on_run = [&](std::uint64_t run, const emu::RunResult&) {
@@ -310,7 +320,7 @@ TEST(explore_Parametric, JobsDoNotChangeTheClaim) {
       ASSERT_TRUE(r.holds()) << r.report();
       std::size_t split = 0;  // counts whose runs ran on more than one thread
       for (const emu::ParametricCount& c : r.counts) {
-        EXPECT_EQ(c.runs, std::uint64_t{1} << c.items) << r.report();
+        EXPECT_EQ(c.runs, classes(c.items)) << r.report();
         EXPECT_LE(threads[c.items].size(), jobs) << c.items << " items";
         split += threads[c.items].size() > 1 ? 1 : 0;
       }
