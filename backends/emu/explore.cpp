@@ -611,7 +611,10 @@ void run_pool(unsigned jobs, std::mutex& mu, const std::function<void()>& job, c
         --running;
         cv.notify_all();
       });
-    } catch (const std::system_error& e) {
+    } catch (const std::exception& e) {
+      // No thread (std::system_error), or no memory for its state
+      // (std::bad_alloc, near an address-space limit): the jobs started
+      // are stopped and joined, never left joinable.
       std::lock_guard<std::mutex> lock(mu);
       running -= jobs - t;
       stop();
