@@ -127,6 +127,10 @@ inline emu::RunResult run_lockstep(const emu::LaunchConfig& launch, const std::f
   // issue order: the TMA engines' alternative actors are not theirs.
   o.async_reorder = false;
   o.max_steps = 1u << 20;  // programs are short and straight-line: never reached
+  // The references model each try_wait time-out as a step of its own: no
+  // spin-out (RunOptions::spin_out_limit), which would take a warp's
+  // time-outs in a row at one call site without a scheduling point.
+  o.spin_out_limit = 0;
   o.strategy.kind = emu::StrategyKind::custom;
   o.strategy.make = [&ref, schedule](std::uint32_t) { return std::make_unique<LockstepStrategy>(ref, schedule); };
   emu::RunResult r;
