@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "backends/emu/emu.hpp"
 #include "backends/emu/testing/gtest.hpp"
@@ -204,6 +205,61 @@ TEST(Teardown, AKernelThatSwallowsTheUnwindingEndsTheRunWithAnError) {
     EXPECT_TRUE(contains(e.what(), "warp cta0/w0 consumer caught the unwinding")) << e.what();
     EXPECT_TRUE(contains(e.what(), "emu_teardown_test.cpp:")) << e.what();
   }
+}
+
+// A kernel that catches the unwinding at every operation, forever: the
+// teardown gives up on its fibers (both warps', and lane 31's in
+// lane-divergence mode) and the run ends with the error naming the warp and
+// the line, without ending the process. The next runs work: the same kernel
+// again (its abandoned fibers' stacks reused), then a clean one.
+void swallows_forever(std::uint32_t* line) {
+  auto& s = B::shared_storage<SlotSmem>();
+  if (B::warp_idx() == 0) {
+    init_bar(s.full, 1, "full");
+    B::fence_init();
+  }
+  B::cluster_sync();
+  for (;;) {
+    try {
+      *line = __LINE__ + 1;
+      B::wait(s.full, 0);  // nobody arrives: a deadlock, then the teardown's unwinding
+    } catch (...) {        // swallows everything
+    }
+  }
+}
+
+TEST(Teardown, AKernelThatSwallowsTheUnwindingForeverEndsTheRunWithAnError) {
+  for (const bool lanes : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "lane divergence " << lanes);
+    std::uint32_t line = 0;
+    emu::Kernel k = slot_factory(6, SlotBug::none)();
+    k.body = [&line] { swallows_forever(&line); };
+    emu::RunOptions o;
+    o.lane_divergence = lanes;
+    for (int again = 0; again < 2; ++again) {
+      EXPECT_THROW(
+          {
+            try {
+              (void)emu::run(k, o);
+            } catch (const std::logic_error& e) {
+              EXPECT_TRUE(contains(e.what(), "wspipe: warp cta0/w0 consumer caught the unwinding")) << e.what();
+              EXPECT_TRUE(contains(e.what(), "emu_teardown_test.cpp:" + std::to_string(line) + ":")) << e.what();
+              throw;
+            }
+          },
+          std::logic_error);
+    }
+  }
+  // On a thread of its own, which then exits: its fiber scheduler, torn
+  // down with it, neither waits for nor resumes the abandoned fibers.
+  std::thread([] {
+    std::uint32_t line = 0;
+    emu::Kernel k = slot_factory(6, SlotBug::none)();
+    k.body = [&line] { swallows_forever(&line); };
+    EXPECT_THROW((void)emu::run(k, emu::RunOptions{}), std::logic_error);
+  }).join();
+  const emu::RunResult r = emu::run(slot_factory(6, SlotBug::none)(), emu::RunOptions{});
+  EXPECT_EQ(emu::outcome(r), "ok") << r.report();
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ struct SecondLane {
   FiberStack stack;
   bool finished = false;
   std::uint64_t unwinds = 0;  // TeardownUnwind thrown on its fiber (World::teardown_op)
+  bool abandoned = false;     // it kept catching the unwinding: never resumed (World::abandon_running)
   LaneOp at;  // the operation it waits at
   // The results of the operation the warp performed for both lanes, valid
   // when `publish` was set by the meeting before it.

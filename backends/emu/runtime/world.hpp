@@ -77,6 +77,7 @@ struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops
   boost::fibers::fiber fiber;
   FiberStack stack;
   std::uint64_t unwinds = 0;  // TeardownUnwind thrown on its fiber (World::teardown_op)
+  bool abandoned = false;     // its fiber kept catching the unwinding: never resumed (World::abandon_running)
   // Time-outs in a row (RunOptions::spin_out_limit, mbarrier.cpp): its
   // scheduling points so far; the one at which it last timed out in
   // try_wait, and where; while it spins out, the time-outs left; whether
@@ -295,8 +296,10 @@ class World : public RunningWarp {
   // when the run is being torn down (the operation then does nothing).
   bool point(Warp& w, Block b, std::int32_t obj, std::uint32_t parity, std::uint64_t target, const SourceLoc& loc);
   bool point(Warp& w, const SourceLoc& loc) { return point(w, Block::none, -1, 0, 0, loc); }
-  // An operation while the run is torn down: unwinds the calling fiber.
+  // An operation while the run is torn down: unwinds the calling fiber, or
+  // abandons it when it keeps catching the unwinding.
   void teardown_op(Warp& w, std::uint64_t& unwinds, const SourceLoc& loc);
+  std::exception_ptr swallowed_error(const Warp& w, const SourceLoc& loc) const;
   // The enabled set is kept up to date instead of recomputed at every step:
   // an actor's movability changes only at events (it
   // blocks or goes on, finishes, an object it waits on changes, an engine's
@@ -537,6 +540,12 @@ class World : public RunningWarp {
   // A finished warp's fiber is about to end: Boost switches to algo_->next
   // when its function returns.
   void leaving(const boost::fibers::context* self);
+  // The teardown gives up on the fiber running (the warp's or its second
+  // lane's), which keeps catching the unwinding (teardown_op): it hands
+  // control back to run() for good. release_abandoned, in run(), takes the
+  // fiber out of Boost's scheduler and reclaims its stack (fibers.cpp).
+  void abandon_running(Warp& w);
+  static void release_abandoned(boost::fibers::fiber& fiber, boost::fibers::context* ctx, const FiberStack& stack);
   void end(Status s, Warp* from);
   void warp_main(Warp& w);
   // Lane-divergence mode (lanes.cpp). lanes_meet: the warp's fiber, at
