@@ -5,7 +5,10 @@
 // access per warp.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -131,6 +134,32 @@ emu::KernelFactory clc_factory(std::uint32_t bad_tile) {
   };
 }
 
+// The work loop stopped from outside: the producer sends items far past
+// any run's end, so the sentinel never comes. Warp 0 first sleeps until
+// `until`, the run's deadline, which the scheduler then finds passed the
+// next time it looks (every 4,096 steps), with both warps in their loops.
+// Each fiber's body holds a guard that counts the frames unwound.
+struct CountsItsEnd {
+  std::atomic<std::uint32_t>* ended;
+  explicit CountsItsEnd(std::atomic<std::uint32_t>* e) : ended(e) {}
+  CountsItsEnd(const CountsItsEnd&) = delete;
+  CountsItsEnd& operator=(const CountsItsEnd&) = delete;
+  ~CountsItsEnd() { ++*ended; }
+};
+
+emu::KernelFactory endless_slot_factory(std::atomic<std::uint32_t>* ended, std::chrono::steady_clock::time_point until,
+                                        bool poll) {
+  return [=] {
+    emu::Kernel k = slot_factory(1'000'000'000, SlotBug::none, poll)();
+    k.body = [=] {
+      const CountsItsEnd guard{ended};
+      if (B::warp_idx() == 0) std::this_thread::sleep_until(until);
+      slot_kernel(1'000'000'000, SlotBug::none, poll);
+    };
+    return k;
+  };
+}
+
 // ------------------------------------------------------------ options
 
 emu::ExploreOptions with(emu::StrategyKind kind, std::uint64_t runs = 50) {
@@ -185,6 +214,67 @@ TEST(Teardown, TheFailureIsReportedWithItsReplayLine) {
   ASSERT_FALSE(r);
   EXPECT_TRUE(contains(r.message(), "violation mbarrier.")) << r.message();
   EXPECT_TRUE(contains(r.message(), "replay: WSPIPE_REPLAY=")) << r.message();
+}
+
+// A run stopped at its deadline (RunOptions::deadline; the shrinker gives
+// its runs the end of its time) while its warps are in a work loop ended by
+// a sentinel: every fiber is unwound (lane 31's too in lane-divergence
+// mode), the run says it stopped, and the next run works.
+TEST(Teardown, ARunStoppedAtItsDeadlineInAWorkLoopIsUnwound) {
+  for (const bool poll : {false, true}) {
+    for (const bool lanes : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "poll " << poll << ", lane divergence " << lanes);
+      std::atomic<std::uint32_t> ended{0};
+      emu::RunOptions o;
+      o.max_steps = std::numeric_limits<std::uint64_t>::max();
+      o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      o.lane_divergence = lanes;
+      const emu::RunResult r = emu::run(endless_slot_factory(&ended, o.deadline, poll)(), o);
+      EXPECT_TRUE(r.stopped) << r.report();
+      EXPECT_TRUE(r.pruned);
+      EXPECT_EQ(r.status, emu::Status::ok) << r.report();
+      EXPECT_GE(r.steps, 4096u);
+      EXPECT_EQ(ended.load(), lanes ? 4u : 2u);
+    }
+  }
+  const emu::RunResult r = emu::run(slot_factory(6, SlotBug::none)(), emu::RunOptions{});
+  EXPECT_EQ(emu::outcome(r), "ok") << r.report();
+}
+
+// The same loops in an exploration whose runs stop at their deadline and
+// which an interrupt (ExploreOptions::interrupt, set after the first run)
+// ends: reported as interrupted, nothing found. And an interrupt after the
+// first failure: the failure is reported with its replay line, its
+// shrinking cut short.
+TEST(Teardown, AnExplorationStoppedByAnInterruptReportsWhatItExplored) {
+  std::atomic<int> interrupt{0};
+  std::atomic<std::uint32_t> ended{0};
+  emu::ExploreOptions o = with(emu::StrategyKind::random, 100);
+  o.max_steps = std::numeric_limits<std::uint64_t>::max();
+  o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  o.interrupt = &interrupt;
+  o.on_run = [&](std::uint64_t, const emu::RunResult& r) {
+    EXPECT_TRUE(r.stopped);
+    interrupt = 1;
+  };
+  const emu::ExploreResult stopped = emu::explore(endless_slot_factory(&ended, o.deadline, false), o);
+  EXPECT_TRUE(stopped.interrupted) << stopped.report();
+  EXPECT_TRUE(stopped.ok()) << stopped.report();
+  EXPECT_TRUE(contains(stopped.report(), "interrupted")) << stopped.report();
+  EXPECT_EQ(ended.load(), 2u);
+
+  interrupt = 0;
+  emu::ExploreOptions f = with(emu::StrategyKind::random, 100);
+  f.interrupt = &interrupt;
+  f.on_run = [&](std::uint64_t, const emu::RunResult& r) {
+    if (r.status != emu::Status::ok) interrupt = 1;
+  };
+  const emu::ExploreResult found = emu::explore(slot_factory(6, SlotBug::extra_arrive), f);
+  ASSERT_FALSE(found.ok()) << found.report();
+  EXPECT_TRUE(found.interrupted);
+  EXPECT_TRUE(contains(found.report(), "violation mbarrier.")) << found.report();
+  EXPECT_TRUE(contains(found.report(), "\nschedule: ")) << found.report();
+  EXPECT_TRUE(contains(found.report(), "(shrinking interrupted)")) << found.report();
 }
 
 // A kernel whose catch (...) swallows the unwinding: the run ends with an
