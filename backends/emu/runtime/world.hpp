@@ -237,6 +237,9 @@ class World : public RunningWarp {
   // instruction before `pc`. Checked like smem_access where they are in
   // this warp's CTA's shared memory; nothing else is looked at.
   void plain_access(std::uintptr_t p, std::size_t bytes, bool write, std::uintptr_t pc);
+  // An atomic that writes bytes [p, p + bytes), in lane 31's fiber
+  // (lane-divergence mode): kept to be undone, as its plain stores are.
+  void lane_atomic(std::uintptr_t p, std::size_t bytes);
   // The trace's event for an ordinary access by `w` at line `at` (SmemView's
   // or a plain one), merged into the step's event of the same warp, kind and
   // line where there is one (plain_access.cpp).
@@ -554,9 +557,13 @@ class World : public RunningWarp {
   // perform `op`. The second lane parks there until the warp reaches its
   // next one, and gets false (the results are in w.lane).
   bool lanes_meet(Warp& w, LaneOp op);
-  // Lane 31's plain store to shared memory, kept to be undone, and the undo
-  // when it parks (lanes.cpp): what the warp does is done once.
+  // Lane 31's store to shared memory (at `offset`) or to the launch's
+  // global memory (LaunchConfig::global_memory; other memory is left), kept
+  // to be undone, and the undo when it parks (lanes.cpp): what the warp
+  // does is done once.
   void keep_lane_store(std::uint32_t offset, std::size_t bytes);
+  [[gnu::noinline]] void keep_lane_global_store(std::uintptr_t p, std::size_t bytes);
+  void keep_lane_bytes(std::byte* p, std::size_t bytes);
   void undo_lane_stores(Warp& w);
   void start_second_lane(Warp& w);  // fibers.cpp: fibers are made there
   void lane_main(Warp& w);
