@@ -136,8 +136,10 @@ emu::KernelFactory clc_factory(std::uint32_t bad_tile) {
 
 // The work loop stopped from outside: the producer sends items far past
 // any run's end, so the sentinel never comes. Warp 0 first sleeps until
-// `until`, the run's deadline, which the scheduler then finds passed the
-// next time it looks (every 4,096 steps), with both warps in their loops.
+// `until`, the run's deadline (set 200 ms ahead, so that the scheduler's
+// first look, at step 0, comes before it), which the scheduler then finds
+// passed the next time it looks (every 4,096 steps), with both warps in
+// their loops.
 // Each fiber's body holds a guard that counts the frames unwound.
 struct CountsItsEnd {
   std::atomic<std::uint32_t>* ended;
@@ -227,7 +229,7 @@ TEST(Teardown, ARunStoppedAtItsDeadlineInAWorkLoopIsUnwound) {
       std::atomic<std::uint32_t> ended{0};
       emu::RunOptions o;
       o.max_steps = std::numeric_limits<std::uint64_t>::max();
-      o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
       o.lane_divergence = lanes;
       const emu::RunResult r = emu::run(endless_slot_factory(&ended, o.deadline, poll)(), o);
       EXPECT_TRUE(r.stopped) << r.report();
@@ -251,7 +253,7 @@ TEST(Teardown, AnExplorationStoppedByAnInterruptReportsWhatItExplored) {
   std::atomic<std::uint32_t> ended{0};
   emu::ExploreOptions o = with(emu::StrategyKind::random, 100);
   o.max_steps = std::numeric_limits<std::uint64_t>::max();
-  o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
   o.interrupt = &interrupt;
   o.on_run = [&](std::uint64_t, const emu::RunResult& r) {
     EXPECT_TRUE(r.stopped);
