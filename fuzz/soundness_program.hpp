@@ -1,5 +1,5 @@
 // The soundness of the exhaustive search's partial-order reduction, tested
-// differentially (issue 24 item 5; docs/exploration.md, "Soundness, tested
+// differentially (docs/exploration.md, "Soundness, tested
 // differentially"): tiny random kernels, each searched twice, without the
 // reduction and with it, and the two sets of final states compared. Shared
 // by tests/explore_soundness_test.cpp (thousands of seeded programs in CI)

@@ -97,7 +97,7 @@ done
 set +e; "$W" explore ring/no-release --runs 20 --trace "$tmp/x.txt" >/dev/null 2>&1; set -e
 grep -q "wait" "$tmp/x.txt" || fail "explore --trace wrote no trace"
 
-# 2e. plain accesses (issue 23): ring/early-release reads a freed slot with
+# 2e. plain accesses: ring/early-release reads a freed slot with
 #     plain C++ and checks nothing; the race is reported at the read and at
 #     the producer's refill, and its replayed trace holds both accesses at
 #     the steps the report names
@@ -202,7 +202,7 @@ set +e; eval "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[
 set +e; "$W" explore gemm/exit-before-drain --runs 100 --json >"$tmp/j" 2>/dev/null; set -e
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["options"]["cluster"] == 2, d["options"]; assert "--cluster 2" in d["replay"], d["replay"]' "$tmp/j" ||
   fail "gemm/exit-before-drain does not report its pinned --cluster 2"
-# 7. issue 25: no false green, nothing lost.
+# 7. no false green, nothing lost.
 # 7a. an exploration never reports on nothing: the time budget starts once
 #     the first schedule has run; a shard with no run is refused; PCT's
 #     measuring run does not eat the budget of a kernel that fails everywhere
@@ -343,7 +343,7 @@ set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 2:033817b3:
   fail "the version 2 token: exit $rc, printed $(json_field schedule <"$tmp/j")"
 expect_usage "the choice points of this run differ" replay ring/no-release --stages 2 --items 8 --schedule 2:033817b3:
 
-# 7g. memory and threads are budgets, not crashes (issue 25, item 4): out of
+# 7g. memory and threads are budgets, not crashes (docs/reliability.md): out of
 #     memory or unable to start a job's thread, the program says what would
 #     help and exits 4 (it was std::bad_alloc / std::system_error, exit 134).
 #     The limits: 400 MB of address space, and 2 GB, which fits 100-odd

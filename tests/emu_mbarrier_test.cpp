@@ -1268,7 +1268,7 @@ TEST(emu_MbarTryWait, WithoutTimeOutsTheWrongFalseBranchIsNeverTaken) {
   emu::ExploreOptions o;
   o.runs = 100;
   o.jobs = 1;
-  o.spurious_try_wait = false;  // the default before issue 23: the blind spot
+  o.spurious_try_wait = false;  // time-outs off: the blind spot
   EXPECT_TRUE(emu::explore(false_branch_kernel(false), o).ok());
 }
 

@@ -1,4 +1,4 @@
-// The scheduler's incremental enabled set (issue 11, item 4): it equals the
+// The scheduler's incremental enabled set: it equals the
 // full recomputation from movable() at every step, across the catalogue's
 // kernels (correct and broken), strategies and modes; and its work per step
 // does not grow with idle warps and engines.

@@ -1,5 +1,5 @@
 // The exhaustive search's partial-order reduction, tested differentially
-// (issue 24 item 5; docs/exploration.md, "Soundness, tested
+// (docs/exploration.md, "Soundness, tested
 // differentially"): thousands of tiny random kernels
 // (fuzz/soundness_program.hpp), each searched without the reduction and
 // with it, at preemption bounds 0 to 2 and unbounded, with the race checker
@@ -196,7 +196,7 @@ TEST(explore_Soundness, AndWithPhasesCountedFromSeveralWarps) {
   EXPECT_LT(all.too_large * 2, all.comparisons);
 }
 
-// --jobs (issue 24, item 4): the search split among workers makes the same
+// --jobs: the search split among workers makes the same
 // tree as one search, whatever the order in which the children run, are
 // split off and are joined: the same runs, pruned runs, races and final
 // states, for the source sets and for the bounded sleep sets.

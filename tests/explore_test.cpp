@@ -51,7 +51,7 @@ emu::KernelFactory ring(std::uint32_t stages, std::uint32_t items, RingBug bug) 
 }
 
 // A launch that does not fit the kernel is a failure that names the
-// problem, never an abort of the test binary (issue 25, item 5): shared
+// problem, never an abort of the test binary (docs/reliability.md): shared
 // memory smaller than the kernel's storage is a violation with both sizes;
 // fewer warps than the kernel's roles leave barriers that never complete (a
 // deadlock naming them); more warps than the hardware allows is BadLaunch.
@@ -238,7 +238,7 @@ TEST(explore_Portfolio, RunIUsesStrategyIModSizeAndItsMixedSeed) {
   }
 }
 
-// Issue 25: an exploration never reports on nothing.
+// An exploration never reports on nothing.
 TEST(explore_Budget, TheTimeBudgetStartsOnceTheFirstRunHasRun) {
   for (unsigned jobs : {1u, 2u}) {
     emu::ExploreOptions o;
@@ -299,7 +299,7 @@ TEST(explore_Budget, AFailureInPCTsMeasuringRunIsReported) {
 
 emu::Kernel racy();
 
-// Issue 25: run i's seed is mixed from (seed, i), so explorations with
+// Run i's seed is mixed from (seed, i), so explorations with
 // consecutive seeds do not repeat each other's runs shifted by one (with
 // first_seed + i, seed 2's run i was seed 1's run i + 1).
 TEST(explore_Seeds, ConsecutiveSeedsExploreDifferentSchedules) {
@@ -566,7 +566,7 @@ TEST(explore_Exhaustive, FindsEveryBrokenRingVariant) {
   EXPECT_EQ(r.failure->outcome, "mbarrier.arrive-before-wait");
 }
 
-// --jobs (issue 24, item 4): the search split among threads explores the
+// --jobs: the search split among threads explores the
 // same tree as one job: the same classes, pruned runs and verdict, for the
 // source sets and the bounded search. A failure is found whatever the jobs.
 emu::OptionValues scenario_values(const emu::Scenario& sc, std::vector<std::pair<const char*, std::uint64_t>> set) {
@@ -577,7 +577,7 @@ emu::OptionValues scenario_values(const emu::Scenario& sc, std::vector<std::pair
   return values;
 }
 
-// The issue's four configurations (issue 24, item 3): the unbounded search
+// The four configurations of docs/exploration.md's cost table: the unbounded search
 // finds every broken variant of their scenarios that shows at that size,
 // with an outcome the catalogue promises, and verifies clean the five that
 // need a larger one. A variant that pins an option to another value than
@@ -1448,7 +1448,7 @@ TEST(explore_Replay, AScheduleOfAnotherConfigurationIsRefused) {
   EXPECT_NO_THROW(emu::replay(ring_kernel(2, 8, RingBug::no_release), s.unchecked(), {}));
 }
 
-// Issue 25, item 6: the check covers every step, so a schedule is refused
+// The check covers every step, so a schedule is refused
 // on a configuration whose run differs only at steps where one actor alone
 // can move. ring/no-release with 64 items and the correct ring with 4 meet
 // the same choice points under the default schedule (the first steps, while
@@ -1496,7 +1496,7 @@ TEST(explore_Replay, AVersion2TokenStillReplays) {
   }
 }
 
-// Issue 25: an interrupt (a signal handler's flag) ends the exploration
+// An interrupt (a signal handler's flag) ends the exploration
 // with what it found, its failure shrunk as far as it got.
 TEST(explore_Interrupt, TheFlagEndsItWithWhatWasExplored) {
   std::atomic<int> flag{0};
@@ -1528,7 +1528,7 @@ TEST(explore_Interrupt, TheFlagEndsItWithWhatWasExplored) {
   EXPECT_EQ(emu::outcome(emu::replay(racy(), r.failure->result.schedule, o.run_options())), r.failure->outcome);
 }
 
-// Issue 25: a trace is written whole or not at all, and where it cannot be
+// A trace is written whole or not at all, and where it cannot be
 // written is known before anything runs.
 TEST(explore_Trace, WrittenWholeOrNotAtAllAndCheckedBeforehand) {
   namespace fs = std::filesystem;

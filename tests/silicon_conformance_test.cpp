@@ -208,7 +208,7 @@ TEST(SiliconConformance, EmulatorAgreesWithH100OnEveryProgram) {
   EXPECT_TRUE(disagreements.empty()) << all;
 }
 
-// The named case of issue 10: try_wait is false until the last complete_tx
+// The named case of a try_wait true before its bytes: try_wait is false until the last complete_tx
 // lands, with the bytes from a thread, a bulk copy or a TMA tensor copy.
 TEST(SiliconConformance, TryWaitFalseUntilTheLastBytes) {
   const auto rec = load(data_path());

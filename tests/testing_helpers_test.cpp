@@ -588,7 +588,7 @@ TEST(TestingHelpers, BadEnvironmentFailsNamingTheVariableAndValue) {
   EXPECT_NONFATAL_FAILURE(WSPIPE_EXPECT_CLEAN(ring_factory(2, 4)), "WSPIPE_JOBS=x");
 }
 
-// Issue 25: an exploration that ran no schedule is never a pass. A shard
+// An exploration that ran no schedule is never a pass. A shard
 // with no run number within the budget is refused, naming the variable; a
 // time budget however small explores at least one schedule.
 TEST(TestingHelpers, AnExplorationThatRunsNothingFailsSayingWhy) {
@@ -668,7 +668,7 @@ TEST(TestingHelpers, FlagsAndEnvironmentRefuseTheSameValuesInTheSameWords) {
       {{{"mma-memo-mib", "lots"}}},
       {{{"preemptions", "2"}}},
       {{{"no-reduction", "1"}}},
-      // Issue 25: refused, not ignored or misread.
+      // Refused, not ignored or misread.
       {{{"runs", "1"}, {"shard", "1/2"}}},
       {{{"seconds", "0x10"}}},
       {{{"seconds", "+1"}}},

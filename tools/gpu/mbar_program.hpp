@@ -79,7 +79,7 @@ inline std::string to_string(const std::vector<MbarOp>& p) {
 }
 
 // The fixed cases, first in every run. Case 0 is the sequence an earlier
-// report said passed try_wait before its bytes arrived (issue 10); 1 and 2
+// report said passed try_wait before its bytes arrived; 1 and 2
 // deliver the bytes with a real bulk copy and a real TMA tensor copy.
 inline constexpr std::uint32_t kNamedPrograms = 6;
 inline std::vector<MbarOp> named_program(std::uint32_t i) {

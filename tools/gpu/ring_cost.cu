@@ -1,4 +1,4 @@
-// The cost of the abstraction (issue 10, item 5): the same ring written
+// The cost of the abstraction: the same ring written
 // twice in one file, once with core/ (ProducerConsumerPipeline over
 // HopperBackend) and once by hand with raw PTX mbarrier instructions, then
 // measured against each other:
