@@ -524,20 +524,22 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, std::o
   // kSingleTimeOuts time-outs in a row here (each right after the last,
   // its last scheduling point) are steps of their own; let time out once
   // more, it spins out: its next try_wait here times out without a
-  // scheduling point, until it leaves the loop or the limit runs out. A spin that runs out is taken
-  // to go on until the phase completes: it changed nothing, so its step
-  // touched nothing, and the warp cannot time out here again while another
-  // actor can move (World::movable). A time-out taken because nothing could
-  // move is a step of its own (the idle rule counts those).
+  // scheduling point, until it leaves the loop or the limit runs out. A
+  // spin that runs out is taken to go on until the phase completes: it
+  // changed nothing, so its step touched nothing, and the warp cannot time
+  // out here again while another actor can move (World::movable). A
+  // time-out taken because nothing could move is a step of its own (the
+  // idle rule counts those).
   bool spin_ends = false;
+  auto run_out = [&] {
+    w.spun_pure = spin_ends = true;
+    w_.forget_footprint();
+  };
   if (ok || kind != WaitKind::try_wait) {
     w.spin_left = 0;
     w.spun_pure = false;
   } else if (spinning) {
-    if (--w.spin_left == 0) {
-      w.spun_pure = spin_ends = true;
-      w_.forget_footprint();
-    }
+    if (--w.spin_left == 0) run_out();
   } else {
     // A time-out of its own: the first in a row here, or the next.
     const bool again = w.timeout_point + 1 == w.points && w.timeout_site == site;
@@ -546,10 +548,7 @@ bool MbarrierRoom::wait_kind(SharedMemBarrier& bar, std::uint32_t parity, std::o
     if (limit > 0 && !w_.idle_step() && w.timeouts_in_row > kSingleTimeOuts) {
       // The limit counts those before the spin too.
       w.spin_left = limit > w.timeouts_in_row ? limit - w.timeouts_in_row : 0;
-      if (w.spin_left == 0) {
-        w.spun_pure = spin_ends = true;
-        w_.forget_footprint();
-      }
+      if (w.spin_left == 0) run_out();
     }
   }
   if (kind == WaitKind::try_wait && !ok) {
