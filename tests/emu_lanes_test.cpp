@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "backends/emu/emu.hpp"
 #include "core/pipeline_state.hpp"
@@ -271,6 +273,43 @@ TEST(LaneDivergence, AWarpLevelReadModifyWriteOfSharedMemoryHappensOncePerWarp) 
         },
         lanes(on), kSmem);
     EXPECT_EQ(outcome(r), "ok") << "lane divergence " << on << "\n" << r.report();
+  }
+}
+
+// The same in global memory, named to the emulator as the kernel's
+// (LaunchConfig::global_memory): each warp sums into its own word, one with
+// plain `+=` and one with an atomic add, both at warp level; lane 31's
+// stores there are undone as in shared memory. Host-side state the
+// emulator is not told of (a plain counter) is updated by lane 31's fiber
+// too, unless the update is elected (elect_one), as on a GPU.
+TEST(LaneDivergence, AWarpLevelReadModifyWriteOfGlobalMemoryHappensOncePerWarp) {
+  for (const bool on : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "lane divergence " << on);
+    std::vector<std::uint32_t> sums(4, 0);  // per warp: the plain sum, the atomic sum
+    std::uint32_t host_updates = 0, elected_updates = 0;
+    emu::LaunchConfig launch;
+    launch.warps_per_cta = 2;
+    launch.smem_bytes = kSmem;
+    launch.global_memory = {std::as_writable_bytes(std::span(sums))};
+    const auto r = emu::run(
+        launch,
+        [&] {
+          std::uint32_t& sum = sums[2 * B::warp_idx()];
+          std::uint32_t& atomic_sum = sums[2 * B::warp_idx() + 1];
+          for (std::uint32_t i = 1; i <= 10; ++i) {
+            sum += i;
+            __atomic_fetch_add(&atomic_sum, i, __ATOMIC_RELAXED);
+            B::syncwarp();
+          }
+          B::check(sum == 55 && atomic_sum == 55, "the warp's sums", {{"sum", sum}, {"atomic", atomic_sum}});
+          ++host_updates;
+          B::elect_one([&] { ++elected_updates; });
+        },
+        lanes(on));
+    EXPECT_EQ(outcome(r), "ok") << r.report();
+    EXPECT_EQ(sums, std::vector<std::uint32_t>(4, 55));
+    EXPECT_EQ(elected_updates, 2u);
+    EXPECT_EQ(host_updates, on ? 4u : 2u);  // lane 31's fiber replays what memory is not named
   }
 }
 #endif

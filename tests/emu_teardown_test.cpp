@@ -5,9 +5,13 @@
 // access per warp.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "backends/emu/emu.hpp"
 #include "backends/emu/testing/gtest.hpp"
@@ -130,6 +134,34 @@ emu::KernelFactory clc_factory(std::uint32_t bad_tile) {
   };
 }
 
+// The work loop stopped from outside: the producer sends items far past
+// any run's end, so the sentinel never comes. Warp 0 first sleeps until
+// `until`, the run's deadline (set 200 ms ahead, so that the scheduler's
+// first look, at step 0, comes before it), which the scheduler then finds
+// passed the next time it looks (every 4,096 steps), with both warps in
+// their loops.
+// Each fiber's body holds a guard that counts the frames unwound.
+struct CountsItsEnd {
+  std::atomic<std::uint32_t>* ended;
+  explicit CountsItsEnd(std::atomic<std::uint32_t>* e) : ended(e) {}
+  CountsItsEnd(const CountsItsEnd&) = delete;
+  CountsItsEnd& operator=(const CountsItsEnd&) = delete;
+  ~CountsItsEnd() { ++*ended; }
+};
+
+emu::KernelFactory endless_slot_factory(std::atomic<std::uint32_t>* ended, std::chrono::steady_clock::time_point until,
+                                        bool poll) {
+  return [=] {
+    emu::Kernel k = slot_factory(1'000'000'000, SlotBug::none, poll)();
+    k.body = [=] {
+      const CountsItsEnd guard{ended};
+      if (B::warp_idx() == 0) std::this_thread::sleep_until(until);
+      slot_kernel(1'000'000'000, SlotBug::none, poll);
+    };
+    return k;
+  };
+}
+
 // ------------------------------------------------------------ options
 
 emu::ExploreOptions with(emu::StrategyKind kind, std::uint64_t runs = 50) {
@@ -186,6 +218,67 @@ TEST(Teardown, TheFailureIsReportedWithItsReplayLine) {
   EXPECT_TRUE(contains(r.message(), "replay: WSPIPE_REPLAY=")) << r.message();
 }
 
+// A run stopped at its deadline (RunOptions::deadline; the shrinker gives
+// its runs the end of its time) while its warps are in a work loop ended by
+// a sentinel: every fiber is unwound (lane 31's too in lane-divergence
+// mode), the run says it stopped, and the next run works.
+TEST(Teardown, ARunStoppedAtItsDeadlineInAWorkLoopIsUnwound) {
+  for (const bool poll : {false, true}) {
+    for (const bool lanes : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "poll " << poll << ", lane divergence " << lanes);
+      std::atomic<std::uint32_t> ended{0};
+      emu::RunOptions o;
+      o.max_steps = std::numeric_limits<std::uint64_t>::max();
+      o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      o.lane_divergence = lanes;
+      const emu::RunResult r = emu::run(endless_slot_factory(&ended, o.deadline, poll)(), o);
+      EXPECT_TRUE(r.stopped) << r.report();
+      EXPECT_TRUE(r.pruned);
+      EXPECT_EQ(r.status, emu::Status::ok) << r.report();
+      EXPECT_GE(r.steps, 4096u);
+      EXPECT_EQ(ended.load(), lanes ? 4u : 2u);
+    }
+  }
+  const emu::RunResult r = emu::run(slot_factory(6, SlotBug::none)(), emu::RunOptions{});
+  EXPECT_EQ(emu::outcome(r), "ok") << r.report();
+}
+
+// The same loops in an exploration whose runs stop at their deadline and
+// which an interrupt (ExploreOptions::interrupt, set after the first run)
+// ends: reported as interrupted, nothing found. And an interrupt after the
+// first failure: the failure is reported with its replay line, its
+// shrinking cut short.
+TEST(Teardown, AnExplorationStoppedByAnInterruptReportsWhatItExplored) {
+  std::atomic<int> interrupt{0};
+  std::atomic<std::uint32_t> ended{0};
+  emu::ExploreOptions o = with(emu::StrategyKind::random, 100);
+  o.max_steps = std::numeric_limits<std::uint64_t>::max();
+  o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  o.interrupt = &interrupt;
+  o.on_run = [&](std::uint64_t, const emu::RunResult& r) {
+    EXPECT_TRUE(r.stopped);
+    interrupt = 1;
+  };
+  const emu::ExploreResult stopped = emu::explore(endless_slot_factory(&ended, o.deadline, false), o);
+  EXPECT_TRUE(stopped.interrupted) << stopped.report();
+  EXPECT_TRUE(stopped.ok()) << stopped.report();
+  EXPECT_TRUE(contains(stopped.report(), "interrupted")) << stopped.report();
+  EXPECT_EQ(ended.load(), 2u);
+
+  interrupt = 0;
+  emu::ExploreOptions f = with(emu::StrategyKind::random, 100);
+  f.interrupt = &interrupt;
+  f.on_run = [&](std::uint64_t, const emu::RunResult& r) {
+    if (r.status != emu::Status::ok) interrupt = 1;
+  };
+  const emu::ExploreResult found = emu::explore(slot_factory(6, SlotBug::extra_arrive), f);
+  ASSERT_FALSE(found.ok()) << found.report();
+  EXPECT_TRUE(found.interrupted);
+  EXPECT_TRUE(contains(found.report(), "violation mbarrier.")) << found.report();
+  EXPECT_TRUE(contains(found.report(), "\nschedule: ")) << found.report();
+  EXPECT_TRUE(contains(found.report(), "(shrinking interrupted)")) << found.report();
+}
+
 // A kernel whose catch (...) swallows the unwinding: the run ends with an
 // error naming the warp and the line, not a crash.
 TEST(Teardown, AKernelThatSwallowsTheUnwindingEndsTheRunWithAnError) {
@@ -204,6 +297,61 @@ TEST(Teardown, AKernelThatSwallowsTheUnwindingEndsTheRunWithAnError) {
     EXPECT_TRUE(contains(e.what(), "warp cta0/w0 consumer caught the unwinding")) << e.what();
     EXPECT_TRUE(contains(e.what(), "emu_teardown_test.cpp:")) << e.what();
   }
+}
+
+// A kernel that catches the unwinding at every operation, forever: the
+// teardown gives up on its fibers (both warps', and lane 31's in
+// lane-divergence mode) and the run ends with the error naming the warp and
+// the line, without ending the process. The next runs work: the same kernel
+// again (its abandoned fibers' stacks reused), then a clean one.
+void swallows_forever(std::uint32_t* line) {
+  auto& s = B::shared_storage<SlotSmem>();
+  if (B::warp_idx() == 0) {
+    init_bar(s.full, 1, "full");
+    B::fence_init();
+  }
+  B::cluster_sync();
+  for (;;) {
+    try {
+      *line = __LINE__ + 1;
+      B::wait(s.full, 0);  // nobody arrives: a deadlock, then the teardown's unwinding
+    } catch (...) {        // swallows everything
+    }
+  }
+}
+
+TEST(Teardown, AKernelThatSwallowsTheUnwindingForeverEndsTheRunWithAnError) {
+  for (const bool lanes : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "lane divergence " << lanes);
+    std::uint32_t line = 0;
+    emu::Kernel k = slot_factory(6, SlotBug::none)();
+    k.body = [&line] { swallows_forever(&line); };
+    emu::RunOptions o;
+    o.lane_divergence = lanes;
+    for (int again = 0; again < 2; ++again) {
+      EXPECT_THROW(
+          {
+            try {
+              (void)emu::run(k, o);
+            } catch (const std::logic_error& e) {
+              EXPECT_TRUE(contains(e.what(), "wspipe: warp cta0/w0 consumer caught the unwinding")) << e.what();
+              EXPECT_TRUE(contains(e.what(), "emu_teardown_test.cpp:" + std::to_string(line) + ":")) << e.what();
+              throw;
+            }
+          },
+          std::logic_error);
+    }
+  }
+  // On a thread of its own, which then exits: its fiber scheduler, torn
+  // down with it, neither waits for nor resumes the abandoned fibers.
+  std::thread([] {
+    std::uint32_t line = 0;
+    emu::Kernel k = slot_factory(6, SlotBug::none)();
+    k.body = [&line] { swallows_forever(&line); };
+    EXPECT_THROW((void)emu::run(k, emu::RunOptions{}), std::logic_error);
+  }).join();
+  const emu::RunResult r = emu::run(slot_factory(6, SlotBug::none)(), emu::RunOptions{});
+  EXPECT_EQ(emu::outcome(r), "ok") << r.report();
 }
 
 }  // namespace

@@ -119,7 +119,7 @@ class RunningWarp {
   // performed them for every active lane, lane 31 included.
   bool in_lane_ = false;
   bool stopping_ = false;  // the run has ended; nothing more is scheduled
-  bool killing_ = false;   // tearing down: unfinished warps run with no-op operations
+  bool killing_ = false;   // tearing down: unfinished warps are unwound from their next operation
   static inline thread_local RunningWarp* tl_running_ = nullptr;  // the run in progress on this thread
 };
 

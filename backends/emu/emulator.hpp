@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -53,6 +54,15 @@ struct LaunchConfig {
   // "tcgen05.alloc": it blocks until enough columns are free). Checked at
   // launch against sm_100's per-SM limits (shared memory, warps).
   std::uint32_t ctas_per_sm = 1;
+  // The kernel's global memory: the buffers its warps read and write with
+  // plain C++ (outputs, counters, work queues), each as its bytes
+  // (std::as_writable_bytes(std::span(v))). Optional. Lane-divergence mode
+  // (RunOptions::lane_divergence) undoes lane 31's stores there, as it does
+  // in shared memory, so that a warp-level read-modify-write (`out[i] += x`
+  // by the warp) is applied once; lane 31's stores to memory not named here
+  // stay (docs/emulator-models.md, "Warp divergence"). They must outlive
+  // the run.
+  std::vector<std::span<std::byte>> global_memory;
 };
 
 // The machine, or the memory budget (RunOptions::max_memory_bytes), could

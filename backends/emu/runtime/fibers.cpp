@@ -47,6 +47,20 @@ class CachedStack {
 #endif
     return c.last;
   }
+  // The stack of a fiber that will never run again (World::release_abandoned),
+  // kept or freed as an ended fiber's is. Boost.Context would do it when
+  // the fiber ends, which an abandoned one never does. AddressSanitizer's
+  // marks on its frames go first (allocate() clears them for a stack the
+  // cache hands out again; an unmapped one may be mapped again by others).
+  void reclaim(const FiberStack& s) noexcept {
+#ifdef WSPIPE_ASAN
+    ASAN_UNPOISON_MEMORY_REGION(s.bottom, s.size);
+#endif
+    boost::context::stack_context sc{};
+    sc.size = s.size;
+    sc.sp = static_cast<char*>(const_cast<void*>(s.bottom)) + s.size;
+    deallocate(sc);
+  }
   // The stack handed out last on this thread, for the sanitizers.
   static FiberStack last() {
     const boost::context::stack_context& s = cache().last;
@@ -154,6 +168,38 @@ void World::leaving([[maybe_unused]] const boost::fibers::context* self) {
   if (to == nullptr) return;
   __sanitizer_start_switch_fiber(nullptr, to->bottom, to->size);  // this stack is done with
 #endif
+}
+
+// The fiber running keeps catching the teardown's unwinding
+// (teardown_op): the teardown gives up on it. It hands control back to
+// run() for the last time; its frames are never unwound, and what they own
+// (the kernel's locals on it) is never freed. Nothing resumes it:
+// release_abandoned takes it out of Boost's scheduler. Were it resumed all
+// the same, it would return and throw the unwinding again.
+void World::abandon_running(Warp& w) {
+  (in_lane_ ? w.lane.abandoned : w.abandoned) = true;
+  algo_->next = main_ctx_;
+  leaving(in_lane_ ? w.lane.ctx : w.ctx);  // AddressSanitizer: this stack is done with
+  boost::this_fiber::yield();
+}
+
+// An abandoned fiber (abandon_running), once the caller's thread runs
+// again. Boost.Fiber cannot end a fiber from outside (an unfinished one's
+// context, released, would be resumed to end it; Boost.Context's forced
+// unwinding throws through the kernel's frames, whose catch (...) caught the
+// unwinding already), so the fiber is taken out of its scheduler instead:
+// off the ready queue (its last switch, a yield, put it there) and out of
+// the scheduler's workers, so that the thread's scheduler, when the thread
+// exits, neither resumes it nor waits for it to end. The handle is detached
+// (a joinable fiber's destructor calls std::terminate); the context keeps
+// the reference Boost releases when a fiber ends, so nothing releases it.
+// Its stack, where the context lies, goes back as an ended fiber's does:
+// nothing refers to it any more.
+void World::release_abandoned(boost::fibers::fiber& fiber, boost::fibers::context* ctx, const FiberStack& stack) {
+  if (ctx->ready_is_linked()) ctx->ready_unlink();
+  ctx->detach();
+  fiber.detach();
+  CachedStack().reclaim(stack);
 }
 
 void World::warp_main(Warp& w) {

@@ -25,13 +25,15 @@
 // try_wait's answer, a tcgen05.ld's registers) for lane 31 to take when it
 // resumes. Lane 31 runs only inside a meeting of the warp's fiber, so it
 // adds no scheduling point: schedules are the same with the mode and
-// without. Its plain stores to shared memory are undone when it parks
-// (keep_lane_store): the warp's fiber made them for the warp, and a
-// read-modify-write (`sum += x`) must not be applied twice.
+// without. Its plain and atomic stores to shared memory and to the launch's
+// global memory are undone when it parks (keep_lane_store): the warp's
+// fiber made them for the warp, and a read-modify-write (`sum += x`) must
+// not be applied twice.
 #include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <span>
 
 #include "backends/emu/runtime/mbarrier.hpp"
 #include "backends/emu/runtime/util.hpp"
@@ -201,23 +203,36 @@ bool World::lanes_meet(Warp& w, LaneOp op) {
 
 // Lane 31 runs the code lane 0 ran, after it: a store of the warp's that
 // reads what it overwrites (`sum += x` at warp level) would be applied
-// twice. Its stores are undone when it parks, in reverse order, so that
-// shared memory is as the warp's fiber left it. Seen through the access
-// instrumentation (plain_access.cpp), before each store.
+// twice. Its stores to shared memory and to the launch's global memory
+// (LaunchConfig::global_memory) are undone when it parks, in reverse order,
+// so that memory is as the warp's fiber left it. Seen through the access
+// instrumentation (plain_access.cpp), before each store. Other memory (its
+// stack, the heap, host-side state) is left: a lane's own variables are
+// its own, and memory that is not known to outlive the run may be freed
+// and used again before lane 31 parks.
 void World::keep_lane_store(std::uint32_t offset, std::size_t bytes) {
-  Warp& w = *current_;
-  const Cta& cta = ctas_[w.cta];
-  const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, cta.smem_bytes - offset));
-  SecondLane& lane = w.lane;
-  lane.stores.push_back({.offset = offset, .size = n, .at = lane.overwritten.size()});
-  lane.overwritten.insert(lane.overwritten.end(), cta.smem + offset, cta.smem + offset + n);
+  const Cta& cta = ctas_[current_->cta];
+  keep_lane_bytes(cta.smem + offset, std::min<std::size_t>(bytes, cta.smem_bytes - offset));
+}
+
+void World::keep_lane_global_store(std::uintptr_t p, std::size_t bytes) {
+  for (const std::span<std::byte> g : launch_.global_memory) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(g.data());
+    const std::uintptr_t lo = std::max(p, begin), hi = std::min(p + bytes, begin + g.size());
+    if (lo < hi) keep_lane_bytes(reinterpret_cast<std::byte*>(lo), hi - lo);
+  }
+}
+
+void World::keep_lane_bytes(std::byte* p, std::size_t bytes) {
+  SecondLane& lane = current_->lane;
+  lane.stores.push_back({.p = p, .size = bytes, .at = lane.overwritten.size()});
+  lane.overwritten.insert(lane.overwritten.end(), p, p + bytes);
 }
 
 void World::undo_lane_stores(Warp& w) {
   SecondLane& lane = w.lane;
-  std::byte* const smem = ctas_[w.cta].smem;
   for (auto it = lane.stores.rbegin(); it != lane.stores.rend(); ++it)
-    std::memcpy(smem + it->offset, lane.overwritten.data() + it->at, it->size);
+    std::memcpy(it->p, lane.overwritten.data() + it->at, it->size);
   lane.stores.clear();
   lane.overwritten.clear();
 }

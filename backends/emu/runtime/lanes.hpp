@@ -37,6 +37,7 @@ struct SecondLane {
   FiberStack stack;
   bool finished = false;
   std::uint64_t unwinds = 0;  // TeardownUnwind thrown on its fiber (World::teardown_op)
+  bool abandoned = false;     // it kept catching the unwinding: never resumed (World::abandon_running)
   LaneOp at;  // the operation it waits at
   // The results of the operation the warp performed for both lanes, valid
   // when `publish` was set by the meeting before it.
@@ -44,11 +45,13 @@ struct SecondLane {
   bool ok = true;
   std::uint64_t token = 0;
   std::vector<std::uint32_t> regs;
-  // Its plain stores to shared memory since it last resumed, with the bytes
-  // each overwrote (World::keep_lane_store): undone when it parks, so that
-  // memory stays as the warp's fiber left it (a warp-level access is one).
+  // Its plain and atomic stores to shared memory and to the launch's global
+  // memory since it last resumed, with the bytes each overwrote
+  // (World::keep_lane_store): undone when it parks, so that memory stays as
+  // the warp's fiber left it (a warp-level access is one).
   struct Store {
-    std::uint32_t offset = 0, size = 0;
+    std::byte* p = nullptr;
+    std::size_t size = 0;
     std::size_t at = 0;  // its old bytes in `overwritten`
   };
   std::vector<Store> stores;

@@ -9,7 +9,10 @@
 // the race checker exactly as an SmemView access does (race.cpp), located by
 // the instruction's source line (code_line). Atomics are performed (and not
 // checked: the model has no ordering through them); function entry and exit
-// are empty. docs/emulator-models.md, "Plain accesses", says what is seen.
+// are empty. In lane 31's fiber (lane-divergence mode) stores and atomics
+// to shared memory and to the launch's global memory are also kept, to be
+// undone (lanes.cpp). docs/emulator-models.md, "Plain accesses", says what
+// is seen.
 //
 // Under a real ThreadSanitizer build (the tsan preset) the sanitizer's
 // runtime owns these names: they are not defined here, and plain accesses
@@ -178,9 +181,23 @@ void World::plain_access(std::uintptr_t p, std::size_t bytes, bool write, std::u
   // warp's CTA's shared memory (the stack, the heap, global buffers; no
   // warp running). One compare, unsigned.
   const std::uintptr_t offset = p - smem_base_;
-  if (offset >= smem_bytes_) [[likely]]
+  if (offset >= smem_bytes_) [[likely]] {
+    // Lane 31's store elsewhere: undone when it parks if it is to the
+    // launch's global memory (lanes.cpp).
+    if (in_lane_ && write) [[unlikely]]
+      keep_lane_global_store(p, bytes);
     return;
+  }
   plain_smem_access(static_cast<std::uint32_t>(offset), bytes, write, pc);
+}
+
+void World::lane_atomic(std::uintptr_t p, std::size_t bytes) {
+  const std::uintptr_t offset = p - smem_base_;
+  if (offset >= smem_bytes_) {
+    keep_lane_global_store(p, bytes);
+  } else if (!killing_) {
+    keep_lane_store(static_cast<std::uint32_t>(offset), bytes);
+  }
 }
 
 void World::plain_smem_access(std::uint32_t offset, std::size_t bytes, bool write, std::uintptr_t pc) {
@@ -269,6 +286,14 @@ using wspipe::emu::detail::World;
     w->plain_access(reinterpret_cast<std::uintptr_t>(p), bytes, write, reinterpret_cast<std::uintptr_t>(ret) - 1);
 }
 
+// An atomic about to write `bytes` at `a`: in lane 31's fiber (lane-
+// divergence mode) the bytes it overwrites are kept, to be undone as a
+// plain store's are (lanes.cpp). Nothing else is looked at.
+[[gnu::always_inline]] inline void atomic_writes(const volatile void* a, std::size_t bytes) {
+  if (World* const w = World::on_this_thread(); w != nullptr && w->in_lane()) [[unlikely]]
+    w->lane_atomic(reinterpret_cast<std::uintptr_t>(a), bytes);
+}
+
 // The atomics: performed, sequentially consistent whatever order was asked
 // (stronger is always allowed); the 16-byte ones under a lock, so that no
 // libatomic is needed.
@@ -338,47 +363,58 @@ void* __tsan_memset(void* dst, int value, unsigned long size) {
     return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                 \
   }                                                                                                              \
   void __tsan_atomic##N##_store(volatile __tsan_atomic##N* a, __tsan_atomic##N v, __tsan_memory_order) {       \
+    atomic_writes(a, sizeof *a);                                                                                 \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                    \
   }                                                                                                              \
   __tsan_atomic##N __tsan_atomic##N##_exchange(volatile __tsan_atomic##N* a, __tsan_atomic##N v,                \
                                                __tsan_memory_order) {                                            \
+    atomic_writes(a, sizeof *a);                                                                                 \
     return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                          \
   }                                                                                                              \
   __tsan_atomic##N __tsan_atomic##N##_fetch_add(volatile __tsan_atomic##N* a, __tsan_atomic##N v,               \
                                                 __tsan_memory_order) {                                           \
+    atomic_writes(a, sizeof *a);                                                                                 \
     return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                           \
   }                                                                                                              \
   __tsan_atomic##N __tsan_atomic##N##_fetch_sub(volatile __tsan_atomic##N* a, __tsan_atomic##N v,               \
                                                 __tsan_memory_order) {                                           \
+    atomic_writes(a, sizeof *a);                                                                                 \
     return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                           \
   }                                                                                                              \
   __tsan_atomic##N __tsan_atomic##N##_fetch_and(volatile __tsan_atomic##N* a, __tsan_atomic##N v,               \
                                                 __tsan_memory_order) {                                           \
+    atomic_writes(a, sizeof *a);                                                                                 \
     return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                           \
   }                                                                                                              \
   __tsan_atomic##N __tsan_atomic##N##_fetch_or(volatile __tsan_atomic##N* a, __tsan_atomic##N v,                \
                                                __tsan_memory_order) {                                            \
+    atomic_writes(a, sizeof *a);                                                                                 \
     return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                            \
   }                                                                                                              \
   __tsan_atomic##N __tsan_atomic##N##_fetch_xor(volatile __tsan_atomic##N* a, __tsan_atomic##N v,               \
                                                 __tsan_memory_order) {                                           \
+    atomic_writes(a, sizeof *a);                                                                                 \
     return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                                           \
   }                                                                                                              \
   __tsan_atomic##N __tsan_atomic##N##_fetch_nand(volatile __tsan_atomic##N* a, __tsan_atomic##N v,              \
                                                  __tsan_memory_order) {                                          \
+    atomic_writes(a, sizeof *a);                                                                                 \
     return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                                          \
   }                                                                                                              \
   int __tsan_atomic##N##_compare_exchange_strong(volatile __tsan_atomic##N* a, __tsan_atomic##N* c,             \
                                                  __tsan_atomic##N v, __tsan_memory_order, __tsan_memory_order) { \
+    atomic_writes(a, sizeof *a);                                                                                 \
     return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                      \
   }                                                                                                              \
   int __tsan_atomic##N##_compare_exchange_weak(volatile __tsan_atomic##N* a, __tsan_atomic##N* c,               \
                                                __tsan_atomic##N v, __tsan_memory_order, __tsan_memory_order) {   \
+    atomic_writes(a, sizeof *a);                                                                                 \
     return __atomic_compare_exchange_n(a, c, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
   }                                                                                                              \
   __tsan_atomic##N __tsan_atomic##N##_compare_exchange_val(volatile __tsan_atomic##N* a, __tsan_atomic##N c,    \
                                                            __tsan_atomic##N v, __tsan_memory_order,              \
                                                            __tsan_memory_order) {                                \
+    atomic_writes(a, sizeof *a);                                                                                 \
     __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                            \
     return c;                                                                                                    \
   }
@@ -391,6 +427,7 @@ WSPIPE_TSAN_ATOMIC(64)
 // 16 bytes: under a lock (see atomic128_lock).
 #define WSPIPE_TSAN_ATOMIC128_RMW(op, expr)                                                                     \
   __tsan_atomic128 __tsan_atomic128_##op(volatile __tsan_atomic128* a, __tsan_atomic128 v, __tsan_memory_order) { \
+    atomic_writes(a, sizeof *a);                                                                                \
     const std::lock_guard<std::mutex> lock(atomic128_lock());                                                   \
     const __tsan_atomic128 old = *a;                                                                            \
     *a = (expr);                                                                                                \
@@ -409,11 +446,13 @@ __tsan_atomic128 __tsan_atomic128_load(const volatile __tsan_atomic128* a, __tsa
   return *a;
 }
 void __tsan_atomic128_store(volatile __tsan_atomic128* a, __tsan_atomic128 v, __tsan_memory_order) {
+  atomic_writes(a, sizeof *a);
   const std::lock_guard<std::mutex> lock(atomic128_lock());
   *a = v;
 }
 __tsan_atomic128 __tsan_atomic128_compare_exchange_val(volatile __tsan_atomic128* a, __tsan_atomic128 c,
                                                        __tsan_atomic128 v, __tsan_memory_order, __tsan_memory_order) {
+  atomic_writes(a, sizeof *a);
   const std::lock_guard<std::mutex> lock(atomic128_lock());
   const __tsan_atomic128 old = *a;
   if (old == c) *a = v;

@@ -292,7 +292,10 @@ RunResult World::run() {
   // operation throws TeardownUnwind (World::teardown_op), which unwinds its
   // frames to run_body: a loop whose exit depends on what a wait publishes
   // ends too. Operations in the destructors that the unwinding runs are
-  // no-ops. Nothing of it is recorded: the run's result is complete here.
+  // no-ops. A fiber that keeps catching the unwinding is abandoned instead
+  // (abandon_running: it comes back here without ending) and released, and
+  // the run ends with swallowed_, below. Nothing of it is recorded: the
+  // run's result is complete here.
   killing_ = true;
   for (Warp& w : warps_) {
     if (w.ctx != nullptr && w.block != Block::finished) {
@@ -300,14 +303,23 @@ RunResult World::run() {
       algo_->next = w.ctx;
       switch_to(w.stack);
     }
-    if (w.fiber.joinable()) w.fiber.join();
+    if (w.abandoned) {
+      release_abandoned(w.fiber, w.ctx, w.stack);
+    } else if (w.fiber.joinable()) {
+      w.fiber.join();
+    }
     if (w.lane.ctx != nullptr && !w.lane.finished) {
       set_current(&w);
       in_lane_ = true;
       switch_to(w.lane.ctx, w.lane.stack);
       in_lane_ = false;
     }
-    if (w.lane.fiber.joinable()) w.lane.fiber.join();
+    if (w.lane.abandoned) {
+      undo_lane_stores(w);  // what lane_main does for a lane that ends
+      release_abandoned(w.lane.fiber, w.lane.ctx, w.lane.stack);
+    } else if (w.lane.fiber.joinable()) {
+      w.lane.fiber.join();
+    }
   }
   set_current(nullptr);
   algo_->collect_terminated();

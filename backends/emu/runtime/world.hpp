@@ -77,6 +77,7 @@ struct Warp : WarpLanes {  // active lanes, lane 31's, loads waited for: emu_ops
   boost::fibers::fiber fiber;
   FiberStack stack;
   std::uint64_t unwinds = 0;  // TeardownUnwind thrown on its fiber (World::teardown_op)
+  bool abandoned = false;     // its fiber kept catching the unwinding: never resumed (World::abandon_running)
   // Time-outs in a row (RunOptions::spin_out_limit, mbarrier.cpp): its
   // scheduling points so far; the one at which it last timed out in
   // try_wait, and where; while it spins out, the time-outs left; whether
@@ -236,6 +237,9 @@ class World : public RunningWarp {
   // instruction before `pc`. Checked like smem_access where they are in
   // this warp's CTA's shared memory; nothing else is looked at.
   void plain_access(std::uintptr_t p, std::size_t bytes, bool write, std::uintptr_t pc);
+  // An atomic that writes bytes [p, p + bytes), in lane 31's fiber
+  // (lane-divergence mode): kept to be undone, as its plain stores are.
+  void lane_atomic(std::uintptr_t p, std::size_t bytes);
   // The trace's event for an ordinary access by `w` at line `at` (SmemView's
   // or a plain one), merged into the step's event of the same warp, kind and
   // line where there is one (plain_access.cpp).
@@ -295,8 +299,10 @@ class World : public RunningWarp {
   // when the run is being torn down (the operation then does nothing).
   bool point(Warp& w, Block b, std::int32_t obj, std::uint32_t parity, std::uint64_t target, const SourceLoc& loc);
   bool point(Warp& w, const SourceLoc& loc) { return point(w, Block::none, -1, 0, 0, loc); }
-  // An operation while the run is torn down: unwinds the calling fiber.
+  // An operation while the run is torn down: unwinds the calling fiber, or
+  // abandons it when it keeps catching the unwinding.
   void teardown_op(Warp& w, std::uint64_t& unwinds, const SourceLoc& loc);
+  std::exception_ptr swallowed_error(const Warp& w, const SourceLoc& loc) const;
   // The enabled set is kept up to date instead of recomputed at every step:
   // an actor's movability changes only at events (it
   // blocks or goes on, finishes, an object it waits on changes, an engine's
@@ -537,6 +543,12 @@ class World : public RunningWarp {
   // A finished warp's fiber is about to end: Boost switches to algo_->next
   // when its function returns.
   void leaving(const boost::fibers::context* self);
+  // The teardown gives up on the fiber running (the warp's or its second
+  // lane's), which keeps catching the unwinding (teardown_op): it hands
+  // control back to run() for good. release_abandoned, in run(), takes the
+  // fiber out of Boost's scheduler and reclaims its stack (fibers.cpp).
+  void abandon_running(Warp& w);
+  static void release_abandoned(boost::fibers::fiber& fiber, boost::fibers::context* ctx, const FiberStack& stack);
   void end(Status s, Warp* from);
   void warp_main(Warp& w);
   // Lane-divergence mode (lanes.cpp). lanes_meet: the warp's fiber, at
@@ -545,9 +557,13 @@ class World : public RunningWarp {
   // perform `op`. The second lane parks there until the warp reaches its
   // next one, and gets false (the results are in w.lane).
   bool lanes_meet(Warp& w, LaneOp op);
-  // Lane 31's plain store to shared memory, kept to be undone, and the undo
-  // when it parks (lanes.cpp): what the warp does is done once.
+  // Lane 31's store to shared memory (at `offset`) or to the launch's
+  // global memory (LaunchConfig::global_memory; other memory is left), kept
+  // to be undone, and the undo when it parks (lanes.cpp): what the warp
+  // does is done once.
   void keep_lane_store(std::uint32_t offset, std::size_t bytes);
+  [[gnu::noinline]] void keep_lane_global_store(std::uintptr_t p, std::size_t bytes);
+  void keep_lane_bytes(std::byte* p, std::size_t bytes);
   void undo_lane_stores(Warp& w);
   void start_second_lane(Warp& w);  // fibers.cpp: fibers are made there
   void lane_main(Warp& w);
