@@ -36,11 +36,10 @@
 //    ends in a race keeps only "race" as its state. Which race is reported
 //    first, and what was read before it, is what the reduction may
 //    legitimately see in one order only.
-//  - race checker off: warps' SmemView accesses are footprints (their
-//    16-byte chunks), but the TMA engine's writes into a tile are not: a
-//    warp that reads a tile without waiting for its barrier is a race the
-//    checker (off) would report. The values read from tiles are left out
-//    of the state ("t?") in this mode.
+//  - race checker off: every shared-memory access is a footprint (its
+//    16-byte chunks), a warp's SmemView access and the TMA engine's writes
+//    into a tile alike, so the values a warp reads from a tile without
+//    waiting for its barrier are part of the state in both modes.
 //
 // Runs are observed without trusting the kernel's code after the run has
 // ended: the emulator tears a stopped run down by running every unfinished
@@ -631,7 +630,7 @@ class Run {
           if (!watch_.in_step()) break;
           const std::uint32_t v =
               SmemView<B, std::uint32_t>(st.tile[op.tile], kTileWords).load(op.word);
-          note(race_check_ ? "t" + std::to_string(v) : "t?");
+          note("t" + std::to_string(v));
           break;
         }
         case OpKind::named_sync:

@@ -195,6 +195,8 @@ bool TmaStoreRoom::complete(AsyncOp& op, std::uint32_t e) {
       // fence.proxy.async (smem.missing-proxy-fence); a later write not
       // ordered after wait_group.read races with it (race.smem).
       if (!w_.smem_range_access(cta, op.dst_offset, bytes, false, false, comp, info, op.loc, &issuer)) return false;
+    } else {
+      w_.touch_smem(cta, op.dst_offset, bytes, false);
     }
     op.staged.resize(bytes);
     model::tma_store_gather(op.map, w_.cta(cta).smem, op.dst_offset, op.staged.data());

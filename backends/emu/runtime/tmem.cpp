@@ -195,6 +195,8 @@ void TmemRoom::do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint
     const std::uint32_t info = w_.access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
                                               "tcgen05.alloc's store of the TMEM address", loc);
     if (!w_.smem_range_access(cta, dst_offset, sizeof addr, true, true, w.id, info, loc, &w)) return;
+  } else {
+    w_.touch_smem(cta, dst_offset, sizeof addr, true);
   }
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_alloc, .a = col,
@@ -516,6 +518,7 @@ bool TmemRoom::move(Warp& w, TmemShape shape, std::uint32_t num, std::uint32_t h
     for (const TmemPattern::Rect& r : pattern.rects)
       if (!for_each_tmem_shadow_range(lane0 + r.lane, r.lanes, col0 + r.col, r.cols, range)) return false;
   }
+  if (!w_.options().race_check) w_.touch_tmem(w.cta, col0, pattern.cols, store);
   settle(w.cta, lane0, pattern.lanes, col0, pattern.cols);
   std::uint32_t* const cells = c.cells.get() + base;
   const std::size_t n = pattern.rel.size();

@@ -378,6 +378,7 @@ class World : public RunningWarp {
     clc_running = 21,     // how many clusters run (the launcher waits for a free one)
     clc_failed_seen = 22, // a CTA observed a failed try_cancel (PTX: no further try_cancel)
     store_progress = 23,  // a warp's bulk group of TMA stores progressed (its wait_group awaits it)
+    tmem_data = 24,       // 32 columns of a CTA's Tensor Memory (race checker off)
   };
   static_assert(static_cast<std::uint64_t>(Res::engine) == kEngineOrderKind,
                 "the exhaustive search finds engine completions by this kind");
@@ -389,16 +390,26 @@ class World : public RunningWarp {
     z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
     return z ^ (z >> 29);
   }
-  // A warp's ordinary shared-memory access (SmemView, or plain C++ compiled
-  // for the checker) with the race checker off: every 16-byte chunk it
-  // touches. With the checker on, data accesses are no resources: two
-  // unordered conflicting ones are reported whichever order runs, so one
-  // order is enough; off, nothing would notice the other order's values,
-  // so the reduction must keep both (docs/exploration.md, "Reduction").
+  // A shared-memory access with the race checker off: every 16-byte chunk
+  // it touches. A warp's ordinary access (SmemView, or plain C++ compiled
+  // for the checker) and an asynchronous one alike (a TMA load's bytes
+  // landing, a TMA store or an MMA reading its operands, a CLC response,
+  // tcgen05.alloc's address). With the checker on, data accesses are no
+  // resources: two unordered conflicting ones are reported whichever order
+  // runs, so one order is enough; off, nothing would notice the other
+  // order's values, so the reduction must keep both (docs/exploration.md,
+  // "Reduction").
   void touch_smem(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write = true) {
     if (!track_fp_ || bytes == 0) return;
     for (std::uint64_t c = offset / 16; c <= (std::uint64_t{offset} + bytes - 1) / 16; ++c)
       touch(Res::smem, (std::uint64_t{cta} << 32) | c, write ? Touch::write : Touch::read);
+  }
+  // The same for Tensor Memory: columns [col, col + cols) of a CTA, in
+  // chunks of 32 (tcgen05.ld, tcgen05.st, an MMA's accumulator).
+  void touch_tmem(std::uint32_t cta, std::uint32_t col, std::uint32_t cols, bool write) {
+    if (!track_fp_ || cols == 0) return;
+    for (std::uint64_t c = col / 32; c <= (std::uint64_t{col} + cols - 1) / 32; ++c)
+      touch(Res::tmem_data, (std::uint64_t{cta} << 32) | c, write ? Touch::write : Touch::read);
   }
   bool tracks_footprints() const { return track_fp_; }
 
