@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -41,6 +42,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "backends/emu/emu.hpp"
@@ -64,6 +66,7 @@ struct RecordedProgram {
 struct Recorded {
   std::string device;
   std::uint64_t seed = 0, reps = 0;
+  std::uint32_t generator = 1;  // mw_program's (a record without the line: 1)
   std::map<std::uint32_t, RecordedProgram> programs;
 };
 
@@ -75,6 +78,7 @@ Recorded parse_record(std::istream& in) {
     if (line.rfind("# device: ", 0) == 0) r.device = line.substr(10);
     if (line.rfind("# seed: ", 0) == 0) r.seed = std::stoull(line.substr(8));
     if (line.rfind("# reps: ", 0) == 0) r.reps = std::stoull(line.substr(8));
+    if (line.rfind("# generator: ", 0) == 0) r.generator = static_cast<std::uint32_t>(std::stoul(line.substr(13)));
     if (line.rfind("P ", 0) == 0) {
       std::istringstream s(line.substr(2));
       std::uint32_t i = 0;
@@ -90,10 +94,15 @@ Recorded parse_record(std::istream& in) {
   return r;
 }
 
-// The record: WSPIPE_MW_RECORD names a plain-text one (a fresh run's);
-// else the repository's, gzip-compressed, read through `gzip -dc`. Nullopt,
-// with why, when there is none to read.
-std::optional<Recorded> load_record(std::string* why) {
+// The records in tests/data: generator 1's on an H200 (named h100_ after
+// the suite), and generator 2's.
+constexpr const char* kRecord1 = "h100_mbarrier_mw_conformance.txt.gz";
+constexpr const char* kRecord2 = "h200_mbarrier_mw_conformance_g2.txt.gz";
+
+// A record: WSPIPE_MW_RECORD names a plain-text one (a fresh run's);
+// else the repository's `name`, gzip-compressed, read through `gzip -dc`.
+// Nullopt, with why, when there is none to read.
+std::optional<Recorded> load_record(std::string* why, const char* name = kRecord1) {
   const char* env = std::getenv("WSPIPE_MW_RECORD");
   if (env != nullptr && *env != '\0') {
     std::ifstream in(env);
@@ -103,7 +112,7 @@ std::optional<Recorded> load_record(std::string* why) {
     }
     return parse_record(in);
   }
-  const std::string path = std::string(WSPIPE_SOURCE_DIR) + "/tests/data/h100_mbarrier_mw_conformance.txt.gz";
+  const std::string path = std::string(WSPIPE_SOURCE_DIR) + "/tests/data/" + name;
   if (!std::ifstream(path)) {
     *why = "no multi-warp silicon record at " + path + " (docs/silicon.md, \"Multi-warp conformance\")";
     return std::nullopt;
@@ -255,7 +264,7 @@ class Targets {
       if (w < 0 || static_cast<std::uint32_t>(w) >= warps_) throw std::runtime_error("bad outcome: " + text);
       if (token == "X") stopped = true;
       if (stopped) continue;
-      const std::size_t digits = token[0] == 's' || token[0] == 'v' ? 1 : 0;
+      const std::size_t digits = token[0] == 's' || token[0] == 'v' || token[0] == 'f' ? 1 : 0;
       values[static_cast<std::size_t>(w)].push_back(static_cast<std::uint32_t>(std::stoul(token.substr(digits))));
     }
     return values;
@@ -461,6 +470,14 @@ void MwKernel::body() {
       return B::try_wait(bar, op.arg);
     };
     const bool access = op.kind == MwOpKind::store || op.kind == MwOpKind::load || op.kind == MwOpKind::load_copy;
+    // The slots and copy destinations through views, so that the reduced
+    // search sees the accesses (footprints) although the race checker is off.
+    const wspipe::SmemView<B, std::uint32_t> slots(s.slot, silicon::kMwSlots);
+    auto copied_word = [&](std::uint32_t word) {
+      std::uint32_t v = 0;
+      std::memcpy(&v, wspipe::SmemView<B, const std::uint8_t>(s.dst[op.bar], silicon::kMwCopyBytes).read_range(4 * word, 4), 4);
+      return v;
+    };
     B::elect_one([&] {
       if (access) (void)B::test_wait(s.tick, 0);
       switch (op.kind) {
@@ -490,19 +507,24 @@ void MwKernel::body() {
           observe(passed);
           break;
         }
+        case MwOpKind::spin_or_load: {  // the fallback's load is a scheduling point of its own, as a load is
+          std::uint32_t passed = 0;
+          for (std::uint32_t t = 1; t <= op.tries && passed == 0; ++t) passed = value(try_wait()) ? t : 0;
+          observe(passed);
+          if (passed == 0) {
+            (void)B::test_wait(s.tick, 0);
+            observe(copied_word(op.value));
+          }
+          break;
+        }
         case MwOpKind::wait:
           out.push_back(silicon::kMwNoPass);
           B::wait(bar, op.arg);
           out.back() = 1;
           break;
-        case MwOpKind::store: s.slot[op.arg] = op.value; break;
-        case MwOpKind::load: observe(s.slot[op.arg]); break;
-        case MwOpKind::load_copy: {
-          std::uint32_t v = 0;
-          std::memcpy(&v, s.dst[op.bar] + 4 * op.arg, 4);
-          observe(v);
-          break;
-        }
+        case MwOpKind::store: slots.store(op.arg, op.value); break;
+        case MwOpKind::load: observe(slots.load(op.arg)); break;
+        case MwOpKind::load_copy: observe(copied_word(op.arg)); break;
       }
     });
   }
@@ -577,6 +599,47 @@ Reached reach(const MwProgram& p, const SearchBudget& budget, const std::set<std
     note(emu::run(kernel, ro));
     ++got.random_runs;
   }
+  return got;
+}
+
+// The complete search as a user runs it (`wspipe explore --strategy
+// exhaustive`: unbounded, reduced, one job), collecting every run's
+// outcome. The race checker is off, as everywhere here (the racy loads are
+// the point); the footprints that the reduction needs are still taken (the
+// kernel's accesses go through views).
+struct Complete {
+  std::set<std::string> outcomes;
+  std::map<std::string, std::uint64_t> rules;
+  std::uint64_t runs = 0;
+  bool complete = false;
+  std::vector<std::string> assumptions;
+};
+
+Complete complete_search(const MwProgram& p, std::uint64_t max_runs, double max_seconds) {
+  MwKernel k{p, {}};
+  const emu::Kernel kernel = k.kernel();
+  Complete got;
+  emu::ExploreOptions xo;
+  xo.race_check = false;
+  xo.portfolio = {{emu::StrategyKind::exhaustive}};
+  xo.runs = max_runs;
+  xo.seconds = max_seconds;
+  xo.jobs = 1;
+  xo.shrink = false;
+  xo.reduce = env_or("WSPIPE_MW_COMPLETE_REDUCE", 1) != 0;  // 0: compare with the unreduced search
+  xo.on_run = [&](std::uint64_t, const emu::RunResult& r) {
+    ++got.runs;
+    if (r.status == emu::Status::violation) {
+      ++got.rules[r.violations[0].rule];
+    } else if (r.status == emu::Status::livelock) {
+      ++got.rules["livelock"];
+    } else {
+      got.outcomes.insert(silicon::outcome_text(p, k.obs));
+    }
+  };
+  const emu::ExploreResult r = emu::explore(kernel, xo);
+  got.complete = r.complete && r.ok();
+  got.assumptions = r.assumptions;
   return got;
 }
 
@@ -690,17 +753,25 @@ TEST(SiliconMwConformance, ProgramsAreDefinedOnEverySchedule) {
   SearchBudget budget;
   budget.max_runs = 300;
   budget.min_random = 100;
-  std::uint64_t runs = 0;
-  for (std::uint32_t i = 0; i < kPrograms; ++i) {
-    const MwProgram p = silicon::mw_program(1, i);
-    const Reached got = reach(p, budget);
-    runs += got.exhaustive_runs + got.random_runs;
-    EXPECT_TRUE(got.rules.empty()) << "program " << i << ": " << join_rules(got.rules) << "\n  " << to_string(p);
-    for (const std::string& o : got.outcomes) {
-      EXPECT_EQ(o.find('X'), std::string::npos) << "program " << i << " deadlocks: " << o << "\n  " << to_string(p);
+  for (std::uint32_t generator = 1; generator <= silicon::kMwGenerators; ++generator) {
+    std::uint64_t runs = 0;
+    for (std::uint32_t i = 0; i < kPrograms; ++i) {
+      const MwProgram p = silicon::mw_program(1, i, generator);
+      const std::uint32_t max_ops = generator == 1 ? silicon::kMwMaxOps : silicon::kMwMaxOps2;
+      for (std::uint32_t w = 0; w < p.warps; ++w) {
+        EXPECT_LE(p.ops[w].size(), max_ops) << "program " << i << ", generator " << generator;
+        EXPECT_LE(silicon::observation_count(p, w), silicon::kMwMaxObs) << "program " << i;
+      }
+      const Reached got = reach(p, budget);
+      runs += got.exhaustive_runs + got.random_runs;
+      EXPECT_TRUE(got.rules.empty()) << "program " << i << ": " << join_rules(got.rules) << "\n  " << to_string(p);
+      for (const std::string& o : got.outcomes) {
+        EXPECT_EQ(o.find('X'), std::string::npos) << "program " << i << " deadlocks: " << o << "\n  " << to_string(p);
+      }
     }
+    std::printf("%u programs of seed 1, generator %u: %llu runs\n", kPrograms, generator,
+                static_cast<unsigned long long>(runs));
   }
-  std::printf("%u programs of seed 1, %llu runs\n", kPrograms, static_cast<unsigned long long>(runs));
 }
 
 // The generator is what the record means: a change to it must not go
@@ -713,6 +784,17 @@ TEST(SiliconMwConformance, TheDrawIsStable) {
             "complete_tx(b0,16); wait(b0,0) | w3: expect_tx(b0,32); load_copy(b0,1); store(s1=3); "
             "arrive_expect_tx(b0,48); try_wait(b0,1); bulk_copy(b0,16@0<-3328); store(s2=4); complete_tx(b0,64); "
             "wait(b0,0)");
+  // Generator 2's, with a burst of six copies in flight to b2, one of four
+  // to b1, and a counted spin with a fallback load.
+  EXPECT_EQ(to_string(silicon::mw_program(1, 5, 2)),
+            "b0(1) b1(1) b2(2) | w0: arrive_expect_tx(b2,96); bulk_copy(b2,16@0<-1680); bulk_copy(b2,16@0<-848); "
+            "bulk_copy(b2,16@0<-912); bulk_copy(b2,16@128<-3184); bulk_copy(b2,16@0<-2336); "
+            "bulk_copy(b2,16@0<-2768); spin(b0,0,x3); try_wait(b2,0); try_wait(b0,1); load_copy(b2,32); "
+            "arrive_expect_tx(b1,80); bulk_copy(b1,16@0<-2608); bulk_copy(b1,32@128<-2784); "
+            "bulk_copy(b1,16@0<-4032); bulk_copy(b1,16@128<-160); wait(b1,0); wait(b2,0) | w1: "
+            "spin_or_load(b2,1,x2,w1); spin(b0,1,x2) | w2: load(s0); load(s3); spin(b1,0,x2); arrive(b2); wait(b2,0)");
+  // Generator 1's draw is untouched by generator 2's shapes.
+  EXPECT_EQ(to_string(silicon::mw_program(1, 1, 1)), to_string(p));
 }
 
 // Outcomes of program 1 of seed 1 that PTX allows (below).
@@ -796,21 +878,23 @@ TEST(SiliconMwConformance, TheSearchReachesWhatRandomSchedulesReach) {
               static_cast<unsigned long long>(runs));
 }
 
+// The programs of each record that CI compares: the first 100 (20 in a
+// sanitizer build: WSPIPE_MW_CI_PROGRAMS, tests/CMakeLists.txt).
+#ifdef WSPIPE_MW_CI_PROGRAMS
+constexpr std::uint64_t kCiPrograms = WSPIPE_MW_CI_PROGRAMS;
+#else
+constexpr std::uint64_t kCiPrograms = 100;
+#endif
+
 // Every outcome silicon showed is reached by the emulator: decided per
 // program by the targeted search (decide()); the emulator's outcomes that
 // silicon never showed are sampled (reach(), random schedules). By default
-// the first kCiPrograms programs of the record (20 in a sanitizer build:
-// WSPIPE_MW_CI_PROGRAMS, tests/CMakeLists.txt); WSPIPE_MW_PROGRAMS=N the
+// the first kCiPrograms programs of the record; WSPIPE_MW_PROGRAMS=N the
 // first N (all: 1000); WSPIPE_MW_SEARCH_RUNS and WSPIPE_MW_MILLIS the
 // search's budget per program (docs/silicon.md).
-TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) {
-#ifdef WSPIPE_MW_CI_PROGRAMS
-  constexpr std::uint64_t kCiPrograms = WSPIPE_MW_CI_PROGRAMS;
-#else
-  constexpr std::uint64_t kCiPrograms = 100;
-#endif
+void compare_record(const char* name) {
   std::string why;
-  const auto rec = load_record(&why);
+  const auto rec = load_record(&why, name);
   if (!rec) GTEST_SKIP() << why;
   SearchBudget sampling = budget_from_env();
   sampling.max_runs = 0;  // random schedules only
@@ -824,9 +908,9 @@ TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) {
   std::map<std::string, std::uint64_t> rules_total;
   std::map<std::string, std::uint64_t> unreachable_by_cause;
   std::vector<std::string> unreachable, undecided;
-  std::printf("multi-warp conformance against %s (seed %llu, %llu repetitions per program); emulator: targeted "
-              "search, up to %llu runs or %.1f s per program; %llu random schedules for its own outcomes\n",
-              rec->device.c_str(), static_cast<unsigned long long>(rec->seed),
+  std::printf("multi-warp conformance against %s (seed %llu, generator %u, %llu repetitions per program); emulator: "
+              "targeted search, up to %llu runs or %.1f s per program; %llu random schedules for its own outcomes\n",
+              rec->device.c_str(), static_cast<unsigned long long>(rec->seed), rec->generator,
               static_cast<unsigned long long>(rec->reps), static_cast<unsigned long long>(budget.max_runs),
               budget.max_seconds, static_cast<unsigned long long>(sampling.min_random));
   std::printf("program | silicon | reached (by random schedules + by the search) | unreachable | undecided | emulator "
@@ -842,7 +926,7 @@ TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) {
       std::printf("%u | failed on silicon: %s\n", index, hw.failed.c_str());
       continue;
     }
-    const MwProgram p = silicon::mw_program(rec->seed, index);
+    const MwProgram p = silicon::mw_program(rec->seed, index, rec->generator);
     std::vector<std::string> sought;
     for (const auto& [outcome, runs] : hw.outcomes) sought.push_back(outcome);
     // Random schedules first: they reach most outcomes at once, and give
@@ -904,5 +988,156 @@ TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) {
                                    << list(unreachable);
   EXPECT_TRUE(rules_total.empty()) << join_rules(rules_total);
 }
+
+
+// The search behind `verified` against silicon: for each sampled program of
+// each record, the complete search (complete_search: unbounded, reduced, as
+// a user runs it), where it completes within its budget, reaches every
+// outcome silicon showed. A reduction that loses schedules, or a modelling
+// bound that silicon exceeds, shows here as a silicon outcome the complete
+// search does not reach. By default the first kCiPrograms programs of each
+// record (20 in a sanitizer build); WSPIPE_MW_COMPLETE_PROGRAMS=N the first
+// N, WSPIPE_MW_COMPLETE_RUNS the runs per program (default 20,000).
+// Calls `each(name, record)` for each committed record that can be read
+// (kRecord1, kRecord2); skips the test, saying why, when none can.
+void for_each_record(const std::function<void(const char*, const Recorded&)>& each) {
+  std::uint32_t records = 0;
+  std::string skipped;
+  for (const char* name : {kRecord1, kRecord2}) {
+    std::string why;
+    const auto rec = load_record(&why, name);
+    if (!rec) {
+      skipped += why + "\n";
+      continue;
+    }
+    ++records;
+    each(name, *rec);
+  }
+  if (records == 0) GTEST_SKIP() << skipped;
+}
+
+// Calls `each(index, recorded, program)` for the first `limit` programs of
+// `rec` that ran on silicon.
+void for_each_program(const Recorded& rec, std::uint64_t limit,
+                      const std::function<void(std::uint32_t, const RecordedProgram&, const MwProgram&)>& each) {
+  std::uint64_t programs = 0;
+  for (const auto& [index, hw] : rec.programs) {
+    if (programs++ >= limit) break;
+    if (hw.failed.empty()) each(index, hw, silicon::mw_program(rec.seed, index, rec.generator));
+  }
+}
+
+TEST(SiliconMwConformance, TheCompleteSearchReachesEveryOutcomeSiliconShowed) {
+  const std::uint64_t limit = env_or("WSPIPE_MW_COMPLETE_PROGRAMS", kCiPrograms);
+  const std::uint64_t max_runs = env_or("WSPIPE_MW_COMPLETE_RUNS", 20'000);
+  for_each_record([&](const char* name, const Recorded& record) {
+    const Recorded* const rec = &record;
+    const std::uint64_t programs = std::min<std::uint64_t>(limit, rec->programs.size());
+    std::uint64_t completed = 0, hw_total = 0, hw_covered = 0, runs = 0;
+    std::set<std::string> assumed;
+    std::vector<std::string> missed;
+    const auto start = std::chrono::steady_clock::now();
+    for_each_program(*rec, limit, [&](std::uint32_t index, const RecordedProgram& hw, const MwProgram& p) {
+      const Complete got = complete_search(p, max_runs, 60);
+      runs += got.runs;
+      EXPECT_TRUE(got.rules.empty()) << "program " << index << ": " << join_rules(got.rules);
+      if (!got.complete) return;
+      ++completed;
+      assumed.insert(got.assumptions.begin(), got.assumptions.end());
+      hw_total += hw.outcomes.size();
+      for (const auto& [outcome, n] : hw.outcomes) {
+        if (got.outcomes.count(outcome) != 0) {
+          ++hw_covered;
+        } else {
+          missed.push_back("program " + std::to_string(index) + ": " + outcome + "  (" + std::to_string(n) + " of " +
+                           std::to_string(rec->reps) + " runs; the search: " + std::to_string(got.runs) +
+                           " runs)\n    " + to_string(p));
+        }
+      }
+    });
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%s (generator %u): %llu programs, the complete search completed on %llu within %llu runs each; of "
+                "their %llu silicon outcomes it reached %llu; %llu runs, %.1f s\n",
+                name, rec->generator, static_cast<unsigned long long>(programs),
+                static_cast<unsigned long long>(completed), static_cast<unsigned long long>(max_runs),
+                static_cast<unsigned long long>(hw_total), static_cast<unsigned long long>(hw_covered),
+                static_cast<unsigned long long>(runs), seconds);
+    for (const std::string& a : assumed) std::printf("  assumed: %s\n", a.c_str());
+    std::string list;
+    for (std::size_t i = 0; i < missed.size() && i < 50; ++i) list += missed[i] + "\n";
+    EXPECT_TRUE(missed.empty()) << missed.size() << " silicon outcomes the complete search did not reach:\n" << list;
+  });
+}
+
+// The sampled strategies against silicon: the default portfolio, as a
+// user runs it (`wspipe explore` with the race checker off, one job,
+// kPortfolioRuns runs a program), over the sampled programs of each
+// record: the share of silicon's outcomes it reaches, and those silicon
+// showed in at least 1% of its repetitions that it misses (listed). The
+// goal is 99.5% and none missed; the portfolio is far from it
+// (docs/silicon.md, "The sampled strategies"), so the test holds the
+// shares measured (the first 100 programs; the runs are seeded, so the
+// shares are exact) against a regression.
+// WSPIPE_MW_PORTFOLIO_PROGRAMS=N samples the first N programs.
+constexpr std::uint64_t kPortfolioRuns = 2000;
+
+TEST(SiliconMwConformance, TheDefaultPortfolioReachesWhatSiliconShows) {
+  const std::uint64_t limit = env_or("WSPIPE_MW_PORTFOLIO_PROGRAMS", kCiPrograms);
+  for_each_record([&](const char* name, const Recorded& record) {
+    const Recorded* const rec = &record;
+    const double floor = name == kRecord1 ? 64.6 : 35.8;  // the shares measured (docs/silicon.md)
+    const std::uint64_t programs = std::min<std::uint64_t>(limit, rec->programs.size());
+    std::uint64_t hw_total = 0, reached = 0, common = 0, common_reached = 0;
+    std::vector<std::string> missed_common;
+    const auto start = std::chrono::steady_clock::now();
+    for_each_program(*rec, limit, [&](std::uint32_t index, const RecordedProgram& hw, const MwProgram& p) {
+      MwKernel k{p, {}};
+      std::set<std::string> got;
+      emu::ExploreOptions xo;
+      xo.race_check = false;
+      xo.runs = kPortfolioRuns;
+      xo.seconds = 0;
+      xo.jobs = 1;
+      xo.shrink = false;
+      xo.on_run = [&](std::uint64_t, const emu::RunResult& r) {
+        if (r.status == emu::Status::ok) got.insert(silicon::outcome_text(p, k.obs));
+      };
+      const emu::ExploreResult r = emu::explore(k.kernel(), xo);
+      EXPECT_TRUE(r.ok()) << "program " << index << ": " << r.report();
+      EXPECT_EQ(r.runs, kPortfolioRuns) << "program " << index << ": " << r.report();
+      for (const auto& [outcome, n] : hw.outcomes) {
+        ++hw_total;
+        const bool hit = got.count(outcome) != 0;
+        reached += hit;
+        if (n * 100 < rec->reps) continue;
+        ++common;
+        common_reached += hit;
+        if (!hit)
+          missed_common.push_back("program " + std::to_string(index) + ": " + outcome + "  (" + std::to_string(n) +
+                                  " of " + std::to_string(rec->reps) + " runs)\n    " + to_string(p));
+      }
+    });
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double share = hw_total ? 100.0 * static_cast<double>(reached) / static_cast<double>(hw_total) : 100.0;
+    std::printf("%s (generator %u): %llu programs, %llu runs each: %llu of %llu silicon outcomes reached (%.2f%%); "
+                "of those silicon showed in at least 1%% of its runs, %llu of %llu; %.1f s\n",
+                name, rec->generator, static_cast<unsigned long long>(programs),
+                static_cast<unsigned long long>(kPortfolioRuns), static_cast<unsigned long long>(reached),
+                static_cast<unsigned long long>(hw_total), share, static_cast<unsigned long long>(common_reached),
+                static_cast<unsigned long long>(common), seconds);
+    if (limit == kCiPrograms && std::getenv("WSPIPE_MW_RECORD") == nullptr) {
+      EXPECT_GE(share, floor) << name;
+    }
+    for (std::size_t i = 0; i < missed_common.size() && i < 10; ++i)
+      std::printf("  missed (silicon: at least 1%%): %s\n", missed_common[i].c_str());
+  });
+}
+
+TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) { compare_record(kRecord1); }
+
+// The same on generator 2's record: counted spins with a fallback load,
+// straight-line try_wait/test_wait, bursts of copies in flight, and
+// silicon runs that hold one warp back for a long stretch.
+TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowedInTheWiderPrograms) { compare_record(kRecord2); }
 
 }  // namespace

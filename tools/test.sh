@@ -7,7 +7,8 @@
 #  - the sanitize preset (UBSan) over the same tests, then the asan preset
 #    (AddressSanitizer alone: the fibers' stack switches are annotated);
 #  - the tsan preset (ThreadSanitizer) over the tests of parallel
-#    exploration, where runs go on several threads;
+#    exploration, where runs go on several threads, and the teardown's
+#    (fibers unwound or abandoned at a run's end);
 #  - the fuzz preset (clang 14, ASan+UBSan): every libFuzzer target for a
 #    bounded time from its corpus (docs/fuzzing.md);
 #  - the cuda preset when nvcc is present: the sm_100a and sm_90a builds
@@ -57,9 +58,9 @@ ctest --test-dir "$prefix/consumer-sub" -j "$jobs" --output-on-failure
 
 run_preset sanitize
 run_preset asan
-"$root/tools/bootstrap.sh" tsan explore_test testing_helpers_test
-echo "[test] ctest --preset tsan -R 'explore_Parallel|ShardedExploration|ShardedExhaustive|TestingHelpers.RegisteredExhaustive|TestingHelpers.CorrectRingIsClean' (parallel exploration)" >&2
-ctest --preset tsan -j "$jobs" -R 'explore_Parallel|ShardedExploration|ShardedExhaustive|TestingHelpers.RegisteredExhaustive|TestingHelpers.CorrectRingIsClean'
+"$root/tools/bootstrap.sh" tsan explore_test testing_helpers_test emu_teardown_test
+echo "[test] ctest --preset tsan -R 'explore_Parallel|ShardedExploration|ShardedExhaustive|TestingHelpers.RegisteredExhaustive|TestingHelpers.CorrectRingIsClean|Teardown' (parallel exploration; the teardown's fibers)" >&2
+ctest --preset tsan -j "$jobs" -R 'explore_Parallel|ShardedExploration|ShardedExhaustive|TestingHelpers.RegisteredExhaustive|TestingHelpers.CorrectRingIsClean|Teardown'
 # The fuzzers as libFuzzer runs (the fuzz preset: clang 14, ASan+UBSan),
 # each for FUZZ_SECONDS (default 15) from its committed corpus, whose copy
 # in fuzz/corpus/ is left as it is: a crash, a sanitizer report or a

@@ -69,6 +69,10 @@ enum class MwOpKind : std::uint8_t {
   store,             // slot[arg] = value (a plain 32-bit store)
   load,              // slot[arg]: observed
   load_copy,         // word arg of the barrier's copy destination: observed
+  // Generator 2 on (mw_program's `generator`):
+  spin_or_load,      // up to `tries` try_wait.parity(arg), the try that passed observed; if none
+                     // did, the fallback loads word `value` of the barrier's copy destination,
+                     // observed too (a bounded wait that reads its slot anyway)
 };
 
 struct MwOp {
@@ -86,7 +90,10 @@ inline constexpr std::uint32_t kMwSlots = 4;
 inline constexpr std::uint32_t kMwCopyBytes = 256;  // each barrier's copy destination: two halves
 inline constexpr std::uint32_t kMwTmaBytes = 64;    // the TMA box: 16 f32
 inline constexpr std::uint32_t kMwSourceBytes = 4096;
-inline constexpr std::uint32_t kMwMaxOps = 24;      // per warp, the final waits included
+inline constexpr std::uint32_t kMwMaxOps = 24;      // per warp, the final waits included (generator 1)
+inline constexpr std::uint32_t kMwMaxOps2 = 32;     // per warp, generator 2
+inline constexpr std::uint32_t kMwMaxObs = 2 * kMwMaxOps2;  // observations per warp, at most (the device's slots)
+inline constexpr std::uint32_t kMwGenerators = 2;   // the generators mw_program knows: 1, 2
 inline constexpr std::uint32_t kMwNoPass = ~0u;     // a blocking wait's observation when it never passed
 
 // Source word i holds kMwSourceBase + i, so a loaded copy word names the
@@ -95,6 +102,7 @@ inline constexpr std::uint32_t kMwNoPass = ~0u;     // a blocking wait's observa
 inline constexpr std::uint32_t kMwSourceBase = 1000;
 
 struct MwProgram {
+  std::uint32_t generator = 1;  // which draw made it (mw_program)
   std::uint32_t warps = 2;
   std::uint32_t bars = 1;
   std::array<std::uint32_t, kMwMaxBars> count{};  // arrivals per phase
@@ -116,6 +124,7 @@ inline const char* op_name(MwOpKind k) {
     case MwOpKind::store: return "store";
     case MwOpKind::load: return "load";
     case MwOpKind::load_copy: return "load_copy";
+    case MwOpKind::spin_or_load: return "spin_or_load";
   }
   return "?";
 }
@@ -123,7 +132,7 @@ inline const char* op_name(MwOpKind k) {
 // Whether the operation records an observation.
 inline bool observes(MwOpKind k) {
   return k == MwOpKind::try_wait || k == MwOpKind::test_wait || k == MwOpKind::spin || k == MwOpKind::load ||
-         k == MwOpKind::load_copy;
+         k == MwOpKind::load_copy || k == MwOpKind::spin_or_load;
 }
 
 // "b0(2) b1(1) | w0: arrive_expect_tx(b0,64); bulk_copy(b0,64@0<-128); wait(b0,0) | w1: ...":
@@ -149,6 +158,10 @@ inline std::string to_string(const MwProgram& p) {
           break;
         case MwOpKind::tma_copy: s += "(" + b + "," + std::to_string(op.arg) + "<-" + std::to_string(op.value) + ")"; break;
         case MwOpKind::spin: s += "(" + b + "," + std::to_string(op.arg) + ",x" + std::to_string(op.tries) + ")"; break;
+        case MwOpKind::spin_or_load:
+          s += "(" + b + "," + std::to_string(op.arg) + ",x" + std::to_string(op.tries) + ",w" +
+               std::to_string(op.value) + ")";
+          break;
         case MwOpKind::store: s += "(s" + std::to_string(op.arg) + "=" + std::to_string(op.value) + ")"; break;
         case MwOpKind::load: s += "(s" + std::to_string(op.arg) + ")"; break;
         default: s += "(" + b + "," + std::to_string(op.arg) + ")"; break;
@@ -183,6 +196,13 @@ inline std::string outcome_text(const MwProgram& p, const std::array<std::vector
       ++next;
       s += sep;
       sep = " ";
+      if (op.kind == MwOpKind::spin_or_load) {  // the try that passed; none: the fallback's load too
+        s += 's' + std::to_string(v);
+        if (v != 0) continue;
+        if (next >= obs[w].size()) break;
+        s += " f" + std::to_string(obs[w][next++]);
+        continue;
+      }
       if (op.kind == MwOpKind::spin) s += 's';
       if (op.kind == MwOpKind::load || op.kind == MwOpKind::load_copy) s += 'v';
       s += std::to_string(v);
@@ -192,15 +212,28 @@ inline std::string outcome_text(const MwProgram& p, const std::array<std::vector
 }
 
 // The program: drawn with the protocol above (the header comment). The draw
-// is part of the recorded data's meaning: program(seed, i) must stay the
-// program silicon ran, so changing it means recording again.
-inline MwProgram mw_program(std::uint64_t seed, std::uint32_t index) {
+// is part of the recorded data's meaning: program(seed, i, generator) must
+// stay the program silicon ran, so changing a generator means recording
+// again; a new shape goes into a new generator.
+//  - Generator 1: the shapes above.
+//  - Generator 2 adds what generator 1 lacks and kernels do: counted spins
+//    whose fallback loads the barrier's copy destination anyway
+//    (spin_or_load, from one try up), straight-line runs of 2 to 4
+//    try_wait/test_wait on one barrier, and bursts of 3 to 8 bulk copies
+//    in flight to one barrier (an arrival expecting 80 to 128 bytes,
+//    then its copies at once);
+//    bytes come more often from every arriving warp. Up to kMwMaxOps2
+//    operations per warp. Its silicon runs also hold one warp back for a
+//    long stretch in some repetitions (tools/gpu/silicon.cu, mw_delay).
+inline MwProgram mw_program(std::uint64_t seed, std::uint32_t index, std::uint32_t generator = 1) {
   using K = MwOpKind;
   std::mt19937_64 rng(seed * 0xD1B54A32D192ED03ull + index);
   auto pick = [&](std::uint32_t n) { return static_cast<std::uint32_t>(rng() % n); };
   auto chance = [&](std::uint32_t percent) { return pick(100) < percent; };
 
+  const bool v2 = generator >= 2;
   MwProgram p;
+  p.generator = generator;
   p.warps = 2 + pick(kMwMaxWarps - 1);
   p.bars = 1 + pick(kMwMaxBars);
   std::array<std::uint32_t, kMwMaxBars> arrivers{};  // bit w: warp w arrives on the barrier
@@ -235,7 +268,14 @@ inline MwProgram mw_program(std::uint64_t seed, std::uint32_t index) {
   auto deliver_some = [&](std::uint32_t w, std::uint32_t b) {
     const std::uint32_t owed = part[w][b].owed;
     const auto u8 = [](std::uint32_t v) { return static_cast<std::uint8_t>(v); };
-    if (owed >= kMwTmaBytes && chance(30)) {
+    if (v2 && owed >= 80) {  // a burst: every byte in copies of 16 or 32, all in flight at once
+      while (part[w][b].owed >= 16) {
+        const std::uint32_t bytes = part[w][b].owed >= 32 && chance(25) ? 32 : 16;
+        emit(w, {K::bulk_copy, u8(b), 0, u8(pick(kMwCopyBytes / 128) * 8), bytes,
+                 16 * pick((kMwSourceBytes - bytes) / 16)});
+        deliver(w, b, bytes);
+      }
+    } else if (owed >= kMwTmaBytes && chance(30)) {
       emit(w, {K::tma_copy, u8(b), 0, 0, kMwTmaBytes, 16 * pick((kMwSourceBytes - kMwTmaBytes) / 16)});
       deliver(w, b, kMwTmaBytes);
     } else if (owed >= 16 && chance(70)) {
@@ -252,8 +292,12 @@ inline MwProgram mw_program(std::uint64_t seed, std::uint32_t index) {
   auto arrive = [&](std::uint32_t w, std::uint32_t b, bool with_bytes) {
     Part& pt = part[w][b];
     const auto bar = static_cast<std::uint8_t>(b);
+    bool burst = false;
     if (with_bytes) {
-      const std::uint32_t bytes = chance(30) ? kMwTmaBytes : 16 * (1 + pick(4)) - (chance(15) ? 8 : 0);
+      burst = v2 && chance(25);
+      const std::uint32_t bytes = burst         ? 16 * (5 + pick(4))
+                                  : chance(30) ? kMwTmaBytes
+                                               : 16 * (1 + pick(4)) - (chance(15) ? 8 : 0);
       emit(w, {K::arrive_expect_tx, bar, 0, 0, bytes, 0});
       pt.owed += bytes;
       ref[b].add_tx(bytes);
@@ -262,6 +306,7 @@ inline MwProgram mw_program(std::uint64_t seed, std::uint32_t index) {
     }
     pt.arrived = true;
     ref[b].arrive(1);
+    if (burst) deliver_some(w, b);  // the copies at once, all in flight together
   };
   // The phase `w` arrived in has completed (in the sequential execution).
   auto completed = [&](std::uint32_t w, std::uint32_t b) { return ref[b].phase > part[w][b].phase; };
@@ -274,13 +319,15 @@ inline MwProgram mw_program(std::uint64_t seed, std::uint32_t index) {
 
   // Room for the end: at most 3 operations per barrier (a wait for a
   // completed phase, then an arrival and a wait; or an arrival, the owed
-  // bytes and a wait). A step of the walk adds at most 2 (a spin and a wait).
-  const std::uint32_t walk_cap = kMwMaxOps - 3 * kMwMaxBars;
+  // bytes and a wait). A step of the walk adds at most 2 (a spin and a
+  // wait); in generator 2, 9 (an arrival and a burst of copies).
+  const std::uint32_t walk_cap = (v2 ? kMwMaxOps2 : kMwMaxOps) - 3 * kMwMaxBars;
+  const std::uint32_t step_max = v2 ? 9 : 2;
   const std::uint32_t target = p.warps * (3 + pick(7));
   std::uint32_t total = 0;
   for (std::uint32_t guard = 0; total < target && guard < 1000; ++guard) {
     const std::uint32_t w = pick(p.warps);
-    if (p.ops[w].size() + 2 > walk_cap) continue;
+    if (p.ops[w].size() + step_max > walk_cap) continue;
     const std::size_t before = p.ops[w].size();
     const std::uint32_t b = pick(p.bars);
     const auto bar = static_cast<std::uint8_t>(b);
@@ -293,7 +340,7 @@ inline MwProgram mw_program(std::uint64_t seed, std::uint32_t index) {
         pt.owed += bytes;
         ref[b].add_tx(bytes);
       } else if (!pt.arrived) {
-        arrive(w, b, chance(55));
+        arrive(w, b, chance(v2 ? 65 : 55));
       } else if (pt.owed > 0) {
         deliver_some(w, b);
       } else if (completed(w, b)) {
@@ -302,9 +349,18 @@ inline MwProgram mw_program(std::uint64_t seed, std::uint32_t index) {
       }
     } else if (r < 65) {  // observe a barrier
       const std::uint32_t parity = pick(2);
-      const std::uint32_t k = pick(3);
-      emit(w, {k == 0 ? K::try_wait : k == 1 ? K::test_wait : K::spin, bar,
-               static_cast<std::uint8_t>(k == 2 ? 2 + pick(3) : 0), 0, parity, 0});
+      const std::uint32_t k = pick(v2 ? 5 : 3);
+      if (k == 3) {  // a counted spin whose fallback reads the copy destination anyway
+        emit(w, {K::spin_or_load, bar, static_cast<std::uint8_t>(1 + pick(4)), 0, parity,
+                 32 * pick(2) + pick(chance(70) ? 4 : 16)});
+      } else if (k == 4) {  // straight-line try_wait/test_wait, mostly on one parity
+        const std::uint32_t n = 2 + pick(3);
+        for (std::uint32_t i = 0; i < n; ++i)
+          emit(w, {chance(60) ? K::try_wait : K::test_wait, bar, 0, 0, chance(75) ? parity : parity ^ 1, 0});
+      } else {
+        emit(w, {k == 0 ? K::try_wait : k == 1 ? K::test_wait : K::spin, bar,
+                 static_cast<std::uint8_t>(k == 2 ? 2 + pick(3) : 0), 0, parity, 0});
+      }
     } else if (r < 78) {
       emit(w, {K::store, 0, 0, 0, pick(kMwSlots), ++stored});
     } else if (r < 90) {
@@ -360,7 +416,7 @@ inline MwProgram mw_program(std::uint64_t seed, std::uint32_t index) {
 // device runner's slots per warp.
 inline std::uint32_t observation_count(const MwProgram& p, std::uint32_t w) {
   std::uint32_t n = 0;
-  for (const MwOp& op : p.ops[w]) n += op.kind == MwOpKind::wait || observes(op.kind);
+  for (const MwOp& op : p.ops[w]) n += (op.kind == MwOpKind::wait || observes(op.kind)) + (op.kind == MwOpKind::spin_or_load);
   return n;
 }
 

@@ -18,9 +18,10 @@
 //   wspipe_silicon conformance [--seed S] [--count N]
 //                                N mbarrier programs (mbar_program.hpp), every wait's result; programs
 //                                that trap are isolated in processes of their own
-//   wspipe_silicon conformance-mw [--seed S] [--count N] [--reps R]
-//                                N multi-warp mbarrier programs (mw_program.hpp), each run R times
-//                                with varied delays: the set of outcomes seen, with counts
+//   wspipe_silicon conformance-mw [--seed S] [--count N] [--reps R] [--generator G]
+//                                N multi-warp mbarrier programs (mw_program.hpp, generator G: 1
+//                                or 2, default 1), each run R times with varied delays: the set of
+//                                outcomes seen, with counts
 //   wspipe_silicon all           all six (not conformance-mw)
 //
 // Results go to stdout and, as files, to $WSPIPE_SILICON_OUT (default: the
@@ -179,6 +180,8 @@ struct MwBounds {
   std::uint32_t begin[mw::kMwMaxWarps + 1];
   std::uint32_t count[mw::kMwMaxBars];
   std::uint32_t bars;
+  std::uint32_t warps;
+  std::uint32_t generator;  // mw_program's: from 2 on, some repetitions hold one warp back (mw_hold)
 };
 
 __device__ std::uint64_t mw_now() {
@@ -187,16 +190,34 @@ __device__ std::uint64_t mw_now() {
   return t;
 }
 
+__device__ std::uint64_t mw_mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Generator 2 on: in every sixteenth repetition (from the third) one warp
+// starts 100 us late, and in every sixteenth (from the eleventh) one warp
+// stalls 100 us before one of its first eight operations, so that the
+// others run a long stretch, their whole program where they do not wait for
+// it, meanwhile. The warp and the operation come from the repetition.
+// Returns how long to hold before operation `op` of `warp`, in ns.
+__device__ std::uint32_t mw_hold(std::uint32_t rep, std::uint32_t warp, std::uint32_t op, std::uint32_t warps) {
+  const std::uint64_t z = mw_mix(rep * 0x100000001b3ull + 77);
+  if (warp != z % warps) return 0;
+  if (rep % 16 == 3 && op == 0) return 100'000;
+  if (rep % 16 == 11 && op == (z >> 8) % 8) return 100'000;
+  return 0;
+}
+
 // The delay before operation `op` of warp `warp` in repetition `rep`: none
 // in every eighth repetition (the tightest races) and in 40% of the others'
 // operations, else 2^0..2^11 ns, now and then 10 us; the same (rep, warp,
 // op) always gets the same.
 __device__ std::uint32_t mw_delay(std::uint32_t rep, std::uint32_t warp, std::uint32_t op) {
   if (rep % 8 == 0) return 0;
-  std::uint64_t z = (static_cast<std::uint64_t>(rep) << 32 | warp << 8 | op) + 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
+  const std::uint64_t z = mw_mix(static_cast<std::uint64_t>(rep) << 32 | warp << 8 | op);
   const std::uint32_t r = static_cast<std::uint32_t>(z % 100);
   if (r < 40) return 0;
   if (r < 45) return 10000;
@@ -207,7 +228,8 @@ __device__ std::uint32_t mw_delay(std::uint32_t rep, std::uint32_t warp, std::ui
 // the barriers, lane 0 of each warp then issues that warp's operations with
 // a delay before each. obs gets kMwMaxOps words per warp, in program order:
 // each observing operation's value and each blocking wait's (1 passed,
-// kMwNoPass gave up after `wait_ns`, which ends the warp).
+// kMwNoPass gave up after `wait_ns`, which ends the warp); a spin_or_load
+// whose tries all failed, its fallback's value after the 0.
 __global__ void mw_program_kernel(const MwOp* ops, const __grid_constant__ MwBounds bounds,
                                   const __grid_constant__ CUtensorMap map, const std::uint8_t* src,
                                   std::uint32_t* obs, std::uint64_t wait_ns) {
@@ -223,12 +245,19 @@ __global__ void mw_program_kernel(const MwOp* ops, const __grid_constant__ MwBou
   }
   __syncthreads();
   if (threadIdx.x % 32 != 0) return;
-  std::uint32_t* out = obs + (static_cast<std::size_t>(blockIdx.x) * mw::kMwMaxWarps + warp) * mw::kMwMaxOps;
+  std::uint32_t* out = obs + (static_cast<std::size_t>(blockIdx.x) * mw::kMwMaxWarps + warp) * mw::kMwMaxObs;
   std::uint32_t n = 0;
   volatile std::uint32_t* slot = s.slot;
   for (std::uint32_t i = bounds.begin[warp]; i < bounds.begin[warp + 1]; ++i) {
     const MwOp op = ops[i];
-    if (const std::uint32_t ns = mw_delay(blockIdx.x, warp, i - bounds.begin[warp])) __nanosleep(ns);
+    const std::uint32_t at = i - bounds.begin[warp];
+    if (bounds.generator >= 2) {
+      if (const std::uint32_t hold = mw_hold(blockIdx.x, warp, at, bounds.warps)) {
+        const std::uint64_t start = mw_now();
+        while (mw_now() - start < hold) __nanosleep(10'000);
+      }
+    }
+    if (const std::uint32_t ns = mw_delay(blockIdx.x, warp, at)) __nanosleep(ns);
     SharedMemBarrier& bar = s.bar[op.bar];
     switch (op.kind) {
       case MwOpKind::arrive:
@@ -254,6 +283,13 @@ __global__ void mw_program_kernel(const MwOp* ops, const __grid_constant__ MwBou
         std::uint32_t passed = 0;
         for (std::uint32_t t = 1; t <= op.tries && passed == 0; ++t) passed = B::try_wait(bar, op.arg) ? t : 0;
         out[n++] = passed;
+        break;
+      }
+      case MwOpKind::spin_or_load: {
+        std::uint32_t passed = 0;
+        for (std::uint32_t t = 1; t <= op.tries && passed == 0; ++t) passed = B::try_wait(bar, op.arg) ? t : 0;
+        out[n++] = passed;
+        if (passed == 0) out[n++] = reinterpret_cast<volatile const std::uint32_t*>(s.dst[op.bar])[op.value];
         break;
       }
       case MwOpKind::wait: {
@@ -1405,7 +1441,8 @@ constexpr std::uint32_t kMwProgramsPerChild = 100;
 // each, one launch per program), printing for program i "S i" as it
 // starts, "O <runs> <outcome>" per distinct outcome, then "E i". A launch
 // that fails prints "F i <error>" and ends the child (its context is lost).
-int conformance_mw_child(std::uint64_t seed, std::uint32_t from, std::uint32_t to, std::uint32_t reps) {
+int conformance_mw_child(std::uint64_t seed, std::uint32_t generator, std::uint32_t from, std::uint32_t to,
+                         std::uint32_t reps) {
   std::vector<std::uint32_t> words(mw::kMwSourceBytes / 4);
   for (std::uint32_t i = 0; i < words.size(); ++i) words[i] = mw::kMwSourceBase + i;
   const auto d_src = DeviceBuffer<std::uint32_t>::copy_of(words);
@@ -1418,20 +1455,21 @@ int conformance_mw_child(std::uint64_t seed, std::uint32_t from, std::uint32_t t
   m.dims[0] = mw::kMwSourceBytes / 4;
   m.box[0] = mw::kMwTmaBytes / 4;
   const CUtensorMap map = wspipe::cuda::make_tma_map(m);
-  const std::size_t per_rep = static_cast<std::size_t>(mw::kMwMaxWarps) * mw::kMwMaxOps;
+  const std::size_t per_rep = static_cast<std::size_t>(mw::kMwMaxWarps) * mw::kMwMaxObs;
+  const std::uint32_t max_ops = generator >= 2 ? mw::kMwMaxOps2 : mw::kMwMaxOps;
   DeviceBuffer<std::uint32_t> d_obs(per_rep * reps);
   std::vector<std::uint32_t> obs(per_rep * reps);
   for (std::uint32_t i = from; i < to; ++i) {
     std::printf("S %u\n", i);
     std::fflush(stdout);
-    const mw::MwProgram p = mw::mw_program(seed, i);
+    const mw::MwProgram p = mw::mw_program(seed, i, generator);
     std::vector<MwOp> flat;
     MwBounds bounds{};
     for (std::uint32_t w = 0; w < mw::kMwMaxWarps; ++w) {
       bounds.begin[w] = static_cast<std::uint32_t>(flat.size());
       if (w >= p.warps) continue;
-      if (p.ops[w].size() > mw::kMwMaxOps) {  // the observation slots per warp; the generator keeps within
-        std::printf("program %u: warp %u has %zu operations, more than %u\n", i, w, p.ops[w].size(), mw::kMwMaxOps);
+      if (p.ops[w].size() > max_ops || mw::observation_count(p, w) > mw::kMwMaxObs) {  // the generator keeps within
+        std::printf("program %u: warp %u has %zu operations, more than %u\n", i, w, p.ops[w].size(), max_ops);
         return 3;
       }
       flat.insert(flat.end(), p.ops[w].begin(), p.ops[w].end());
@@ -1439,6 +1477,8 @@ int conformance_mw_child(std::uint64_t seed, std::uint32_t from, std::uint32_t t
     bounds.begin[mw::kMwMaxWarps] = static_cast<std::uint32_t>(flat.size());
     for (std::uint32_t b = 0; b < mw::kMwMaxBars; ++b) bounds.count[b] = p.count[b];
     bounds.bars = p.bars;
+    bounds.warps = p.warps;
+    bounds.generator = generator;
     if (flat.empty()) flat.push_back({MwOpKind::load});  // never read: a buffer of one
     const auto d_ops = DeviceBuffer<MwOp>::copy_of(flat);
     d_obs.fill_bytes(0);
@@ -1455,7 +1495,7 @@ int conformance_mw_child(std::uint64_t seed, std::uint32_t from, std::uint32_t t
     for (std::uint32_t r = 0; r < reps; ++r) {
       std::array<std::vector<std::uint32_t>, mw::kMwMaxWarps> per_warp;
       for (std::uint32_t w = 0; w < p.warps; ++w) {
-        const std::uint32_t* at = &obs[(static_cast<std::size_t>(r) * mw::kMwMaxWarps + w) * mw::kMwMaxOps];
+        const std::uint32_t* at = &obs[(static_cast<std::size_t>(r) * mw::kMwMaxWarps + w) * mw::kMwMaxObs];
         per_warp[w].assign(at, at + mw::observation_count(p, w));
       }
       ++seen[mw::outcome_text(p, per_warp)];
@@ -1467,7 +1507,8 @@ int conformance_mw_child(std::uint64_t seed, std::uint32_t from, std::uint32_t t
   return 0;
 }
 
-int run_conformance_mw(const std::string& device, std::uint64_t seed, std::uint32_t count, std::uint32_t reps) {
+int run_conformance_mw(const std::string& device, std::uint64_t seed, std::uint32_t generator, std::uint32_t count,
+                       std::uint32_t reps) {
   std::string body;  // the file's per-program part
   std::uint32_t failed = 0, children = 0;
   std::size_t outcomes = 0;
@@ -1475,7 +1516,7 @@ int run_conformance_mw(const std::string& device, std::uint64_t seed, std::uint3
   for (std::uint32_t from = 0; from < count;) {
     ++children;
     const std::uint32_t to = std::min(count, from + kMwProgramsPerChild);
-    const ChildResult r = in_child([&] { return conformance_mw_child(seed, from, to, reps); }, 300);
+    const ChildResult r = in_child([&] { return conformance_mw_child(seed, generator, from, to, reps); }, 300);
     // Programs the child finished go to the file; the one it was running
     // when it failed, died or was killed is recorded as such, and the next
     // child starts after it.
@@ -1529,13 +1570,13 @@ int run_conformance_mw(const std::string& device, std::uint64_t seed, std::uint3
     from = next;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("conformance-mw: %u programs (seed %llu) x %u repetitions in %.1f s, %u processes: %zu outcomes, "
-              "%u programs failed\n",
-              count, static_cast<unsigned long long>(seed), reps, secs, children, outcomes, failed);
+  std::printf("conformance-mw: %u programs (seed %llu, generator %u) x %u repetitions in %.1f s, %u processes: "
+              "%zu outcomes, %u programs failed\n",
+              count, static_cast<unsigned long long>(seed), generator, reps, secs, children, outcomes, failed);
   write_file("mbarrier_mw_conformance.txt",
              "# wspipe multi-warp mbarrier conformance: the outcomes silicon showed, per program\n# device: " +
-                 device + "\n# seed: " + std::to_string(seed) + "\n# count: " + std::to_string(count) +
-                 "\n# reps: " + std::to_string(reps) +
+                 device + "\n# seed: " + std::to_string(seed) + "\n# generator: " + std::to_string(generator) +
+                 "\n# count: " + std::to_string(count) + "\n# reps: " + std::to_string(reps) +
                  "\n# format: 'P <index>' then one 'O <runs> <outcome>' per distinct outcome (mw_program.hpp, "
                  "outcome_text); 'P <index> failed: <why>' when its launch failed\n" +
                  body);
@@ -1556,7 +1597,7 @@ int run_part(const char* part, const char* file, int (*child)(), double timeout_
 int usage() {
   std::fprintf(stderr,
                "usage: wspipe_silicon ring | tile-reduce | tma-store | clusters | variants | conformance [--seed S] "
-               "[--count N] | conformance-mw [--seed S] [--count N] [--reps R] | all\n"
+               "[--count N] | conformance-mw [--seed S] [--count N] [--reps R] [--generator 1|2] | all\n"
                "  Runs wspipe's arch-neutral half on the GPU (sm_90 or later); files go to $WSPIPE_SILICON_OUT.\n");
   return 2;
 }
@@ -1569,12 +1610,14 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 1;
   std::optional<std::uint32_t> count;
   std::uint32_t reps = 10000;
+  std::uint32_t generator = 1;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "--seed" || a == "--count" || a == "--reps") && i + 1 < argc) {
+    if ((a == "--seed" || a == "--count" || a == "--reps" || a == "--generator") && i + 1 < argc) {
       char* end = nullptr;
       const unsigned long long v = std::strtoull(argv[++i], &end, 10);
-      if (end == argv[i] || *end != '\0' || (a != "--seed" && (v == 0 || v > 1000000))) {
+      if (end == argv[i] || *end != '\0' || (a != "--seed" && (v == 0 || v > 1000000)) ||
+          (a == "--generator" && v > mw::kMwGenerators)) {
         std::fprintf(stderr, "wspipe_silicon: bad value for %s: %s\n", a.c_str(), argv[i]);
         return 2;
       }
@@ -1582,6 +1625,8 @@ int main(int argc, char** argv) {
         seed = v;
       } else if (a == "--count") {
         count = static_cast<std::uint32_t>(v);
+      } else if (a == "--generator") {
+        generator = static_cast<std::uint32_t>(v);
       } else {
         reps = static_cast<std::uint32_t>(v);
       }
@@ -1616,6 +1661,6 @@ int main(int argc, char** argv) {
   if (what == "clusters" || what == "all") rc |= run_part("clusters", "clusters.txt", clusters_child, 300, device);
   if (what == "variants" || what == "all") rc |= run_variants(device);
   if (what == "conformance" || what == "all") rc |= run_conformance(device, seed, count.value_or(10000));
-  if (what == "conformance-mw") rc |= run_conformance_mw(device, seed, count.value_or(500), reps);
+  if (what == "conformance-mw") rc |= run_conformance_mw(device, seed, generator, count.value_or(500), reps);
   return rc;
 }
