@@ -997,7 +997,8 @@ void compare_record(const char* name) {
 // bound that silicon exceeds, shows here as a silicon outcome the complete
 // search does not reach. By default the first kCiPrograms programs of each
 // record (20 in a sanitizer build); WSPIPE_MW_COMPLETE_PROGRAMS=N the first
-// N, WSPIPE_MW_COMPLETE_RUNS the runs per program (default 20,000).
+// N, WSPIPE_MW_COMPLETE_RUNS the runs per program (default 20,000);
+// WSPIPE_MW_COMPLETE_REDUCE=0 runs the unreduced search instead.
 // Calls `each(name, record)` for each committed record that can be read
 // (kRecord1, kRecord2); skips the test, saying why, when none can.
 void for_each_record(const std::function<void(const char*, const Recorded&)>& each) {
@@ -1139,5 +1140,37 @@ TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowed) { compare_r
 // straight-line try_wait/test_wait, bursts of copies in flight, and
 // silicon runs that hold one warp back for a long stretch.
 TEST(SiliconMwConformance, EmulatorReachesEveryOutcomeSiliconShowedInTheWiderPrograms) { compare_record(kRecord2); }
+
+}  // namespace
+
+namespace {
+
+// A gap of the reduced complete search, found by the comparison with
+// silicon (generator 2's program 531) and cut down to three warps: w1
+// expects bytes on b2, times out once on b0 (which never completes) and
+// copies into b2; w2 copies into b1 with a TMA load. Silicon can land w1's
+// copy, let w0 see b2 complete and time out on b1 before w2's copy lands
+// ("w0:1 s0 | w1:s0 | w2:"); the targeted search, unreduced, reaches it,
+// but the reduced complete search completes without it. Without w1's
+// time-out on b0, or with w2 arriving instead of copying, it is reached.
+// Disabled until the reduction is fixed (docs/exploration.md, "Verdicts").
+TEST(SiliconMwConformance, DISABLED_TheCompleteSearchReachesATimeOutBeforeAnotherWarpsCopyLands) {
+  using K = MwOpKind;
+  MwProgram p;
+  p.generator = 2;
+  p.warps = 3;
+  p.bars = 3;
+  p.count = {1, 1, 1};
+  p.ops[0] = {{K::test_wait, 2, 0, 0, 0, 0}, {K::spin, 1, 1, 0, 0, 0}};
+  p.ops[1] = {{K::arrive_expect_tx, 2, 0, 0, 32, 0}, {K::spin, 0, 1, 0, 0, 0}, {K::bulk_copy, 2, 0, 8, 32, 1248},
+              {K::wait, 2, 0, 0, 0, 0}};
+  p.ops[2] = {{K::arrive_expect_tx, 1, 0, 0, 64, 0}, {K::tma_copy, 1, 0, 0, 64, 2832}, {K::wait, 1, 0, 0, 0, 0}};
+  const std::string target = "w0:1 s0 | w1:s0 | w2:";
+  const Decided d = decide(p, {target}, DecideBudget{}, {});
+  ASSERT_EQ(d.reached, std::vector<std::string>{target}) << to_string(p);
+  const Complete got = complete_search(p, 100'000, 60);
+  ASSERT_TRUE(got.complete);
+  EXPECT_EQ(got.outcomes.count(target), 1u) << to_string(p);
+}
 
 }  // namespace
