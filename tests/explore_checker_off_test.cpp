@@ -47,15 +47,10 @@ emu::KernelFactory unordered_read_of_a_copy(std::set<std::uint32_t>* seen) {
       }
       B::cluster_sync();
       if (B::warp_idx() == 0) {
-        TensorMap m;
-        m.global = source;
-        m.dtype = ElemType::u32;
-        m.rank = 1;
-        m.dims[0] = 16;
-        m.box[0] = 16;
+        const TensorMap m = row_major_tensor_map(source, ElemType::u32, 16, 1, 16, 1);  // one row of 16 words
         B::elect_one([&] {
           B::arrive_expect_tx(s.full, sizeof s.dst);
-          B::tma_load<1, 1>(m, s.dst, s.full, TmaCoords{});
+          B::tma_load(m, s.dst, s.full, TmaCoords{});
         });
         B::wait(s.full, 0);
       } else {
