@@ -267,12 +267,8 @@ void ClcRoom::complete(ClcRequest& req, std::uint32_t cluster, bool grant, std::
       w_.engines().report_target_exited(cta, req, std::move(m));
       return;
     }
-    if (!race_check) {
-      w_.touch_smem(cta, req.resp_offset, kClcResponseBytes, true);
-    } else if (!w_.smem_range_access(cta, req.resp_offset, kClcResponseBytes, true, false, comp, info, req.loc,
-                                     &issuer)) {
+    if (!w_.smem_range_access(cta, req.resp_offset, kClcResponseBytes, true, false, comp, info, req.loc, &issuer))
       return;
-    }
     std::memcpy(w_.cta(cta).smem + req.resp_offset, &value, sizeof value);
     const std::int64_t id = w_.mbar().at(cta, req.bar_offset);
     if (id < 0) {
@@ -338,13 +334,11 @@ bool ClcRoom::read(const ClcResponse& resp, const char* op, Warp& w, const Sourc
       w_.fail(w, "clc.response-before-completion", offset_label(offset, w.cta), m, loc);
       return false;
     }
-    if (w_.options().race_check) {
-      const std::uint32_t info =
-          w_.access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id), op, loc);
-      if (!w_.smem_range_access(w.cta, offset, kClcResponseBytes, false, true, w.id, info, loc, nullptr)) return false;
-    } else {
-      w_.touch_smem(w.cta, offset, kClcResponseBytes, false);
-    }
+    const std::uint32_t info =
+        w_.options().race_check
+            ? w_.access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id), op, loc)
+            : 0;
+    if (!w_.smem_range_access(w.cta, offset, kClcResponseBytes, false, true, w.id, info, loc, nullptr)) return false;
   }
   if ((resp.word[0] & ~1u) != kClcTag) {
     std::string m = op;

@@ -99,6 +99,13 @@ bool World::smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint
 bool World::smem_ranges_access(const std::uint32_t* ctas, std::span<const model::MmaFootprint::Range> ranges,
                                bool write, bool generic, std::uint32_t comp, std::uint32_t info, const SourceLoc& loc,
                                const Warp* culprit) {
+  // With the checker off, the access is only a resource of the step (its
+  // 16-byte chunks: touch_smem), so that the reduction keeps both orders of
+  // it and a conflicting one.
+  if (!options_.race_check) {
+    for (const model::MmaFootprint::Range& r : ranges) touch_smem(ctas[r.cta], r.offset, r.bytes, write);
+    return true;
+  }
   // (A generic access is warp `comp`'s own, per-lane while only some of
   // its lanes are active. Not always the running warp's: a cta_group::2
   // tcgen05.alloc stores its address in the step of the pair's last warp.)

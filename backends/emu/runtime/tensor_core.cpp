@@ -112,14 +112,10 @@ void TensorCoreRoom::complete_mma(AsyncOp& op, std::uint32_t e) {
   }
   const std::uint32_t comp = w_.comp_mma(op.issuer);
   const std::uint32_t ctas[2] = {target(0), target(op.cta_group - 1)};
-  if (w_.options().race_check) {
-    const std::uint32_t info = w_.access_info(actor, static_cast<std::int32_t>(op.issuer), "tcgen05.mma", op.loc);
-    if (!w_.smem_ranges_access(ctas, op.footprint->smem_reads, false, false, comp, info, op.loc, &issuer)) return;
-    if (!w_.tmem().mma_d_access(op, ctas, comp, info, issuer)) return;
-  } else {
-    for (const auto& r : op.footprint->smem_reads) w_.touch_smem(ctas[r.cta], r.offset, r.bytes, false);
-    for (const auto& r : op.footprint->tmem) w_.touch_tmem(ctas[r.cta], r.col0, r.cols, true);
-  }
+  const std::uint32_t info =
+      w_.options().race_check ? w_.access_info(actor, static_cast<std::int32_t>(op.issuer), "tcgen05.mma", op.loc) : 0;
+  if (!w_.smem_ranges_access(ctas, op.footprint->smem_reads, false, false, comp, info, op.loc, &issuer)) return;
+  if (!w_.tmem().mma_d_access(op, ctas, comp, info, issuer)) return;
   w_.tmem().mma(op, ctas);
   if (w_.options().trace)
     w_.record({.step = w_.step(), .begin = op.step, .warp = actor, .kind = EventKind::mma_done,

@@ -85,12 +85,9 @@ void TmaLoadRoom::complete(AsyncOp& op, std::uint32_t e, std::uint32_t end) {
               cta_label(cta) + ", which has exited (docs/hardware.md bug 15: exit before the pipeline drained)");
       return;
     }
-    if (!w_.options().race_check) {
-      w_.touch_smem(cta, op.dst_offset + from, bytes, true);
-    } else if (!w_.smem_range_access(cta, op.dst_offset + from, bytes, true, false, w_.comp_tma(op.issuer), info,
-                                     op.loc, &issuer)) {
+    if (!w_.smem_range_access(cta, op.dst_offset + from, bytes, true, false, w_.comp_tma(op.issuer), info, op.loc,
+                              &issuer))
       return;
-    }
     std::byte* const smem = w_.cta(cta).smem;
     if (whole) {
       model::tma_copy(op.map, op.coords, smem, op.dst_offset);

@@ -189,15 +189,12 @@ bool TmaStoreRoom::complete(AsyncOp& op, std::uint32_t e) {
   };
   if (!op.read_done) {
     // The CTA cannot have exited: reading_at_exit reports that first.
-    if (w_.options().race_check) {
-      const std::uint32_t info = w_.access_info(actor, static_cast<std::int32_t>(op.issuer), "TMA store", op.loc);
-      // An async-proxy read: after ordinary stores it needs the writer's
-      // fence.proxy.async (smem.missing-proxy-fence); a later write not
-      // ordered after wait_group.read races with it (race.smem).
-      if (!w_.smem_range_access(cta, op.dst_offset, bytes, false, false, comp, info, op.loc, &issuer)) return false;
-    } else {
-      w_.touch_smem(cta, op.dst_offset, bytes, false);
-    }
+    // An async-proxy read: after ordinary stores it needs the writer's
+    // fence.proxy.async (smem.missing-proxy-fence); a later write not
+    // ordered after wait_group.read races with it (race.smem).
+    const std::uint32_t info =
+        w_.options().race_check ? w_.access_info(actor, static_cast<std::int32_t>(op.issuer), "TMA store", op.loc) : 0;
+    if (!w_.smem_range_access(cta, op.dst_offset, bytes, false, false, comp, info, op.loc, &issuer)) return false;
     op.staged.resize(bytes);
     model::tma_store_gather(op.map, w_.cta(cta).smem, op.dst_offset, op.staged.data());
     op.read_done = true;

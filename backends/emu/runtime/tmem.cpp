@@ -191,13 +191,11 @@ void TmemRoom::do_alloc(Warp& w, std::uint32_t cta, std::uint32_t col, std::uint
   // (PTX "tcgen05.alloc"): a reader needs a barrier after it (bug 8).
   const std::uint32_t addr = tmem_addr(0, col);
   std::memcpy(w_.cta(cta).smem + dst_offset, &addr, sizeof addr);
-  if (w_.options().race_check) {
-    const std::uint32_t info = w_.access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
-                                              "tcgen05.alloc's store of the TMEM address", loc);
-    if (!w_.smem_range_access(cta, dst_offset, sizeof addr, true, true, w.id, info, loc, &w)) return;
-  } else {
-    w_.touch_smem(cta, dst_offset, sizeof addr, true);
-  }
+  const std::uint32_t info =
+      w_.options().race_check ? w_.access_info(static_cast<std::int32_t>(w.id), static_cast<std::int32_t>(w.id),
+                                               "tcgen05.alloc's store of the TMEM address", loc)
+                              : 0;
+  if (!w_.smem_range_access(cta, dst_offset, sizeof addr, true, true, w.id, info, loc, &w)) return;
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::tmem_alloc, .a = col,
                .b = cols, .c = cta, .file = loc.file_name(), .line = loc.line()});
@@ -695,6 +693,10 @@ void TmemRoom::settle(std::uint32_t cta, std::uint32_t lane0, std::uint32_t lane
 // D: a write per cell (it subsumes the read of an accumulating MMA).
 bool TmemRoom::mma_d_access(const AsyncOp& op, const std::uint32_t* ctas, std::uint32_t comp, std::uint32_t info,
                             const Warp& issuer) {
+  if (!w_.options().race_check) {  // only a resource of the step (touch_tmem)
+    for (const auto& rect : op.footprint->tmem) w_.touch_tmem(ctas[rect.cta], rect.col0, rect.cols, true);
+    return true;
+  }
   const Clock& clock = w_.clock(comp);
   for (const auto& rect : op.footprint->tmem) {
     const std::uint32_t cta = ctas[rect.cta];

@@ -174,7 +174,8 @@ class TmemRoom : Room {
   //   still reads (false: reported);
   bool check_release(Warp& w, std::uint32_t id, const SourceLoc& loc);
   // - the race check of an MMA's writes of D by component `comp` (false:
-  //   reported), and its effect on D's cells (ctas: D's CTAs, rank order);
+  //   reported; with the checker off, only their footprint: touch_tmem),
+  //   and its effect on D's cells (ctas: D's CTAs, rank order);
   bool mma_d_access(const AsyncOp& op, const std::uint32_t* ctas, std::uint32_t comp, std::uint32_t info,
                     const Warp& issuer);
   void mma(const AsyncOp& op, const std::uint32_t* ctas);

@@ -482,6 +482,8 @@ class World : public RunningWarp {
   // with only some of its lanes active, it is theirs: lane_access);
   // `async_read`: the
   // async proxy reads (checks fence.proxy.async after generic writes).
+  // With the race checker off, only its footprint (touch_smem); `info` is
+  // then unused.
   bool smem_range_access(std::uint32_t cta, std::uint32_t offset, std::uint32_t bytes, bool write, bool generic,
                          std::uint32_t comp, std::uint32_t info, const SourceLoc& loc, const Warp* culprit);
   // The same for several ranges, in order, as one access (an MMA's
