@@ -15,8 +15,11 @@
 //
 // Input: byte 0: race checker (bit 0), spurious try_wait (bit 1), loads out
 // of issue order (bit 2), each on when its bit is clear (the defaults), a
-// cluster of two CTAs (bit 3), and a program around counted phases (bit 4:
-// make_counted_program; then bit 3 is ignored); the rest draws the program
+// cluster of two CTAs (bit 3), a program around counted phases (bit 4:
+// make_counted_program; then bit 3 is ignored), and a program around one
+// TMA engine's order (bit 5: make_engine_program, compared as
+// engine_comparisons says; then bits 3 and 4 are ignored); the rest draws
+// the program
 // (each choice is a byte modulo the number of alternatives; 0 once the
 // input runs out).
 #include <cstdint>
@@ -34,13 +37,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t head = in.u8();
   const auto o = sd::run_options((head & 1u) == 0, (head & 2u) == 0, (head & 4u) == 0);
   const auto below = [&](std::uint32_t n) { return static_cast<std::uint32_t>(in.u8() % n); };
-  const bool counted = (head & 16u) != 0;
-  const sd::Program p = counted ? sd::make_counted_program(below) : sd::make_program(below, (head & 8u) != 0 ? 2 : 1);
+  const bool engine = (head & 32u) != 0;
+  const bool counted = !engine && (head & 16u) != 0;
+  const sd::Program p = engine    ? sd::make_engine_program(below)
+                        : counted ? sd::make_counted_program(below)
+                                  : sd::make_program(below, (head & 8u) != 0 ? 2 : 1);
   // A search that passes this many runs leaves the comparison undecided:
   // an input the fuzzer keeps is then cheap to run again. (Counted phases'
-  // unreduced searches are larger.)
-  const std::uint64_t max_runs = counted ? 5000 : 1000;
-  static const std::vector<sd::Comparison> comparisons = sd::bounded_comparisons(2);
+  // and the engine programs' unreduced searches are larger.)
+  const std::uint64_t max_runs = engine || counted ? 5000 : 1000;
+  static const std::vector<sd::Comparison> handoffs = sd::bounded_comparisons(2);
+  static const std::vector<sd::Comparison> engines = sd::engine_comparisons();
+  const std::vector<sd::Comparison>& comparisons = engine ? engines : handoffs;
   std::vector<sd::Tally> tallies;
   const auto differences = sd::check_program(p, o, comparisons, max_runs, tallies);
   // What a corpus exercises, as the model targets print their outcomes.
@@ -51,7 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const sd::Tally& t = tallies[i];
       const std::string counts = t.too_large != 0 ? "too large"
                                                   : std::to_string(t.states) + " states, " +
-                                                        std::to_string(t.reference_runs) + " runs unreduced, " +
+                                                        std::to_string(t.reference_runs) + " runs " +
+                                                        comparisons[i].reference.name + ", " +
                                                         std::to_string(t.tested_runs + t.tested_pruned) + " reduced";
       std::fprintf(stderr, "  %s: %s\n", comparisons[i].tested.name.c_str(), counts.c_str());
     }

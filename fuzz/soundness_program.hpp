@@ -392,6 +392,81 @@ Program make_counted_program(Below&& below) {
   return p;
 }
 
+// A program around one TMA engine's order, from a source of choices as
+// make_program's: one CTA of 2 or 3 warps and 2 or 3 barriers of count 1,
+// in which several warps queue TMA loads into the CTA's one engine, each
+// completing on a barrier of its own (arrive.expect_tx, then the load). A
+// warp may be held back before its load: by a blocking wait for another
+// load's phase, a single try_wait, or a spin of 1 or 2 tries on a barrier
+// that may complete late or never. Warps observe the order in which the
+// loads landed: a wait for one load's phase (or a test_wait of it) then a
+// test_wait or try_wait of another's, either parity, or a read of a tile
+// without waiting; at the end, drains. The shapes where a load queued late
+// by one warp overtakes another warp's load queued earlier: whether the
+// late load may overtake depends on whether the early one was still queued
+// when it was issued.
+template <class Below>
+Program make_engine_program(Below&& below) {
+  auto chance = [&](std::uint32_t percent) { return below(100) < percent; };
+  Program p;
+  p.warps = chance(60) ? 2 : 3;
+  p.bars = chance(60) ? 2 : 3;
+  for (std::uint32_t b = 0; b < p.bars; ++b) p.count[b] = 1;
+  const std::uint32_t n = p.warps;
+  Ops ops(p, n == 2 ? 6 + below(3) : 5 + below(3));
+  auto room = [&](std::uint32_t w, std::uint32_t k) { return ops.room(w, k); };
+  auto emit = [&](std::uint32_t w, const Op& op) { ops.emit(w, op); };
+  auto some_bar = [&] { return static_cast<std::uint8_t>(below(p.bars)); };
+  auto other_bar = [&](std::uint8_t b) { return static_cast<std::uint8_t>((b + 1 + below(p.bars - 1)) % p.bars); };
+  auto some_parity = [&] { return static_cast<std::uint8_t>(chance(70) ? 0 : 1); };
+  std::array<bool, kMaxBars> loaded{};
+  // A barrier some load completes on, most of the time, for the waits.
+  auto watched_bar = [&] {
+    std::uint8_t b = some_bar();
+    for (std::uint32_t k = 0; k < p.bars && !loaded[b] && chance(80); ++k) b = static_cast<std::uint8_t>((b + 1) % p.bars);
+    return b;
+  };
+  for (std::uint32_t tries = 0; ops.total < ops.budget && tries < 64; ++tries) {
+    const std::uint32_t r = below(100);
+    const std::uint32_t w = below(n);
+    if (r < 45) {
+      // A load on a barrier no other load completes on, perhaps held back.
+      std::uint8_t b = some_bar();
+      for (std::uint32_t k = 0; k < p.bars && loaded[b]; ++k) b = static_cast<std::uint8_t>((b + 1) % p.bars);
+      if (loaded[b]) continue;
+      const std::uint32_t gate = chance(40) ? 0 : 1 + below(3);
+      if (!room(w, gate != 0 ? 3 : 2)) continue;
+      const std::uint8_t g = other_bar(b);
+      if (gate == 1) emit(w, {.kind = OpKind::spin, .bar = g, .tries = static_cast<std::uint8_t>(1 + below(2))});
+      if (gate == 2) emit(w, {.kind = OpKind::try_wait, .bar = g, .parity = some_parity()});
+      if (gate == 3) emit(w, {.kind = OpKind::wait, .bar = g});
+      const auto bytes = static_cast<std::uint16_t>(chance(85) ? 16 : kTileBytes);
+      emit(w, {.kind = OpKind::arrive_tx, .bar = b, .bytes = bytes});
+      emit(w, {.kind = OpKind::tma_load, .bar = b, .tile = static_cast<std::uint8_t>(below(kTiles)), .bytes = bytes,
+               .value = below(16)});
+      loaded[b] = true;
+    } else if (r < 80) {
+      // The order two loads landed in, as one warp sees it.
+      if (!room(w, 2)) continue;
+      const std::uint8_t x = watched_bar();
+      const std::uint8_t y = other_bar(x);
+      emit(w, chance(75) ? Op{.kind = OpKind::wait, .bar = x} : Op{.kind = OpKind::test_wait, .bar = x});
+      emit(w, {.kind = chance(50) ? OpKind::test_wait : OpKind::try_wait, .bar = y, .parity = some_parity()});
+    } else if (r < 90) {
+      if (!room(w, 1)) continue;
+      emit(w, {.kind = chance(50) ? OpKind::test_wait : OpKind::try_wait, .bar = some_bar(), .parity = some_parity()});
+    } else {
+      if (!room(w, 1)) continue;
+      emit(w, {.kind = OpKind::load_tile, .tile = static_cast<std::uint8_t>(below(kTiles)),
+               .word = static_cast<std::uint8_t>(chance(70) ? 0 : 32 + below(4))});
+    }
+  }
+  // Drains: a warp waits for a load's phase before it exits.
+  for (std::uint32_t w = 0; w < n; ++w)
+    if (p.ops[w].size() < kMaxOps && chance(40)) p.ops[w].push_back({.kind = OpKind::wait, .bar = watched_bar()});
+  return p;
+}
+
 // The program of a seed (the test's); ctas = 2: a cluster's.
 inline Program seeded_program(std::uint64_t seed, std::uint32_t ctas = 1) {
   emu::Rng rng(seed * 0x9E3779B97F4A7C15ull + 0x5EED);
@@ -402,6 +477,12 @@ inline Program seeded_program(std::uint64_t seed, std::uint32_t ctas = 1) {
 inline Program seeded_counted_program(std::uint64_t seed) {
   emu::Rng rng(seed * 0xD1B54A32D192ED03ull + 0xC0117ED);
   return make_counted_program([&](std::uint32_t n) { return rng.below(n); });
+}
+
+// The engine program of a seed (make_engine_program).
+inline Program seeded_engine_program(std::uint64_t seed) {
+  emu::Rng rng(seed * 0xA0761D6478BD642Full + 0xE4617E);
+  return make_engine_program([&](std::uint32_t n) { return rng.below(n); });
 }
 
 // ---------------------------------------------------------------- running
@@ -814,6 +895,28 @@ inline SearchSpec unbounded(bool reduce) {
           {}};
 }
 
+// The source-set search with every TMA load's issue ordered with the
+// completions of its engine (the issue mark, Touch::issue, read as a read of
+// the engine's order): both orders of an issue and an older operation's
+// completion are then distinct classes, explored each, which is plainly
+// sound and costly on real kernels. The reference for the mark's cheaper
+// rule on programs whose unreduced search is too large (three warps).
+inline SearchSpec issues_ordered() {
+  SearchSpec s = unbounded(true);
+  s.name = "unbounded, source sets, every load issue ordered with its engine's completions";
+  s.footprints = [](const emu::Footprint& fp) {
+    emu::Footprint out;
+    for (const std::uint64_t id : fp)
+      out.push_back(id != emu::kGlobalResource && emu::footprint_touch(id) == emu::Touch::issue
+                        ? (id & ~std::uint64_t{7}) | static_cast<std::uint64_t>(emu::Touch::read)
+                        : id);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  };
+  return s;
+}
+
 // One differential comparison: the reference search (unreduced) and the
 // one under test must reach the same final states. Where the search under
 // test may miss some by design, `lifted` names a search that must reach
@@ -847,6 +950,15 @@ inline std::vector<Comparison> bounded_comparisons(std::uint32_t max_bound) {
   // try_wait timing out at most once in a row): the same states.
   c.push_back({unbounded(false), unbounded(true), {}});
   return c;
+}
+
+// The comparisons of the engine programs (make_engine_program), most of
+// which have three warps, whose unreduced search is too large (an empty
+// three-warp program alone has 2,520 schedules): the source-set search
+// against issues_ordered(), plainly sound and affordable on programs this
+// small; then, where it fits the budget, against the unreduced search.
+inline std::vector<Comparison> engine_comparisons() {
+  return {{issues_ordered(), unbounded(true), {}}, {unbounded(false), unbounded(true), {}}};
 }
 
 // One comparison's counts over the programs it ran on.

@@ -200,6 +200,43 @@ void ExhaustiveSearch::analyse_races() {
     std::vector<std::int64_t> last(actors, -1);  // the last step of each actor so far
     auto at = [&](std::size_t k) { return clock.data() + k * actors; };
     auto ordered = [&](std::size_t j, std::size_t k) { return at(k)[steps_[j].actor] >= j + 1; };
+    // Reverses steps j < k: the initials of v (the steps after j not
+    // ordered after it, then k), one of which is explored at j's choice point.
+    auto reverse = [&](std::size_t j, std::size_t k) {
+      const Step& e = steps_[j];
+      const Step& s = steps_[k];
+      std::fill(first_v.begin(), first_v.end(), -1);
+      std::vector<std::uint32_t> initials;
+      auto initial = [&](std::size_t m) {
+        for (std::size_t a = 0; a < actors; ++a)
+          if (first_v[a] >= 0 && at(m)[a] >= static_cast<std::uint32_t>(first_v[a]) + 1) return false;
+        return true;
+      };
+      for (std::size_t m = j + 1; m < k; ++m) {
+        if (ordered(j, m)) continue;  // after j: not in v
+        const std::uint32_t a = steps_[m].actor;
+        if (first_v[a] < 0) {
+          if (initial(m)) initials.push_back(a);
+          first_v[a] = static_cast<std::int64_t>(m);
+        }
+      }
+      if (first_v[s.actor] < 0 && initial(k)) initials.push_back(s.actor);
+      // The racing actor itself where it can start v; else the first
+      // initial that may be explored there.
+      std::stable_partition(initials.begin(), initials.end(), [&](std::uint32_t a) { return a == s.actor; });
+      if (sources_under_bound_) {
+        // The finder: the reversal at j may be a
+        // preemption the bound does not allow. Also offer it where j's
+        // actor took over, before its steps up to j ran: the same switch
+        // there is free, or was a preemption already (Coons et al.'s
+        // conservative branch).
+        std::size_t from = j;
+        while (from > 0 && steps_[from - 1].actor == e.actor) --from;
+        if (steps_[from].node >= 0 && steps_[from].node != e.node)
+          offer({static_cast<std::size_t>(steps_[from].node), initials});
+      }
+      offer({static_cast<std::size_t>(e.node), std::move(initials)});
+    };
     for (std::size_t k = 0; k < n; ++k) {
       const Step& s = steps_[k];
       const Footprint& fp = fp_of(k);
@@ -218,44 +255,30 @@ void ExhaustiveSearch::analyse_races() {
         if (e.actor == s.actor || ordered(j, k) || (e.node == kVirtual && s.node == kVirtual) ||
             independent(fp_of(j), fp))
           continue;
-        if (k >= first_new_ && e.node >= 0 && reversible(fp_of(j), fp)) {
-          // A race (j, k): the initials of v.
-          std::fill(first_v.begin(), first_v.end(), -1);
-          std::vector<std::uint32_t> initials;
-          auto initial = [&](std::size_t m) {
-            for (std::size_t a = 0; a < actors; ++a)
-              if (first_v[a] >= 0 && at(m)[a] >= static_cast<std::uint32_t>(first_v[a]) + 1) return false;
-            return true;
-          };
-          for (std::size_t m = j + 1; m < k; ++m) {
-            if (ordered(j, m)) continue;  // after j: not in v
-            const std::uint32_t a = steps_[m].actor;
-            if (first_v[a] < 0) {
-              if (initial(m)) initials.push_back(a);
-              first_v[a] = static_cast<std::int64_t>(m);
-            }
-          }
-          if (first_v[s.actor] < 0 && initial(k)) initials.push_back(s.actor);
-          // The racing actor itself where it can start v; else the first
-          // initial that may be explored there.
-          std::stable_partition(initials.begin(), initials.end(), [&](std::uint32_t a) { return a == s.actor; });
-          if (sources_under_bound_) {
-            // The finder: the reversal at j may be a
-            // preemption the bound does not allow. Also offer it where j's
-            // actor took over, before its steps up to j ran: the same switch
-            // there is free, or was a preemption already (Coons et al.'s
-            // conservative branch).
-            std::size_t from = j;
-            while (from > 0 && steps_[from - 1].actor == e.actor) --from;
-            if (steps_[from].node >= 0 && steps_[from].node != e.node)
-              offer({static_cast<std::size_t>(steps_[from].node), initials});
-          }
-          offer({static_cast<std::size_t>(e.node), std::move(initials)});
-        }
+        if (k >= first_new_ && e.node >= 0 && reversible(fp_of(j), fp)) reverse(j, k);  // a race
         // Ordered from now on: j happens before k.
         const std::uint32_t* cj = at(j);
         for (std::size_t a = 0; a < actors; ++a) ck[a] = std::max(ck[a], cj[a]);
       }
+      // A TMA load queued after the completion of an older operation of its
+      // engine that does not happen before it: the two commute, but queued
+      // first, the load could have overtaken that operation through an
+      // alternative, which is then never enabled in this run, so no race
+      // names it. Explore queuing it first (the completion stays asleep
+      // across the steps up to the issue: that order is the one explored
+      // here, and the alternative is explored where it is enabled).
+      if (first && k >= first_new_)
+        for (const std::uint64_t mark : fp) {
+          if (mark == kGlobalResource || footprint_kind(mark) != kEngineOrderKind || footprint_touch(mark) != Touch::issue)
+            continue;
+          const std::uint64_t done = (mark & ~std::uint64_t{7}) | static_cast<std::uint64_t>(Touch::write);
+          for (std::size_t j = k; j-- > 0;) {
+            const Footprint& fj = fp_of(j);
+            if (steps_[j].node >= 0 && steps_[j].actor != s.actor && !ordered(j, k) &&
+                std::binary_search(fj.begin(), fj.end(), done))
+              reverse(j, k);
+          }
+        }
       // A completion of a TMA load, in order or not, disables or changes
       // the engine's alternatives (a load out of order, a piece), which no
       // run takes by default and so no race would ever name: explore each

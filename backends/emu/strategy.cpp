@@ -65,7 +65,10 @@ bool any_shared(const Footprint& a, const Footprint& b, F&& f) {
       unsigned ma = 0, mb = 0;
       for (; i != a.end() && footprint_resource(*i) == ri; ++i) ma |= bit(footprint_touch(*i));
       for (; j != b.end() && footprint_resource(*j) == ri; ++j) mb |= bit(footprint_touch(*j));
-      if (f(ma, mb)) return true;
+      // A mark is no access (Touch::issue): it meets nothing.
+      ma &= ~bit(Touch::issue);
+      mb &= ~bit(Touch::issue);
+      if (ma != 0 && mb != 0 && f(ma, mb)) return true;
     }
   }
   return false;

@@ -79,10 +79,12 @@ bool is_preemption(const Choice& c, std::uint32_t actor);
 // blocking wait passing on the phase a completion began, an engine
 // completing the operation an issue queued): it orders like a read, but
 // the two can never run the other way round, which the exhaustive search
-// need not try (reversible).
+// need not try (reversible). Touch::issue is no access at all: it marks a
+// step that queued a TMA load on its engine's order (kEngineOrderKind),
+// which the exhaustive search reads (see there); it orders nothing.
 using Footprint = std::vector<std::uint64_t>;
 inline constexpr std::uint64_t kGlobalResource = ~std::uint64_t{0};
-enum class Touch : std::uint64_t { read = 0, commute = 1, write = 2, await = 3, count = 4 };
+enum class Touch : std::uint64_t { read = 0, commute = 1, write = 2, await = 3, count = 4, issue = 5 };
 inline constexpr std::uint64_t footprint_entry(std::uint64_t kind, std::uint64_t key, Touch a) {
   return (kind << 56) | ((key & ((std::uint64_t{1} << 53) - 1)) << 3) | static_cast<std::uint64_t>(a);
 }
@@ -94,7 +96,10 @@ inline constexpr Touch footprint_touch(std::uint64_t entry) { return static_cast
 // The one kind the exhaustive search reads itself: an engine's order of
 // completion, written by each completion (the emulator's kinds are its
 // own; this one it shares). At each completion of a TMA load the search
-// explores the engine's alternatives (a load out of order, a piece).
+// explores the engine's alternatives (a load out of order, a piece); and
+// where a load was queued (Touch::issue) after the completion of an older
+// operation that does not happen before the issue, it explores queuing the
+// load first, which lets it overtake that operation.
 inline constexpr std::uint64_t kEngineOrderKind = 4;
 bool independent(const Footprint& a, const Footprint& b);
 // Whether a step with footprint `later`, which depends on an earlier step

@@ -27,10 +27,14 @@ void EngineRoom::enqueue(std::uint32_t cta, bool tensor, AsyncOp op) {
   const std::uint32_t e = 2 * cta + (tensor ? 1 : 0);
   // An issue commutes with the completion of older operations: it writes
   // only its own operation (which its completion awaits) and counts into
-  // the engine's load (which a CTA's exit reads).
+  // the engine's load (which a CTA's exit reads). Yet a load queued before
+  // an older operation completes may overtake it, and queued after, cannot:
+  // the mark tells the exhaustive search to explore that order too
+  // (Touch::issue).
   op.seq = engines_[e].issued++;
   w_.touch(World::Res::async_op, World::key(e, op.seq));
   w_.touch(World::Res::engine_load, e, Touch::commute);
+  if (alt_count_ != 0 && op.kind == AsyncOp::Kind::tma) w_.touch(World::Res::engine, e, Touch::issue);
   changed(e);  // the engine can move
   engines_[e].queue.push_back(std::move(op));
 }
