@@ -416,6 +416,28 @@ TEST(explore_Soundness, ALoadQueuedLateOvertakesOneThatAnotherWarpQueuedEarlier)
   }
 }
 
+// Only the oldest load in an engine's queue lands in pieces, so the order
+// in which two warps queue their loads decides which one can land part of
+// itself first: a load that can land in pieces writes the queue's order at
+// its issue, and the other loads' issues read it (Res::engine_queue, kind
+// 25). Engine program 5333 (found by the engine sweep): w1's 256-byte load
+// lands its first line, w0's 16 bytes land over it, w2 sees b1 complete and
+// b0 not ("w2@3: 0", tile words 1036, 1004, 1008). In the first run w0
+// queues first; with the issues commuting, w1's load never came first.
+TEST(explore_Soundness, TheOrderOfTwoWarpsLoadsDecidesWhichLandsAPieceFirst) {
+  const sd::Program p = sd::seeded_engine_program(5333);
+  ASSERT_EQ(sd::to_string(p),
+            "b0(1) b1(1) | w0: arrive_tx(b1,16); tma_load(t1<-row9,16,b1); wait(b0,0) | w1: arrive_tx(b0,256); "
+            "tma_load(t1<-row0,256,b0); test_wait(b1,0) | w2: wait(b1,0); try_wait(b0,0); wait(b0,0)");
+  const std::string piece_first = "ok | w0@3: | w1@3: 0 | w2@3: 0 | s: 0 0 0 | t: 0,0,0 1036,1004,1008";
+  sd::SearchSpec blind = sd::unbounded(true);
+  blind.footprints = hiding({25});
+  // (The two loads write one tile: with the race checker on, that is a race.)
+  const auto o = sd::run_options(false);
+  EXPECT_EQ(sd::search(p, sd::unbounded(true), o).states.count(piece_first), 1u);
+  EXPECT_EQ(sd::search(p, blind, o).states.count(piece_first), 0u);
+}
+
 TEST(explore_Soundness, HidingTheIssueMarksIsCaughtOnLoadsFromSeveralWarps) {
   std::vector<sd::Comparison> c = sd::engine_comparisons();
   c.resize(1);

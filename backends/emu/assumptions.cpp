@@ -64,8 +64,8 @@ std::vector<std::string> assumptions(const ExploreOptions& o) {
   if (!o.async_reorder)
     a.push_back("TMA loads complete whole, in issue order (--no-async-reorder)");
   else
-    a.push_back("a TMA load lands whole or in two pieces, and only the 3 loads queued after the oldest may "
-                "complete before it");
+    a.push_back("a TMA load lands whole or in two pieces, only the oldest of its engine's queue in pieces, and "
+                "only the 3 loads queued after the oldest may complete before it");
   if (!o.race_check) a.push_back("the race checker is off: unordered data accesses are not reported");
   if (!o.lane_divergence)
     a.push_back("a warp's lanes run as one: values that differ between lanes are not seen (--lane-divergence)");

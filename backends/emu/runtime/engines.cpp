@@ -30,11 +30,27 @@ void EngineRoom::enqueue(std::uint32_t cta, bool tensor, AsyncOp op) {
   // the engine's load (which a CTA's exit reads). Yet a load queued before
   // an older operation completes may overtake it, and queued after, cannot:
   // the mark tells the exhaustive search to explore that order too
-  // (Touch::issue).
+  // (Touch::issue). Two issues commute for whole completions (either order,
+  // the other completion order is an alternative), but only the oldest
+  // operation is split: queued behind another, a load that can land in
+  // pieces (alternative_move) cannot land part of itself before that one
+  // completes. So it writes the queue's order, which the other loads'
+  // issues read. A TMA store's issue reads it only with the race checker
+  // off: what tells a load's piece landing before a store's steps from
+  // after is the store reading bytes the piece writes, which the checker
+  // reports as a race in whichever order the two run (and reading it
+  // always would make persistent-gemm's complete search a hundred times
+  // longer: its epilogue's stores and its producer's loads).
   op.seq = engines_[e].issued++;
   w_.touch(World::Res::async_op, World::key(e, op.seq));
   w_.touch(World::Res::engine_load, e, Touch::commute);
-  if (alt_count_ != 0 && op.kind == AsyncOp::Kind::tma) w_.touch(World::Res::engine, e, Touch::issue);
+  if (alt_count_ != 0 && op.kind == AsyncOp::Kind::tma) {
+    const bool pieces = tma_box_bytes(op.map) >= 2 * kPieceGrain;
+    w_.touch(World::Res::engine_queue, e, pieces ? Touch::write : Touch::read);
+    w_.touch(World::Res::engine, e, Touch::issue);
+  } else if (alt_count_ != 0 && op.kind == AsyncOp::Kind::tma_store && !w_.options().race_check) {
+    w_.touch(World::Res::engine_queue, e, Touch::read);
+  }
   changed(e);  // the engine can move
   engines_[e].queue.push_back(std::move(op));
 }

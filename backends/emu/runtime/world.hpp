@@ -379,6 +379,8 @@ class World : public RunningWarp {
     clc_failed_seen = 22, // a CTA observed a failed try_cancel (PTX: no further try_cancel)
     store_progress = 23,  // a warp's bulk group of TMA stores progressed (its wait_group awaits it)
     tmem_data = 24,       // 32 columns of a CTA's Tensor Memory (race checker off)
+    engine_queue = 25,    // the order of a TMA engine's queue, as far as pieces go: a load that can land
+                          // in pieces writes it at its issue, the engine's other issues read it
   };
   static_assert(static_cast<std::uint64_t>(Res::engine) == kEngineOrderKind,
                 "the exhaustive search finds engine completions by this kind");
