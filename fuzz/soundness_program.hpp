@@ -138,8 +138,9 @@ inline std::string to_string(const Program& p) {
     s += " | w" + std::to_string(w) + ":";
     const char* sep = " ";
     for (const Op& op : p.ops[w]) {
-      const std::string b = "b" + std::to_string(op.bar) + (op.peer && op.kind != OpKind::tma_load ? "@peer" : "");
-      const std::string t = "t" + std::to_string(op.tile);
+      std::string b = 'b' + std::to_string(op.bar);
+      if (op.peer && op.kind != OpKind::tma_load) b += "@peer";
+      const std::string t = 't' + std::to_string(op.tile);
       s += sep;
       sep = "; ";
       switch (op.kind) {
@@ -583,10 +584,16 @@ class Run {
     for (std::uint32_t w = 0; w < p_.all_warps(); ++w) s += " |" + warp(w);
     for (std::uint32_t c = 0; c < p_.ctas; ++c) {
       s += c == 0 ? " | s:" : " / s:";  // a second CTA's words and tiles after a slash
-      for (const std::uint32_t k : kSlotWord) s += " " + std::to_string(words_[c][k]);
+      for (const std::uint32_t k : kSlotWord) {
+        s += ' ';  // appended: g++ 12 -O3 warns falsely (-Wrestrict) on " " + std::string
+        s += std::to_string(words_[c][k]);
+      }
       s += " | t:";
       for (const auto& t : tiles_[c])
-        s += " " + std::to_string(t[0]) + "," + std::to_string(t[1]) + "," + std::to_string(t[2]);
+        for (std::size_t k = 0; k < 3; ++k) {  // appended: g++ 12 -O3 warns falsely (-Wrestrict) on " " + std::string
+          s += k == 0 ? ' ' : ',';
+          s += std::to_string(t[k]);
+        }
     }
     return s;
   }

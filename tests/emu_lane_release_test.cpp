@@ -198,7 +198,7 @@ TEST(LaneRelease, SyncwarpAfterTheArriveIsTooLate) {
   });
   ASSERT_EQ(outcome(r), "race.smem") << r.report();
   EXPECT_EQ(r.violations[0].line, read_line) << r.report();
-  EXPECT_TRUE(contains(r.violations[0].other, ":" + std::to_string(store_line))) << r.report();
+  EXPECT_TRUE(contains(r.violations[0].other, ':' + std::to_string(store_line))) << r.report();
 }
 
 // A named barrier is warp-collective (the whole warp arrives): it orders
@@ -264,7 +264,7 @@ TEST(LaneRelease, TmaStoreOfTheLanesTileNeedsASyncwarp) {
     const emu::RunResult r = tma_store_of_lanes(f, g, &store_line, &tma_line);
     ASSERT_EQ(outcome(r), "race.smem") << r.report();
     EXPECT_EQ(r.violations[0].line, tma_line) << r.report();
-    EXPECT_TRUE(contains(r.violations[0].other, ":" + std::to_string(store_line))) << r.report();
+    EXPECT_TRUE(contains(r.violations[0].other, ':' + std::to_string(store_line))) << r.report();
   }
   std::vector<std::uint8_t> g(64 * 16, 0);
   std::uint32_t store_line = 0, tma_line = 0;

@@ -74,7 +74,9 @@ Fn driver_entry_point(const char* symbol, unsigned version) {
 // "CUDA_ERROR_INVALID_VALUE (1)", or just the number when the driver cannot
 // name it.
 inline std::string driver_error_name(CUresult r) {
-  const std::string code = "(" + std::to_string(static_cast<int>(r)) + ")";
+  std::string code = "(";  // appended: g++ 12 -O3 warns falsely (-Wrestrict) on "(" + std::string
+  code += std::to_string(static_cast<int>(r));
+  code += ')';
   try {
     static const auto get_name = driver_entry_point<PFN_cuGetErrorName_v6000>("cuGetErrorName", 6000);
     const char* name = nullptr;

@@ -189,7 +189,12 @@ std::string json_blocked(const RunResult& r) {
 
 std::string to_json(const JsonFields& fields) {
   std::string j = "{";
-  for (const auto& [key, value] : fields) j += (j.size() > 1 ? "," : "") + json_quote(key) + ":" + value;
+  for (const auto& [key, value] : fields) {
+    if (j.size() > 1) j += ',';  // appended: g++ 12 -O3 warns falsely (-Wrestrict) on "," + std::string
+    j += json_quote(key);
+    j += ':';
+    j += value;
+  }
   return j + "}";
 }
 

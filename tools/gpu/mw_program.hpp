@@ -149,7 +149,7 @@ inline std::string to_string(const MwProgram& p) {
       s += sep;
       sep = "; ";
       s += op_name(op.kind);
-      const std::string b = "b" + std::to_string(op.bar);
+      const std::string b = 'b' + std::to_string(op.bar);
       switch (op.kind) {
         case MwOpKind::arrive: s += "(" + b + ")"; break;
         case MwOpKind::bulk_copy:
@@ -177,7 +177,9 @@ inline std::string outcome_text(const MwProgram& p, const std::array<std::vector
   std::string s;
   for (std::uint32_t w = 0; w < p.warps; ++w) {
     if (w) s += " | ";
-    s += "w" + std::to_string(w) + ":";
+    s += 'w';  // appended: g++ 12 -O3 warns falsely (-Wrestrict) on "w" + std::string
+    s += std::to_string(w);
+    s += ':';
     const char* sep = "";
     std::size_t next = 0;
     for (const MwOp& op : p.ops[w]) {
