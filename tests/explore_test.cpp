@@ -289,7 +289,7 @@ TEST(explore_Budget, AFailureInPCTsMeasuringRunIsReported) {
   EXPECT_EQ(r.failure->outcome, "result.mismatch");
   EXPECT_EQ(r.failure->strategy.kind, emu::StrategyKind::round_robin);
   EXPECT_TRUE(contains(r.report(), "failure in the run that measures PCT's run length (rr)")) << r.report();
-  EXPECT_EQ(r.runs, 3u) << "one run of each strategy, then the measuring run";
+  EXPECT_EQ(r.runs, 4u) << "one run of each strategy, then the measuring run";
   // A kernel that fails on every schedule is reported as a numbered run.
   const auto every = emu::explore(ring(2, 4, RingBug::no_release), test::fixed_runs(10));
   ASSERT_FALSE(every.ok());
@@ -1041,6 +1041,64 @@ TEST(explore_Options, NonsenseIsRejectedNamingTheValue) {
   const auto p = emu::parse_portfolio("random,pct:5,rr", &why);
   ASSERT_TRUE(p) << why;
   EXPECT_EQ(emu::to_string(*p), "random,pct:5,rr");
+  EXPECT_EQ(emu::to_string(emu::ExploreOptions{}.portfolio), "random,pct:3,stall");
+  const auto q = emu::parse_portfolio("stall,random", &why);
+  ASSERT_TRUE(q) << why;
+  EXPECT_EQ(emu::to_string(*q), "stall,random");
+}
+
+// The stalled warp: one warp, drawn per run, does not move for a stretch
+// while another actor can progress (it moves when it alone can, or, now
+// and then, when its peers can only time out), and the runs of a seed are
+// the same. Three warps that can always progress, over 300 steps of a run
+// measured at 100: the stretch's length is drawn up to 100 steps, so in
+// most runs some warp sits out 30 steps or more in a row, which uniform
+// picks (2/3 a step) do about once in 190,000 windows.
+TEST(explore_Strategy, AStalledWarpSitsOutAStretchWhileOthersProgress) {
+  const std::uint32_t all[3] = {0, 1, 2};
+  const std::uint8_t progress[3] = {0, 0, 0};
+  const std::uint8_t spinning[3] = {1, 1, 0};  // warps 0 and 1 can only time out
+  auto picks = [&](std::uint64_t seed, const std::uint8_t* spin, std::uint64_t steps,
+                   emu::StrategyKind kind = emu::StrategyKind::stall) {
+    emu::StrategyParams params;
+    params.kind = kind;
+    params.seed = seed;
+    params.pct_steps = 100;
+    const auto s = emu::make_strategy(params, 3);
+    std::vector<std::uint32_t> out;
+    for (std::uint64_t step = 1; step <= steps; ++step) {
+      const auto a = s->pick({.enabled = all, .spin = spin, .n = 3, .step = step, .index = step - 1});
+      EXPECT_TRUE(a && *a < 3);
+      out.push_back(a.value_or(0));
+    }
+    return out;
+  };
+  auto sits_out = [](const std::vector<std::uint32_t>& run) {
+    std::uint32_t longest = 0;
+    for (std::uint32_t a = 0; a < 3; ++a)
+      for (std::uint32_t k = 0, gap = 0; k < run.size(); ++k) {
+        gap = run[k] == a ? 0 : gap + 1;
+        longest = std::max(longest, gap);
+      }
+    return longest >= 30;
+  };
+  std::uint32_t stalled = 0, random = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const auto run = picks(seed, progress, 300);
+    EXPECT_EQ(run, picks(seed, progress, 300)) << "seed " << seed;
+    stalled += sits_out(run) ? 1 : 0;
+    random += sits_out(picks(seed, progress, 300, emu::StrategyKind::random)) ? 1 : 0;
+  }
+  EXPECT_GE(stalled, 20u);
+  EXPECT_EQ(random, 0u);
+  // Only warp 2 can progress: it is picked at every step where it is not
+  // the held one, and the spinning warps get the steps it sits out.
+  std::uint32_t held_out = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const auto run = picks(seed, spinning, 300);
+    held_out += static_cast<std::uint32_t>(std::count_if(run.begin(), run.end(), [](std::uint32_t a) { return a != 2; }));
+  }
+  EXPECT_GT(held_out, 0u) << "warp 2 is held in some runs";
 }
 
 // ExploreOptions is its runs' RunOptions: what it sets is what each run
@@ -1321,7 +1379,7 @@ TEST(explore_Minimal, TheFinderReachesNoPreemptionWhereBoundZeroCannotEnd) {
   const emu::ExploreResult r = emu::explore(make, o);
   ASSERT_FALSE(r.ok()) << r.report();
   EXPECT_EQ(r.failure->outcome, "mbarrier.remote-exited-cta");
-  EXPECT_GT(r.failure->shrink.preemptions_before, 100u);
+  EXPECT_GT(r.failure->shrink.preemptions_before, 50u);
   EXPECT_EQ(r.failure->shrink.preemptions_after, 0u) << r.report();
   EXPECT_TRUE(r.failure->shrink.minimal);
   EXPECT_TRUE(r.failure->shrink.finished) << "the default 20 s ran out";

@@ -262,7 +262,7 @@ TEST(TestingHelpers, CleanExplorationPrintsWhatItCovered) {
   ASSERT_TRUE(r) << r.message();
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   EXPECT_TRUE(contains(out, "[wspipe] TestingHelpers.CleanExplorationPrintsWhatItCovered: explored 10 runs (")) << out;
-  EXPECT_TRUE(std::regex_search(out, std::regex(R"(steps\) in [0-9]+\.[0-9] s, strategy random,pct:3, first seed 7, )"
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(steps\) in [0-9]+\.[0-9] s, strategy random,pct:3,stall, first seed 7, )"
                                                 R"(shard 1/2: nothing found\n$)")))
       << out;
   // The exhaustive search says its bound, and that it covered it.

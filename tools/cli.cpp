@@ -308,12 +308,12 @@ Plan plan(const Args& a, const Catalogue& cat) {
   if (!a.opts.count("strategy"))
     given.push_back({emu::find_setting_flag("strategy"), a.command != "explore"     ? "random"
                                                          : a.opts.count("parametric") ? "exhaustive"
-                                                                                      : "random,pct"});
+                                                                                      : "random,pct,stall"});
   if (const auto errors = emu::apply_settings(p.settings, given, emu::SettingsFront::flags); !errors.empty())
     throw UsageError(errors.front());
   const auto& pf = p.settings.portfolio;
   if (a.command != "explore" && (pf.size() != 1 || pf.front().kind == emu::StrategyKind::exhaustive))
-    throw UsageError("--strategy for `" + a.name + " " + a.command + "` must be one of rr, random, pct, pct:D; got '" +
+    throw UsageError("--strategy for `" + a.name + " " + a.command + "` must be one of rr, random, pct, pct:D, stall; got '" +
                      a.opts.at("strategy") + "' (portfolios and exhaustive belong to explore)");
   if (p.variant->lane_divergence) p.settings.lane_divergence = true;
   if (p.variant->async_reorder) p.settings.async_reorder = true;
@@ -439,8 +439,12 @@ std::string json_result(const Plan& p, const Outcome& o, const std::string& prog
   std::string options;
   for (const auto& spec : p.scenario->options) {
     const std::uint64_t v = p.values.at(spec.name);
-    options += (options.empty() ? "" : ",") + json_quote(spec.name) + ":" +
-               (spec.choices.empty() ? std::to_string(v) : json_quote(spec.spell(v)));
+    // Appended piece by piece: g++ 12 at -O3 warns (-Wrestrict, falsely)
+    // on `"," + std::string`.
+    if (!options.empty()) options += ',';
+    options += json_quote(spec.name);
+    options += ':';
+    options += spec.choices.empty() ? std::to_string(v) : json_quote(spec.spell(v));
   }
   emu::JsonFields j = {
       {"scenario", json_quote(p.display)},

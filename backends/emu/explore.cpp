@@ -133,7 +133,7 @@ std::optional<StrategySpec> parse_strategy_spec(std::string_view text, std::stri
   }
   const auto kind = parse_strategy(name);
   if (!kind || *kind == StrategyKind::replay)
-    return fail("unknown strategy '" + std::string(text) + "' (rr, random, pct, pct:D, exhaustive)");
+    return fail("unknown strategy '" + std::string(text) + "' (rr, random, pct, pct:D, stall, exhaustive)");
   s.kind = *kind;
   if (!arg.empty() || text.find(':') != std::string_view::npos) {
     if (s.kind != StrategyKind::pct) return fail("only pct takes a depth (pct:D), got '" + std::string(text) + "'");

@@ -50,7 +50,7 @@ struct StrategySpec {
   std::uint32_t pct_depth = 3;  // PCT only
   friend bool operator==(const StrategySpec&, const StrategySpec&) = default;
 };
-// "random", "rr", "pct" (depth 3), "pct:D", "exhaustive"; a portfolio is a
+// "random", "rr", "pct" (depth 3), "pct:D", "stall", "exhaustive"; a portfolio is a
 // comma-separated list of them. nullopt, with the reason in *error, on bad
 // text.
 std::optional<StrategySpec> parse_strategy_spec(std::string_view text, std::string* error);
@@ -84,7 +84,7 @@ struct ExploreOptions : RunOptions {
   // time (0: no limit), whichever comes first; at least one must be set.
   std::uint64_t runs = 0;
   double seconds = 10;
-  std::vector<StrategySpec> portfolio = {{StrategyKind::random}, {StrategyKind::pct, 3}};
+  std::vector<StrategySpec> portfolio = {{StrategyKind::random}, {StrategyKind::pct, 3}, {StrategyKind::stall}};
   std::uint64_t first_seed = 1;
   // Threads, each with its own emulator world; 0: the machine's cores.
   // The reported failure does not depend on it.

@@ -85,9 +85,9 @@ std::pair<std::uint32_t, std::uint32_t> parse_shard(std::string_view text) {
 
 const Setting kSettings[] = {
     {"strategy", "WSPIPE_STRATEGY", "the {} strategy", "S",
-     "run: rr | random | pct | pct:D       (default random)\n"
+     "run: rr | random | pct | pct:D | stall (default random)\n"
      "explore: a comma-separated portfolio of those, or\n"
-     "exhaustive                            (default random,pct:3)",
+     "exhaustive                      (default random,pct:3,stall)",
      false, [](SettingsState& s, std::string_view t) { s.strategy = std::string(t); }},
     {"seed", "WSPIPE_SEED", "first_seed = {}", "N",
      "the first run's seed; the others' are mixed from\n"
@@ -268,7 +268,15 @@ std::string shell_quote(std::string_view s) {
 std::string spell_setting(const Setting& s, std::string_view value, SettingsFront front) {
   switch (front) {
     case SettingsFront::flags:
-      return "--" + std::string(s.flag) + (s.arg.empty() ? "" : " " + shell_quote(value));
+    {
+      std::string out = "--";  // appended: g++ 12 -O3 warns falsely (-Wrestrict) on "..." + std::string
+      out += s.flag;
+      if (!s.arg.empty()) {
+        out += ' ';
+        out += shell_quote(value);
+      }
+      return out;
+    }
     case SettingsFront::environment:
       return std::string(s.env) + "=" + shell_quote(value);
     case SettingsFront::code:
@@ -420,7 +428,12 @@ std::vector<std::string> apply_settings(ExploreOptions& options, std::span<const
 std::string flags_help() {
   std::string out;
   for (const Setting& s : kSettings) {
-    std::string head = "  --" + std::string(s.flag) + (s.arg.empty() ? "" : " " + std::string(s.arg));
+    std::string head = "  --";  // appended: g++ 12 -O3 warns falsely (-Wrestrict) on "..." + std::string
+    head += s.flag;
+    if (!s.arg.empty()) {
+      head += ' ';
+      head += s.arg;
+    }
     head.resize(std::max<std::size_t>(head.size() + 1, 23), ' ');
     std::string_view help = s.help;
     for (bool first = true; !help.empty() || first; first = false) {

@@ -13,6 +13,7 @@ std::string_view to_string(StrategyKind k) {
     case StrategyKind::replay: return "replay";
     case StrategyKind::exhaustive: return "exhaustive";
     case StrategyKind::custom: return "custom";
+    case StrategyKind::stall: return "stall";
   }
   return "?";
 }
@@ -23,6 +24,7 @@ std::optional<StrategyKind> parse_strategy(std::string_view name) {
   if (name == "pct") return StrategyKind::pct;
   if (name == "replay") return StrategyKind::replay;
   if (name == "exhaustive") return StrategyKind::exhaustive;
+  if (name == "stall") return StrategyKind::stall;
   return std::nullopt;
 }
 
@@ -193,6 +195,65 @@ class Pct final : public Strategy {
   std::uint32_t spins_ = 0;  // time-outs picked in a row
 };
 
+// Random schedules in which one warp is held back: a GPU warp can be late
+// by any amount (a long stall, a late start, another kernel's warps on the
+// SM), which uniform random picks almost never mimic, since a warp that
+// can move is picked again within a few steps. One warp, drawn at random,
+// runs only when no other actor can progress (only spinning try_waits
+// left: they time out as random lets them, and a spin that runs out
+// blocks), from step `from` (step 1 half of the time: a late start) for
+// `length` steps, both drawn over the scale `steps` (the length of a run);
+// every other pick is uniform, as Random's. Engines are never held: an
+// operation's latency is what their alternatives and random picks model.
+class Stall final : public Strategy {
+ public:
+  Stall(std::uint64_t seed, std::uint64_t steps) : rng_(seed) {
+    const auto k = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(steps, 2, 1u << 30));
+    from_ = rng_.below(2) == 0 ? 1 : 1 + rng_.below(k);
+    until_ = from_ + 1 + rng_.below(k);
+    draw_ = rng_.next();
+  }
+  std::optional<std::uint32_t> pick(const Choice& c) override {
+    if (!held_) {
+      // The warps are the actors below the first engine's; Choice does not
+      // say where the engines start, so the draw is among the actors that
+      // are not alternatives, once, at the first pick (every warp can move
+      // then: it has not started).
+      held_ = c.enabled[draw_ % static_cast<std::uint64_t>(std::lower_bound(c.enabled, c.enabled + c.n,
+                                                                              c.first_alternative) -
+                                                             c.enabled)];
+    }
+    if (c.step < from_ || c.step >= until_) return c.enabled[rng_.below(static_cast<std::uint32_t>(c.n))];
+    // Held: the others first, those that can progress before those that can
+    // only time out.
+    std::uint32_t progressing = 0, others = 0;
+    for (std::size_t i = 0; i < c.n; ++i) {
+      if (c.enabled[i] == *held_) continue;
+      ++others;
+      progressing += spins(c, i) ? 0 : 1;
+    }
+    if (others == 0) return *held_;
+    if (progressing == 0) {
+      // Only spinning peers: the held warp may be what they wait for.
+      const bool held_can = std::binary_search(c.enabled, c.enabled + c.n, *held_);
+      if (held_can && rng_.below(4) == 0) return *held_;
+      std::uint32_t k = rng_.below(others);
+      for (std::size_t i = 0; i < c.n; ++i)
+        if (c.enabled[i] != *held_ && k-- == 0) return c.enabled[i];
+    }
+    std::uint32_t k = rng_.below(progressing);
+    for (std::size_t i = 0; i < c.n; ++i)
+      if (c.enabled[i] != *held_ && !spins(c, i) && k-- == 0) return c.enabled[i];
+    return c.enabled[0];
+  }
+
+ private:
+  static bool spins(const Choice& c, std::size_t i) { return c.spin != nullptr && c.spin[i] != 0; }
+  Rng rng_;
+  std::uint64_t from_ = 1, until_ = 1, draw_ = 0;
+  std::optional<std::uint32_t> held_;
+};
+
 // Follows a schedule's deviations and the default policy everywhere else.
 // Strict: a deviation that does not fit is a mismatch. Lenient (shrinking):
 // it is skipped, and the run goes on with the default.
@@ -235,6 +296,7 @@ std::unique_ptr<Strategy> make_strategy(const StrategyParams& p, std::uint32_t n
     case StrategyKind::pct:
       return std::make_unique<Pct>(p.seed, std::max<std::uint32_t>(p.pct_depth, 1), p.pct_steps, num_actors);
     case StrategyKind::replay: return std::make_unique<Replay>(p.replay, p.strict);
+    case StrategyKind::stall: return std::make_unique<Stall>(p.seed, p.pct_steps);
     case StrategyKind::exhaustive:
     case StrategyKind::custom:
       if (p.make) return p.make(num_actors);

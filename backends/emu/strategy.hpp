@@ -13,7 +13,9 @@
 
 namespace wspipe::emu {
 
-enum class StrategyKind { round_robin, random, pct, replay, exhaustive, custom };
+// stall: random schedules in which one warp, drawn at random, is held back
+// for a stretch (StrategyParams::pct_steps sets the scale).
+enum class StrategyKind { round_robin, random, pct, replay, exhaustive, custom, stall };
 
 std::string_view to_string(StrategyKind k);
 std::optional<StrategyKind> parse_strategy(std::string_view name);
@@ -146,7 +148,7 @@ struct StrategyParams {
   StrategyKind kind = StrategyKind::random;
   std::uint64_t seed = 1;
   std::uint32_t pct_depth = 3;       // PCT bug depth d: d-1 priority change points
-  std::uint64_t pct_steps = 10'000;  // PCT: steps over which change points are spread
+  std::uint64_t pct_steps = 10'000;  // PCT: steps over which change points are spread; stall: the stretch's scale
   Schedule replay;                   // replay: the deviations to follow
   // replay: a deviation that does not fit (its actor cannot move there, or
   // the run ends before it) is an error; lenient replay skips it (shrinking).

@@ -13,7 +13,7 @@
 //                        none, which needs WSPIPE_RUNS or exhaustive)
 //   WSPIPE_JOBS=N        threads, 1..1024
 //   WSPIPE_SEED=N        first seed (run i uses seed N + i)
-//   WSPIPE_STRATEGY=P    portfolio: "random,pct:3", "pct:5", "exhaustive", ...
+//   WSPIPE_STRATEGY=P    portfolio: "random,pct:3,stall", "pct:5", "exhaustive", ...
 //   WSPIPE_PCT_DEPTH=D   the depth of a plain "pct"
 //   WSPIPE_SHARD=I/N     only the run numbers i with i mod N = I
 //   WSPIPE_PREEMPTIONS=K exhaustive: at most K preemptions
@@ -68,7 +68,7 @@ bool apply_environment(emu::ExploreOptions& options, std::string* error);
 // Success when exploring finds nothing (or, under WSPIPE_REPLAY, when the
 // replayed run ends ok); a clean exploration prints what it covered, one
 // line on stdout ("[wspipe] Suite.Test: explored 1234 runs (56789 steps)
-// in 2.0 s, strategy random,pct:3, first seed 1: nothing found"). On
+// in 2.0 s, strategy random,pct:3,stall, first seed 1: nothing found"). On
 // failure the message holds the exploration's report (the failure, the
 // shrunk schedule, the shrink figures) and a command line that replays
 // just that schedule with a trace.

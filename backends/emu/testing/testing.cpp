@@ -183,7 +183,7 @@ std::optional<emu::ExploreResult> explore_or(const emu::KernelFactory& make, con
   }
 }
 
-// How an exploration chose its schedules: "strategy random,pct:3, first seed 1, shard 1/3".
+// How an exploration chose its schedules: "strategy random,pct:3,stall, first seed 1, shard 1/3".
 std::string schedules_of(const emu::ExploreOptions& opts) {
   std::string out = "strategy " + emu::to_string(opts.portfolio);
   if (opts.portfolio.front().kind == emu::StrategyKind::exhaustive)
