@@ -11,7 +11,7 @@ json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[
 
 # 1. every strategy explores the correct ring without a finding; the default
 #    budget is time, so explore needs no --runs
-for s in rr random pct random,pct:2,pct:5; do
+for s in rr random pct stall random,pct:2,pct:5; do
   "$W" explore ring --runs 1000 --strategy "$s" >"$tmp/out" 2>"$tmp/err" || fail "explore ring --strategy $s: exit $?"
 done
 "$W" explore ring --seconds 1 >"$tmp/out" 2>"$tmp/err" || fail "explore ring --seconds 1: exit $?"
