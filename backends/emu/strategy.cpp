@@ -106,6 +106,10 @@ bool reversible(const Footprint& earlier, const Footprint& later) {
 
 namespace {
 
+// Whether enabled actor i of `c` can only time out (a try_wait polling an
+// incomplete phase, spurious time-outs on).
+bool only_times_out(const Choice& c, std::size_t i) { return c.spin != nullptr && c.spin[i] != 0; }
+
 // The next enabled actor after the last one picked, cyclically; never an
 // engine's alternative (loads complete whole, in issue order).
 class RoundRobin final : public Strategy {
@@ -162,13 +166,13 @@ class Pct final : public Strategy {
     // progress, so plain PCT would run it until the step budget reports a
     // livelock that no GPU shows. After kSpinTurns time-outs in a row, the
     // highest-priority actor that can progress takes one step.
-    if (!spins(c, best)) {
+    if (!only_times_out(c, best)) {
       spins_ = 0;
       return c.enabled[best];
     }
     if (++spins_ <= kSpinTurns) return c.enabled[best];
     const std::size_t peer = highest(c, true);
-    if (!spins(c, peer)) spins_ = 0;
+    if (!only_times_out(c, peer)) spins_ = 0;
     return c.enabled[peer];
   }
 
@@ -177,14 +181,13 @@ class Pct final : public Strategy {
   // highest priority spins out (RunOptions::spin_out_limit), so that PCT
   // reaches a counted spin's fallback too.
   static constexpr std::uint32_t kSpinTurns = kSingleTimeOuts + 1;
-  static bool spins(const Choice& c, std::size_t i) { return c.spin != nullptr && c.spin[i] != 0; }
   // The position in c.enabled of the actor of highest priority; with
   // `progressing`, among those that can progress, if any can.
   std::size_t highest(const Choice& c, bool progressing) const {
     std::size_t best = 0;
     for (std::size_t i = 1; i < c.n; ++i) {
-      const bool demote_best = progressing && spins(c, best) && !spins(c, i);
-      const bool same_kind = !progressing || spins(c, best) == spins(c, i);
+      const bool demote_best = progressing && only_times_out(c, best) && !only_times_out(c, i);
+      const bool same_kind = !progressing || only_times_out(c, best) == only_times_out(c, i);
       if (demote_best || (same_kind && priority_[c.enabled[i]] > priority_[c.enabled[best]])) best = i;
     }
     return best;
@@ -230,7 +233,7 @@ class Stall final : public Strategy {
     for (std::size_t i = 0; i < c.n; ++i) {
       if (c.enabled[i] == *held_) continue;
       ++others;
-      progressing += spins(c, i) ? 0 : 1;
+      progressing += only_times_out(c, i) ? 0 : 1;
     }
     if (others == 0) return *held_;
     if (progressing == 0) {
@@ -243,12 +246,11 @@ class Stall final : public Strategy {
     }
     std::uint32_t k = rng_.below(progressing);
     for (std::size_t i = 0; i < c.n; ++i)
-      if (c.enabled[i] != *held_ && !spins(c, i) && k-- == 0) return c.enabled[i];
+      if (c.enabled[i] != *held_ && !only_times_out(c, i) && k-- == 0) return c.enabled[i];
     return c.enabled[0];
   }
 
  private:
-  static bool spins(const Choice& c, std::size_t i) { return c.spin != nullptr && c.spin[i] != 0; }
   Rng rng_;
   std::uint64_t from_ = 1, until_ = 1, draw_ = 0;
   std::optional<std::uint32_t> held_;
