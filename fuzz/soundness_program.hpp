@@ -883,10 +883,7 @@ inline Reached search_split(const Program& p, const SearchSpec& spec, const emu:
     auto* t = taken[i];
     taken.erase(taken.begin() + static_cast<std::ptrdiff_t>(i));
     run_once(p, emu::detail::SearchTree::search(t), spec, base, got);
-    // The idle workers: neither this one nor those holding a search, and
-    // not those the ready searches will keep busy.
-    const std::size_t busy = 1 + taken.size() + tree.ready();
-    tree.ran(t, busy < workers ? static_cast<unsigned>(workers - busy) : 0u);
+    tree.ran(t, workers);
   }
   if (!tree.done()) throw std::logic_error("search_split: no search ready, none running, and the tree not done");
   got.races = tree.races();

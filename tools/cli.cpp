@@ -485,6 +485,11 @@ void print_report(std::ostream& out, const Plan& p, const Outcome& o, const Trac
     if (f.measuring_run)
       out << "found in " << emu::run_name(f) << " " << emu::strategy_and_seed(f) << ", before run 1 ("
           << emu::counted(o.explored->runs - 1, "run") << " after it found nothing)\n";
+    else if (o.explored->pruned != 0)
+      // Run numbers count the runs cut short as equivalent too.
+      out << "found in " << emu::run_name(f) << " of " << o.explored->runs + o.explored->pruned << " ("
+          << emu::counted(o.explored->pruned, "run") << " cut short as equivalent) " << emu::strategy_and_seed(f)
+          << "\n";
     else
       out << "found in " << emu::run_name(f) << " of " << o.explored->runs << " " << emu::strategy_and_seed(f) << "\n";
   }

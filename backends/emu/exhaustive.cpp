@@ -1,6 +1,7 @@
 #include "exhaustive.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -389,22 +390,37 @@ ExhaustiveSearch::Advance ExhaustiveSearch::resume(bool finished_top) {
   return Advance::done;
 }
 
-std::unique_ptr<ExhaustiveSearch> ExhaustiveSearch::split() {
+std::optional<std::size_t> ExhaustiveSearch::split_node() const {
   // Not the last node: its branch has not run yet, and the child's sleep
   // set needs that step's footprint.
-  for (std::size_t i = split_at_.empty() ? floor_ : split_at_.back() + 1; i + 1 < stack_.size(); ++i) {
-    Node& n = stack_[i];
+  for (std::size_t i = split_at_.empty() ? floor_ : split_at_.back() + 1; i + 1 < stack_.size(); ++i)
+    if (next_branch(stack_[i])) return i;
+  return std::nullopt;
+}
+
+std::optional<ExhaustiveSearch::SplitRank> ExhaustiveSearch::split_rank() const {
+  const auto i = split_node();
+  if (!i) return std::nullopt;
+  // The child's path leaves the first branch explored at node *i, and at
+  // every node above it where a branch was explored before the one taken.
+  std::uint32_t deviations = 1;
+  for (std::size_t k = 0; k < *i; ++k) deviations += stack_[k].done.empty() ? 0u : 1u;
+  return SplitRank{deviations, *i};
+}
+
+std::unique_ptr<ExhaustiveSearch> ExhaustiveSearch::split() {
+  if (const auto i = split_node()) {
+    Node& n = stack_[*i];
     const auto a = next_branch(n);
-    if (!a) continue;
     auto child = std::make_unique<ExhaustiveSearch>(bound_, reduce_, sources_under_bound_);
-    child->stack_.assign(stack_.begin(), stack_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    child->stack_.assign(stack_.begin(), stack_.begin() + static_cast<std::ptrdiff_t>(*i) + 1);
     Node& root = child->stack_.back();
     root.done.push_back({n.chosen, n.chosen_fp});
     root.chosen = *a;
     root.chosen_fp.clear();
-    child->floor_ = i + 1;
+    child->floor_ = *i + 1;
     n.delegated = *a;
-    split_at_.push_back(i);
+    split_at_.push_back(*i);
     return child;
   }
   return nullptr;
@@ -592,6 +608,9 @@ struct SearchTree::Task {
   std::vector<std::unique_ptr<Task>> children;  // split off, in order: the deepest (the next to join) last
   bool waiting = false;                         // for its last child
   bool finished = false;
+  // Its split_rank() since it last changed (ran, split or joined), if known.
+  std::optional<ExhaustiveSearch::SplitRank> rank;
+  bool rank_known = false;
 };
 
 SearchTree::SearchTree(std::unique_ptr<ExhaustiveSearch> root) : root_(std::make_unique<Task>()) {
@@ -603,8 +622,9 @@ SearchTree::~SearchTree() = default;
 
 SearchTree::Task* SearchTree::take() {
   if (ready_.empty()) return nullptr;
-  Task* t = ready_.back();
-  ready_.pop_back();
+  Task* t = ready_.front();
+  ready_.pop_front();
+  ++running_;
   return t;
 }
 
@@ -612,20 +632,49 @@ ExhaustiveSearch& SearchTree::search(Task* t) { return *t->search; }
 
 std::uint64_t SearchTree::races() const { return root_->search->races(); }
 
-void SearchTree::ran(Task* t, unsigned idle) {
-  const ExhaustiveSearch::Advance a = t->search->advance();
-  if (a == ExhaustiveSearch::Advance::next)
-    for (; idle > 0; --idle) {
-      std::unique_ptr<ExhaustiveSearch> s = t->search->split();
-      if (!s) break;
-      auto child = std::make_unique<Task>();
-      child->search = std::move(s);
-      child->parent = t;
-      ready_.push_back(child.get());
-      t->children.push_back(std::move(child));
-      ++splits_;
+std::uint64_t SearchTree::splits_by(std::uint64_t runs) {
+  auto r = static_cast<std::uint64_t>(std::sqrt(static_cast<double>(runs)));
+  while (r * r > runs) --r;
+  while ((r + 1) * (r + 1) <= runs) ++r;
+  return r;
+}
+
+void SearchTree::ran(Task* t, unsigned workers) {
+  --running_;
+  ++runs_;
+  t->rank_known = false;
+  settle(t, t->search->advance());
+  widen(workers);
+}
+
+void SearchTree::widen(unsigned workers) {
+  for (;;) {
+    const std::size_t in_hand = ready_.size() + running_;
+    const bool idle_worker = in_hand < workers;
+    if (!idle_worker && (splits_ >= splits_by(runs_) || in_hand >= kMaxInHand)) return;
+    if (alive_ >= kMaxSearches) return;
+    Task* best = nullptr;
+    std::optional<ExhaustiveSearch::SplitRank> best_rank;
+    for (Task* r : ready_) {
+      if (!r->rank_known) {
+        r->rank = r->search->split_rank();
+        r->rank_known = true;
+      }
+      if (r->rank && (!best_rank || *r->rank < *best_rank)) {
+        best = r;
+        best_rank = r->rank;
+      }
     }
-  settle(t, a);
+    if (best == nullptr) return;
+    best->rank_known = false;
+    auto child = std::make_unique<Task>();
+    child->search = best->search->split();
+    child->parent = best;
+    ready_.push_back(child.get());
+    best->children.push_back(std::move(child));
+    ++splits_;
+    ++alive_;
+  }
 }
 
 // A search whose child is done, once it waits for it, is joined with it;
@@ -642,11 +691,13 @@ void SearchTree::settle(Task* t, ExhaustiveSearch::Advance a) {
       t->waiting = true;
       if (!c->finished) return;  // joined when it is
       t->waiting = false;
+      t->rank_known = false;
       a = t->search->join(*c->search);
       t->children.pop_back();
       continue;
     }
     t->finished = true;
+    --alive_;
     Task* p = t->parent;
     if (p == nullptr) {
       done_ = true;
@@ -654,6 +705,7 @@ void SearchTree::settle(Task* t, ExhaustiveSearch::Advance a) {
     }
     if (!p->waiting || p->children.back().get() != t) return;  // joined when p gets to it
     p->waiting = false;
+    p->rank_known = false;
     a = p->search->join(*t->search);
     p->children.pop_back();
     t = p;

@@ -1,6 +1,7 @@
 // The exhaustive search (internal to explore()): a stateless depth-first
 // search over the choice points of a kernel, re-running it from the start
-// for each schedule. Two forms:
+// for each schedule, split into subtrees that take turns (SearchTree, at
+// the end). Two forms:
 //  - unbounded (no preemption bound): dynamic partial-order reduction with
 //    source sets and sleep sets (Abdulla, Aronis, Jonsson, Sagonas, POPL
 //    2014 / JACM 2017, "Source-DPOR"): it branches only where two steps of
@@ -23,7 +24,9 @@
 // docs/exploration.md, "The exhaustive search".
 #pragma once
 
+#include <compare>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <set>
@@ -75,6 +78,16 @@ class ExhaustiveSearch final : public Strategy {
   // as with one search, and the tree, its runs and its counts are the same
   // whatever the number of searches.
   std::unique_ptr<ExhaustiveSearch> split();
+  // Where split() would split now, if anywhere: the branches the child's
+  // path leaves its choice points' first explored branch at (its own
+  // included), and the depth of its choice point. Fewer and shallower
+  // come first (SearchTree::ran).
+  struct SplitRank {
+    std::uint32_t deviations = 0;
+    std::size_t depth = 0;
+    auto operator<=>(const SplitRank&) const = default;
+  };
+  std::optional<SplitRank> split_rank() const;
   // After wait: the child split off there is done; its outbox is applied,
   // then the search goes on (as advance()).
   Advance join(ExhaustiveSearch& child);
@@ -175,6 +188,8 @@ class ExhaustiveSearch final : public Strategy {
     std::vector<std::uint32_t> initials;
   };
   bool dpor() const { return reduce_ && (!bound_ || sources_under_bound_); }
+  // The choice point split() would split at.
+  std::optional<std::size_t> split_node() const;
   // The next branch to explore at n (the one delegated included), if any.
   std::optional<std::uint32_t> next_branch(const Node& n) const;
   template <class F>
@@ -268,13 +283,27 @@ class ShardedSearch {
   std::uint32_t runs_ = 0;  // the deciding part's runs so far
 };
 
-// The searches of one exhaustive exploration on several workers: the root
-// search and the children split off it, each run by one worker at a time.
-// A worker takes a search, makes one run with it, and hands it back with
-// ran(); a search that has explored everything before a child it split
-// off waits until that child is done, and is then joined with it. Not
-// synchronised: the caller holds a lock around every call, and none around
-// the run itself.
+// The searches of one exhaustive exploration: the root search and the
+// children split off it, each run by one worker at a time. A worker takes
+// a search, makes one run with it, and hands it back with ran(); a search
+// that has explored everything before a child it split off waits until
+// that child is done, and is then joined with it.
+//
+// The order of the runs (docs/exploration.md, "The order of the search,
+// and several jobs"): one depth-first search spends its first runs, often
+// all of its budget, in the subtree below the first schedule's last choice
+// points, and meets a bug that needs one other branch near the root only
+// at the end. So the tree splits off more searches as runs go by
+// (splits_by()), at least one per worker in hand, and the workers take the
+// ready ones in turn, one run each. A new one is split off the ready
+// search whose split leaves the fewest first-explored branches, the
+// shallowest first (ExhaustiveSearch::split_rank): the subtrees below the
+// branches nearest the first schedule start first. The tree, its runs and
+// its counts are those of one search whatever the order
+// (ExhaustiveSearch::split), so the search stays complete and its counts
+// the same for every number of jobs; which failure is met first, and when,
+// is what the order decides. Not synchronised: the caller holds a lock
+// around every call, and none around the run itself.
 class SearchTree {
  public:
   explicit SearchTree(std::unique_ptr<ExhaustiveSearch> root);
@@ -282,15 +311,25 @@ class SearchTree {
   SearchTree(const SearchTree&) = delete;
   SearchTree& operator=(const SearchTree&) = delete;
 
+  // Splits made by `runs` runs, beyond those that give each worker a
+  // search: the integer square root of the runs (so a new subtree starts
+  // after runs 1, 4, 9, ...), while fewer than kMaxInHand searches are in
+  // hand (ready or running); and at most kMaxSearches alive, the ones
+  // waiting for a child included.
+  static std::uint64_t splits_by(std::uint64_t runs);
+  static constexpr std::size_t kMaxInHand = 64;
+  static constexpr std::size_t kMaxSearches = 256;
+
   struct Task;
-  // A search whose next branch is set up, ready for a run (the most
-  // recently readied first), or null when none is ready now.
+  // The ready search that has waited longest (its next branch is set up,
+  // ready for a run), or null when none is ready now.
   Task* take();
   static ExhaustiveSearch& search(Task* t);
   // After the run of a taken search: the next branch, a wait, or its end.
-  // Splits up to `idle` children off it for workers that have nothing to
-  // run; they are ready at once.
-  void ran(Task* t, unsigned idle);
+  // Then, while fewer than `workers` searches are in hand, or fewer splits
+  // were made than splits_by(runs), splits a child off the ready search
+  // with the best split_rank().
+  void ran(Task* t, unsigned workers);
   // Every search is done: the whole tree is explored.
   bool done() const { return done_; }
   std::size_t ready() const { return ready_.size(); }
@@ -301,10 +340,14 @@ class SearchTree {
 
  private:
   void settle(Task* t, ExhaustiveSearch::Advance a);
+  void widen(unsigned workers);
   std::unique_ptr<Task> root_;
-  std::vector<Task*> ready_;
+  std::deque<Task*> ready_;
   bool done_ = false;
   std::uint64_t splits_ = 0;
+  std::uint64_t runs_ = 0;    // ran() calls
+  std::size_t running_ = 0;   // taken, not handed back
+  std::size_t alive_ = 1;     // not finished
 };
 
 }  // namespace wspipe::emu::detail

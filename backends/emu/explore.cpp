@@ -702,10 +702,11 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
   progress();
 }
 
-// The exhaustive search on `jobs` threads. One job runs the search alone;
-// more split its tree (detail::SearchTree) whenever a job is idle, and the
-// tree, its runs and the counts are the same as with one, whatever the
-// number (docs/exploration.md, "Parallel and sharded runs"). The search
+// The exhaustive search on `jobs` threads. Its tree (detail::SearchTree)
+// is split into searches that the jobs take in turn, at least one per job
+// and more as runs go by, so that the subtrees near the first schedule
+// start early; the tree, its runs and the counts are the same whatever the
+// number of jobs (docs/exploration.md, "Parallel and sharded runs"). The search
 // stops at the first failure a job finds: with several jobs, which failing
 // schedule that is, and the counts up to it, depend on their timing.
 // Sharded, the search is made of parts (detail::ShardedSearch): every
@@ -723,7 +724,6 @@ void explore_exhaustive(const KernelFactory& make, const ExploreOptions& o, cons
   BudgetClock clock(o.seconds);
   std::mutex mu;  // guards the trees, the counts and `found`
   std::condition_variable cv;
-  unsigned idle = 0;
   bool stop = false;
   std::uint64_t runs = 0, pruned = 0, steps = 0, taken = 0;
   auto last = SteadyClock::now();
@@ -828,9 +828,7 @@ void explore_exhaustive(const KernelFactory& make, const ExploreOptions& o, cons
             break;
           }
         if (t != nullptr) break;
-        ++idle;
         cv.wait(lock);
-        --idle;
       }
       ++taken;
       lock.unlock();
@@ -838,8 +836,7 @@ void explore_exhaustive(const KernelFactory& make, const ExploreOptions& o, cons
       lock.lock();
       --taken;
       if (!tally(lock, std::move(r))) return;
-      const std::size_t waiting = ready();
-      tree->ran(t, idle > waiting ? static_cast<unsigned>(idle - waiting) : 0u);
+      tree->ran(t, jobs);
       if (all_done() || ready() > 0) cv.notify_all();
     }
   };

@@ -21,8 +21,14 @@
 namespace wspipe::emu::detail {
 
 namespace {
-// The epoch tables of this thread's last World, for the next one.
+// The epoch tables and the access records of this thread's last World,
+// for the next one: records of a long run reach megabytes, which glibc
+// hands back to the system when they are freed (it unmaps them, or trims
+// its heap), and the next run faulted their pages in again. Records past
+// kKeptAccessInfoBytes are not kept.
 thread_local std::vector<std::vector<EpochEnd>> t_epoch_ends;
+thread_local std::vector<AccessInfo> t_access_infos;
+constexpr std::size_t kKeptAccessInfoBytes = std::size_t{64} << 20;
 }  // namespace
 
 World::World(const LaunchConfig& launch_in, const std::function<void()>& body, const RunOptions& options)
@@ -99,6 +105,8 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     }
     epoch_ends_.swap(t_epoch_ends);
     for (std::vector<EpochEnd>& e : epoch_ends_) e.clear();
+    access_infos_.swap(t_access_infos);
+    access_infos_.clear();
     epoch_ends_.resize(warps_.size());
     clocks_.resize(comps);
     for (std::size_t k = 0; k < comps; ++k) {
@@ -185,6 +193,9 @@ void World::stream_trace() {
 World::~World() {
   for (Cta& c : ctas_) keep_cta_buffers(c);
   if (epoch_ends_.size() >= t_epoch_ends.size()) t_epoch_ends.swap(epoch_ends_);
+  if (access_infos_.capacity() >= t_access_infos.capacity() &&
+      access_infos_.capacity() * sizeof(AccessInfo) <= kKeptAccessInfoBytes)
+    t_access_infos.swap(access_infos_);
 }
 
 void World::never_run(std::uint32_t cluster) {
