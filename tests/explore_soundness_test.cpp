@@ -257,6 +257,19 @@ TEST(explore_Soundness, ASplitSearchMakesTheSameTreeAsOneSearch) {
   EXPECT_GT(splits, compared);  // and most were split
 }
 
+// A new subtree starts after runs 1, 4, 9, ...: the integer square root of
+// the runs made.
+TEST(explore_Soundness, TheSearchSplitsAsTheSquareRootOfItsRuns) {
+  using emu::detail::SearchTree;
+  EXPECT_EQ(SearchTree::splits_by(0), 0u);
+  EXPECT_EQ(SearchTree::splits_by(1), 1u);
+  EXPECT_EQ(SearchTree::splits_by(3), 1u);
+  EXPECT_EQ(SearchTree::splits_by(4), 2u);
+  EXPECT_EQ(SearchTree::splits_by(99), 9u);
+  EXPECT_EQ(SearchTree::splits_by(100), 10u);
+  EXPECT_EQ(SearchTree::splits_by(1'000'000), 1000u);
+}
+
 // A soundness bug of the sleep-set reduction, found by this check (seeds
 // 2064 and 8482 of the sweep without time-outs, the first minimised), and
 // closed: an idle time-out's footprint now holds kGlobalResource

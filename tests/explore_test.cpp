@@ -16,7 +16,6 @@
 #include <sstream>
 #include <string>
 
-#include "backends/emu/exhaustive.hpp"
 #include "backends/emu/report.hpp"
 #include "backends/emu/settings.hpp"
 #include "emu_test_util.hpp"
@@ -739,19 +738,6 @@ TEST(explore_Exhaustive, TheCompleteSearchMeetsABugNearItsFirstScheduleOnOneJob)
   o.jobs = 2;
   const auto r2 = emu::explore([&] { return tile.prepare("unwaited-weights", v); }, o);
   ASSERT_FALSE(r2.ok()) << r2.report();
-}
-
-// A new subtree starts after runs 1, 4, 9, ...: the integer square root of
-// the runs made.
-TEST(explore_Exhaustive, TheSearchSplitsAsTheSquareRootOfItsRuns) {
-  using emu::detail::SearchTree;
-  EXPECT_EQ(SearchTree::splits_by(0), 0u);
-  EXPECT_EQ(SearchTree::splits_by(1), 1u);
-  EXPECT_EQ(SearchTree::splits_by(3), 1u);
-  EXPECT_EQ(SearchTree::splits_by(4), 2u);
-  EXPECT_EQ(SearchTree::splits_by(99), 9u);
-  EXPECT_EQ(SearchTree::splits_by(100), 10u);
-  EXPECT_EQ(SearchTree::splits_by(1'000'000), 1000u);
 }
 
 // --shard with the exhaustive search (docs/exploration.md, "The exhaustive
