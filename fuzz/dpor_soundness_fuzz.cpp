@@ -1,10 +1,8 @@
 // The exhaustive search's partial-order reduction against the unreduced
 // search (fuzz/soundness_program.hpp; docs/fuzzing.md, docs/exploration.md
 // "Soundness, tested differentially"): the input is a tiny kernel, searched
-// without the reduction and with it at preemption bounds 0 to 2 and
-// unbounded; the reduced search must reach the same final states (at a
-// bound, those the bound hid from it must be reached once the bound is
-// lifted); the unbounded search split among 3 simulated workers (as
+// without the reduction and with it; the reduced search must reach the
+// same final states; the search split among 3 simulated workers (as
 // --jobs splits it) must make the same tree as one search; and its sharded
 // form (--shard), its parts run in turn, must reach the same final states
 // as one search. A difference
@@ -46,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // an input the fuzzer keeps is then cheap to run again. (Counted phases'
   // and the engine programs' unreduced searches are larger.)
   const std::uint64_t max_runs = engine || counted ? 5000 : 1000;
-  static const std::vector<sd::Comparison> handoffs = sd::bounded_comparisons(2);
+  static const std::vector<sd::Comparison> handoffs = sd::reduction_comparisons();
   static const std::vector<sd::Comparison> engines = sd::engine_comparisons();
   const std::vector<sd::Comparison>& comparisons = engine ? engines : handoffs;
   std::vector<sd::Tally> tallies;

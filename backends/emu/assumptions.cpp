@@ -50,10 +50,7 @@ std::vector<std::string> assumptions(const ExploreOptions& o) {
   const bool exhaustive =
       std::any_of(o.portfolio.begin(), o.portfolio.end(), [](const StrategySpec& s) { return s.kind == StrategyKind::exhaustive; });
   if (exhaustive && o.preemptions)
-    a.push_back("at most " + std::to_string(*o.preemptions) + " preemption(s) per schedule" +
-                (o.reduce ? "; with the reduction, a schedule within the bound whose only equivalent explored one "
-                            "has more preemptions is not run (--no-reduction makes the bound exact)"
-                          : ""));
+    a.push_back("at most " + std::to_string(*o.preemptions) + " preemption(s) per schedule (--preemptions)");
   if (!o.spurious_try_wait)
     a.push_back("try_wait times out only when no other actor can move (--no-spurious-try-wait)");
   else

@@ -8,10 +8,13 @@
 //    different actors conflict (their footprints, strategy.hpp), and
 //    explores every class of equivalent schedules;
 //  - bounded (`bound` preemptions per schedule): every schedule within the
-//    bound, with sleep sets (Godefroid 1996) so that two orders of
-//    commuting steps are not both explored (source sets and a preemption
-//    bound do not combine soundly: Coons, Musuvathi, McKinley 2013).
-// Without the reduction, both forms run every schedule (comparisons).
+//    bound, with no reduction. Neither source sets nor sleep sets combine
+//    soundly with a preemption bound (Coons, Musuvathi, McKinley 2013): a
+//    schedule is left out as equivalent to one explored elsewhere, which
+//    may need more preemptions than the bound allows and so never run (a
+//    deadlock reached with none was missed at bound 0 that way).
+// Without the reduction, the unbounded form runs every schedule
+// (comparisons).
 // A third form, for the shrinker's search for the minimum, is a finder:
 // source sets within a bound (`sources_under_bound`), with the
 // conservative branches of Coons et al.'s bounded partial-order reduction
@@ -43,11 +46,14 @@ namespace wspipe::emu::detail {
 class ExhaustiveSearch final : public Strategy {
  public:
   // bound: preemptions per schedule, or nullopt for none (unbounded).
-  // reduce: source sets (unbounded) or sleep sets (bounded); without,
-  // every schedule runs. sources_under_bound (with a bound and reduce):
-  // the finder, source sets within the bound and no sleep sets.
+  // reduce: source sets and sleep sets, unbounded only (with a bound,
+  // every schedule within it runs); without, every schedule runs.
+  // sources_under_bound (with a bound and reduce): the finder, source sets
+  // within the bound and no sleep sets.
   ExhaustiveSearch(std::optional<std::uint32_t> bound, bool reduce, bool sources_under_bound = false)
-      : bound_(bound), reduce_(reduce), sources_under_bound_(sources_under_bound && bound && reduce) {}
+      : bound_(bound),
+        reduce_(reduce && (!bound || sources_under_bound)),
+        sources_under_bound_(sources_under_bound && bound && reduce) {}
 
   void new_execution(std::uint32_t num_actors) override;
   std::optional<std::uint32_t> pick(const Choice& c) override;

@@ -335,7 +335,7 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
 //   the count left, each resumed where the last turn left it: the first
 //   schedule of the outcome it meets is kept and minimised in turn. A bound
 //   searched to its end without the outcome proves that no schedule with
-//   that many preemptions or fewer has it (up to the reduction): the result
+//   that many preemptions or fewer has it (it runs every one): the result
 //   is minimal once every bound below its count is so proved. The bounds go
 //   upwards since each one covers the ones below it at a fraction of its
 //   cost: the cheap ones prove what they can first, and the first bound
@@ -460,7 +460,7 @@ RunResult shrink(const KernelFactory& make, const RunOptions& base, const RunRes
   bool search_cut = false;  // a run of it stopped at a deadline: it goes no further
   auto search_turn = [&](double until) {
     while (proved < best.preemptions() && since(t0) < until && !out_of_time()) {
-      if (!search) search.emplace(proved, true);
+      if (!search) search.emplace(proved, false);  // every schedule within the bound: a proof
       RunResult r = run_searching(*search);
       if (r.stopped) {
         search_cut = true;

@@ -101,10 +101,11 @@ struct ExploreOptions : RunOptions {
   // --shard and WSPIPE_SHARD settings set it.
   bool sharded = false;
   // Exhaustive only: the bound on preemptions per schedule (nullopt, the
-  // default: none; every class of equivalent schedules runs), and the
-  // partial-order reduction (source sets unbounded, sleep sets bounded);
-  // without it every schedule (within the bound) runs, which only
-  // comparisons need.
+  // default: none; every class of equivalent schedules runs; with a bound,
+  // every schedule within it), and the partial-order reduction of the
+  // unbounded search (source sets); without it every schedule runs, which
+  // only comparisons need. A bounded search has no reduction: none is
+  // sound under a bound.
   std::optional<std::uint32_t> preemptions;
   bool reduce = true;
   // Shrink a failure (bounded by shrink_seconds of wall time).
@@ -172,7 +173,8 @@ struct Failure {
 // What an exploration's result claims, and so whether it is a pass:
 //  - found: a failure (shrunk); never a pass;
 //  - verified: the exhaustive search completed: no schedule of this
-//    configuration within its preemption bound fails (up to the reduction);
+//    configuration fails (every class of equivalent schedules; with a
+//    bound, every schedule within it);
 //  - explored: sampled runs found nothing; no claim about the schedules
 //    not run;
 //  - incomplete: the exhaustive search's budget (runs, seconds, a signal)
@@ -186,8 +188,8 @@ struct ExploreResult {
   std::uint64_t steps = 0;
   std::uint64_t pruned = 0;  // exhaustive: runs cut short as equivalent to one already explored
   double seconds = 0;
-  // Exhaustive: every schedule within the preemption bound was covered
-  // (up to the reduction). Other strategies: always false.
+  // Exhaustive: every class of equivalent schedules (with a bound, every
+  // schedule within it) was covered. Other strategies: always false.
   bool complete = false;
   bool exhaustive = false;        // the search was the exhaustive strategy
   bool bounded = false;           // with a preemption bound (else: every class of schedules)

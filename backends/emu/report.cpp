@@ -88,13 +88,14 @@ std::string explored_line(const ExploreResult& e) {
   out << (e.interrupted ? ", interrupted" : "") << ": nothing found\n";
   switch (e.verdict()) {
     case Verdict::verified:
+      // A bounded search runs every schedule within its bound: no reduction.
       if (!e.sharded) {
-        out << "verdict:  verified: no schedule of this configuration " << coverage(e)
-            << " fails (a complete search, up to the reduction)\n";
+        out << "verdict:  verified: no schedule of this configuration " << coverage(e) << " fails (a complete search"
+            << (e.bounded ? "" : ", up to the reduction") << ")\n";
       } else {
         out << "verdict:  verified: no schedule of this configuration " << coverage(e) << " in " << share(e)
-            << " fails; the configuration is verified when every shard's parts are (a complete search, up to "
-               "the reduction)\n";
+            << " fails; the configuration is verified when every shard's parts are (a complete search"
+            << (e.bounded ? "" : ", up to the reduction") << ")\n";
       }
       out << assuming_lines(e);
       break;

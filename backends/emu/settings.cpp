@@ -115,14 +115,15 @@ const Setting kSettings[] = {
        s.options.sharded = true;
      }},
     {"preemptions", "WSPIPE_PREEMPTIONS", "preemptions = {}", "K",
-     "explore --strategy exhaustive: at most K preemptions per schedule,\n"
-     "with sleep sets (default: no bound, every class of equivalent\n"
-     "schedules, with source sets)",
+     "explore --strategy exhaustive: every schedule with at most K\n"
+     "preemptions, with no reduction (none is sound under a bound)\n"
+     "(default: no bound, every class of equivalent schedules, with\n"
+     "source sets)",
      true,
      [](SettingsState& s, std::string_view t) { s.options.preemptions = parse_u32(t, 0, 64); }},
     {"no-reduction", "WSPIPE_NO_REDUCTION", "reduce = false", "",
      "explore --strategy exhaustive: no partial-order reduction\n"
-     "(every schedule, within the bound if any; for comparison)",
+     "(every schedule; for comparison; a bounded search has none)",
      true, [](SettingsState& s, std::string_view t) { s.options.reduce = !parse_switch(t); }},
     {"no-shrink", "WSPIPE_NO_SHRINK", "shrink = false", "", "explore: report the failing schedule as found", true,
      [](SettingsState& s, std::string_view t) { s.options.shrink = !parse_switch(t); }},
