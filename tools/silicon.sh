@@ -4,7 +4,10 @@
 # (ring | tile-reduce | tma-store | clusters | variants | conformance
 # [--seed S] [--count N] | conformance-mw [--seed S] [--count N] [--reps R]);
 # `tools/silicon.sh ring-cost [ITEMS] [REPS]` builds and runs the
-# abstraction's cost benchmark (tools/gpu/ring_cost.cu) instead. For a GPU machine
+# abstraction's cost benchmark (tools/gpu/ring_cost.cu) instead, and
+# `tools/silicon.sh tma-bandwidth [--size-gib G] [--reps N] ...` the TMA input
+# pipeline's bandwidth benchmark (tools/gpu/tma_bandwidth.cu; --help lists its
+# options). For a GPU machine
 # that has the CUDA toolkit but not the rest of wspipe's dependencies (no
 # Boost, no GoogleTest); where those exist, the cuda preset builds the same
 # program and CTest runs it (label gpu). Needs an sm_90 or later GPU; the
@@ -16,15 +19,21 @@ nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 arch=${WSPIPE_SILICON_ARCH:-90a}
 out=${WSPIPE_SILICON_OUT:-$root/build/silicon}
 mkdir -p "$out" "$root/build"
-if [ "${1:-}" = ring-cost ]; then
-  shift
-  echo "[silicon] $nvcc -gencode arch=compute_$arch,code=sm_$arch tools/gpu/ring_cost.cu" >&2
-  "$nvcc" -std=c++20 -O3 -gencode "arch=compute_$arch,code=sm_$arch" -I "$root" \
-    "$root/tools/gpu/ring_cost.cu" -o "$root/build/wspipe_ring_cost"
-  exec "$root/build/wspipe_ring_cost" "$@"
-fi
-echo "[silicon] $nvcc -gencode arch=compute_$arch,code=sm_$arch tools/gpu/silicon.cu" >&2
-"$nvcc" -std=c++20 -O2 -gencode "arch=compute_$arch,code=sm_$arch" -I "$root" \
-  "$root/tools/gpu/silicon.cu" -o "$root/build/wspipe_silicon"
+# build_and_run PROGRAM SOURCE OPT [ARGS...]: build tools/gpu/SOURCE with
+# nvcc (optimisation OPT) into build/PROGRAM and run it with ARGS in this
+# shell's place.
+build_and_run() {
+  local program=$1 source=$2 opt=$3
+  shift 3
+  echo "[silicon] $nvcc -gencode arch=compute_$arch,code=sm_$arch tools/gpu/$source" >&2
+  "$nvcc" -std=c++20 "$opt" -gencode "arch=compute_$arch,code=sm_$arch" -I "$root" \
+    "$root/tools/gpu/$source" -o "$root/build/$program"
+  exec "$root/build/$program" "$@"
+}
+case "${1:-}" in
+  ring-cost) shift; build_and_run wspipe_ring_cost ring_cost.cu -O3 "$@" ;;
+  tma-bandwidth) shift; build_and_run wspipe_tma_bandwidth tma_bandwidth.cu -O3 "$@" ;;
+esac
 [ "$#" -gt 0 ] || set -- all
-WSPIPE_SILICON_OUT=$out exec "$root/build/wspipe_silicon" "$@"
+export WSPIPE_SILICON_OUT=$out
+build_and_run wspipe_silicon silicon.cu -O2 "$@"

@@ -9,21 +9,27 @@
 // time and a program without a GPU still builds and starts.
 //
 // Errors are exceptions, host code only: std::invalid_argument for a map
-// that tensor_map_error() rejects (the message carries its reason), before the
-// driver is asked; std::runtime_error when the driver cannot be reached or
-// refuses the map (the message names the CUresult).
+// that tensor_map_error() rejects (the message carries its reason) or an
+// unknown TmaL2Promotion, before the driver is asked; std::runtime_error
+// when the driver cannot be reached or refuses the map (the message names
+// the CUresult).
 #pragma once
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "core/tma.hpp"
 
 namespace wspipe::cuda {
+
+// How far the TMA widens the L2 fetches of a load through the map
+// (CUtensorMapL2promotion): not at all, or to 64, 128 or 256 bytes.
+enum class TmaL2Promotion : std::uint8_t { none, b64, b128, b256 };
 
 namespace detail {
 
@@ -51,6 +57,16 @@ inline CUtensorMapSwizzle tma_swizzle(SmemSwizzle s) {
     case SmemSwizzle::b128: return CU_TENSOR_MAP_SWIZZLE_128B;
   }
   throw std::invalid_argument("make_tma_map: unknown swizzle");
+}
+
+inline CUtensorMapL2promotion tma_l2_promotion(TmaL2Promotion p) {
+  switch (p) {
+    case TmaL2Promotion::none: return CU_TENSOR_MAP_L2_PROMOTION_NONE;
+    case TmaL2Promotion::b64: return CU_TENSOR_MAP_L2_PROMOTION_L2_64B;
+    case TmaL2Promotion::b128: return CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
+    case TmaL2Promotion::b256: return CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  }
+  throw std::invalid_argument("make_tma_map: unknown L2 promotion");
 }
 
 // The driver function `symbol` as of driver API version `version` (e.g.
@@ -91,11 +107,15 @@ inline std::string driver_error_name(CUresult r) {
 // A tiled tensor map for `m`: box `m.box` of `m.dtype` elements, element
 // strides 1, no interleave, out-of-bounds elements filled with zeros
 // (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE; TMA still counts them in complete_tx,
-// as tma_box_bytes() says), L2 fetches widened to 256 bytes (the common
-// choice for GEMM operand tiles). The kernel's tma_load names the same
-// rank: CudaBackend::tma_load<CtaGroup, Rank>.
-inline CUtensorMap make_tma_map(const TensorMap& m) {
+// as tma_box_bytes() says), L2 fetches widened as `l2` says. The default,
+// 256 bytes, is the common choice for GEMM operand tiles. A read streamed
+// once from HBM can do better without promotion: through
+// InputTilePipeline on an H200, TmaL2Promotion::none was about 10% faster
+// and steadier (tools/gpu/tma_bandwidth.cu). The kernel's tma_load names
+// the same rank: CudaBackend::tma_load<CtaGroup, Rank>.
+inline CUtensorMap make_tma_map(const TensorMap& m, TmaL2Promotion l2 = TmaL2Promotion::b256) {
   if (const char* why = tensor_map_error(m)) throw std::invalid_argument(std::string("make_tma_map: ") + why);
+  const CUtensorMapL2promotion promotion = detail::tma_l2_promotion(l2);
 
   static const auto encode =
       detail::driver_entry_point<PFN_cuTensorMapEncodeTiled_v12000>("cuTensorMapEncodeTiled", 12000);
@@ -113,11 +133,11 @@ inline CUtensorMap make_tma_map(const TensorMap& m) {
     if (i >= 1) strides[i - 1] = m.strides[i];
   }
 
-  CUtensorMap map;
+  CUtensorMap map{};  // zeroed: bytes the driver leaves alone compare equal
   const CUresult r =
       encode(&map, detail::tma_data_type(m.dtype), m.rank, const_cast<void*>(m.global), dims, strides, box,
-             elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, detail::tma_swizzle(m.swizzle),
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+             elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, detail::tma_swizzle(m.swizzle), promotion,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     throw std::runtime_error("make_tma_map: cuTensorMapEncodeTiled refused the map: " + detail::driver_error_name(r));
   }

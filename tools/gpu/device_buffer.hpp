@@ -9,6 +9,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdio>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -158,5 +160,24 @@ class DeviceEvent {
  private:
   cudaEvent_t event_ = nullptr;
 };
+
+// Device 0's properties where it is an sm_90 or later GPU; else nullopt,
+// after printing why the program skips ("SKIP: ..."; `needs` names what
+// needs sm_90, as in "the ring"): the caller then exits with 77, which
+// CTest counts as a skip.
+inline std::optional<cudaDeviceProp> sm90_device_or_skip(const char* needs) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("SKIP: no CUDA device\n");
+    return std::nullopt;
+  }
+  cudaDeviceProp prop{};
+  WSPIPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  if (prop.major < 9) {
+    std::printf("SKIP: device 0 is %s (sm_%d%d); %s needs sm_90 or later\n", prop.name, prop.major, prop.minor, needs);
+    return std::nullopt;
+  }
+  return prop;
+}
 
 }  // namespace wspipe::gpu

@@ -1,6 +1,7 @@
 // The cost of the abstraction: the same ring written
 // twice in one file, once with core/ (ProducerConsumerPipeline over
-// HopperBackend) and once by hand with raw PTX mbarrier instructions, then
+// HopperBackend) and once by hand with raw PTX mbarrier instructions
+// (tools/gpu/raw_ptx.hpp, shared with tma_bandwidth.cu), then
 // measured against each other:
 //  - on the GPU, items per second for several stage counts and payload
 //    sizes (`wspipe_ring_cost`, this file's main; docs/performance.md);
@@ -23,16 +24,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <vector>
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "core/pipeline.hpp"
 #include "tools/gpu/device_buffer.hpp"
+#include "tools/gpu/raw_ptx.hpp"
 
 namespace {
 
 using B = wspipe::cuda::HopperBackend;
 using wspipe::SharedMemBarrier;
+namespace raw = wspipe::gpu::raw;
 
 template <int Stages, int Words>
 struct CostStorage {
@@ -78,60 +82,31 @@ __device__ __forceinline__ void core_ring(std::uint32_t items) {
 
 // ------------------------------------------------------------- by hand
 
-__device__ __forceinline__ std::uint32_t raw_addr(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ bool raw_try_wait(std::uint32_t bar, std::uint32_t parity) {
-  std::uint32_t ok;
-  asm volatile(
-      "{\n\t.reg .pred p;\n\t"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-      "selp.u32 %0, 1, 0, p;\n\t}"
-      : "=r"(ok)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return ok != 0;
-}
-__device__ __forceinline__ void raw_arrive(std::uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ bool raw_elect() {
-  std::uint32_t leader;
-  asm volatile(
-      "{\n\t.reg .pred p;\n\t"
-      "elect.sync _|p, %1;\n\t"
-      "selp.u32 %0, 1, 0, p;\n\t}"
-      : "=r"(leader)
-      : "r"(0xffffffffu));
-  return leader != 0;
-}
-
 template <int Stages, int Words>
 __device__ __forceinline__ void raw_ring(std::uint32_t items) {
   extern __shared__ __align__(16) unsigned char raw_smem[];
   auto& s = *reinterpret_cast<CostStorage<Stages, Words>*>(raw_smem);
   const std::uint32_t warp = __shfl_sync(0xffffffffu, threadIdx.x / 32u, 0);
-  const std::uint32_t full = raw_addr(&s.barriers[0]);
-  const std::uint32_t empty = raw_addr(&s.barriers[Stages]);
+  const std::uint32_t full = raw::addr(&s.barriers[0]);
+  const std::uint32_t empty = raw::addr(&s.barriers[Stages]);
   if (warp == 0) {
-    if (raw_elect()) {
+    if (raw::elect()) {
       for (int i = 0; i < Stages; ++i) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(full + 8 * i), "r"(1) : "memory");
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(empty + 8 * i), "r"(32) : "memory");
+        raw::init(full + 8 * i, 1);
+        raw::init(empty + 8 * i, 32);
       }
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    raw::fence_init();
   }
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  raw::cluster_sync();
   std::uint32_t stage = 0;
   if (warp == 0) {
     std::uint32_t phase = 1;
     for (std::uint32_t i = 0; i < items; ++i) {
-      while (!raw_try_wait(empty + 8 * stage, phase)) {
-      }
+      raw::wait(empty + 8 * stage, phase);
 #pragma unroll
       for (std::uint32_t k = 0; k < Words; ++k) s.slot[stage][k] = word(i, k);
-      if (raw_elect()) raw_arrive(full + 8 * stage);
+      if (raw::elect()) raw::arrive(full + 8 * stage);
       if (++stage == Stages) {
         stage = 0;
         phase ^= 1;
@@ -140,13 +115,12 @@ __device__ __forceinline__ void raw_ring(std::uint32_t items) {
   } else if (warp == 1) {
     std::uint32_t phase = 0;
     for (std::uint32_t i = 0; i < items; ++i) {
-      while (!raw_try_wait(full + 8 * stage, phase)) {
-      }
+      raw::wait(full + 8 * stage, phase);
       bool intact = true;
 #pragma unroll
       for (std::uint32_t k = 0; k < Words; ++k) intact &= s.slot[stage][k] == word(i, k);
       if (!intact) __trap();
-      raw_arrive(empty + 8 * stage);
+      raw::arrive(empty + 8 * stage);
       if (++stage == Stages) {
         stage = 0;
         phase ^= 1;
@@ -225,17 +199,9 @@ float median_ms(void (*kernel)(std::uint32_t), std::size_t smem, std::uint32_t c
 int run(int argc, char** argv) {
   const std::uint32_t items = argc > 1 ? static_cast<std::uint32_t>(std::strtoul(argv[1], nullptr, 10)) : 200000;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 11;
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    std::printf("SKIP: no CUDA device\n");
-    return 77;
-  }
-  cudaDeviceProp prop{};
-  WSPIPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  if (prop.major < 9) {
-    std::printf("SKIP: device 0 is %s (sm_%d%d); the ring needs sm_90 or later\n", prop.name, prop.major, prop.minor);
-    return 77;
-  }
+  const std::optional<cudaDeviceProp> device = wspipe::gpu::sm90_device_or_skip("the ring");
+  if (!device) return 77;
+  const cudaDeviceProp& prop = *device;
   std::printf("wspipe_ring_cost on %s (sm_%d%d, %d SMs): %u items per ring, median of %d launches\n", prop.name,
               prop.major, prop.minor, prop.multiProcessorCount, items, reps);
   std::printf("%-6s %-5s %-6s %14s %14s %7s\n", "stages", "words", "rings", "core items/s", "raw items/s", "ratio");

@@ -1,6 +1,6 @@
-// make_tma_map: the host-side encoder of TMA tensor maps. Rejected input is
-// reported before the driver is asked (no GPU needed); encoding itself
-// needs a CUDA driver and is skipped without one.
+// make_tma_map: the host-side encoder of TMA tensor maps. Rejected input
+// (a map, an L2 promotion) is reported before the driver is asked (no GPU
+// needed); encoding itself needs a CUDA driver and is skipped without one.
 #include "backends/cuda/tensor_map.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -19,6 +20,7 @@ using wspipe::ElemType;
 using wspipe::SmemSwizzle;
 using wspipe::TensorMap;
 using wspipe::cuda::make_tma_map;
+using wspipe::cuda::TmaL2Promotion;
 
 // A 16-byte aligned address that is never dereferenced by the checks.
 alignas(16) std::uint8_t g_host_bytes[16];
@@ -84,6 +86,15 @@ TEST(TensorMap, RejectsInvalidInputBeforeAskingTheDriver) {
   expect_rejected(wide_swizzled_row);
 }
 
+TEST(TensorMap, RejectsAnUnknownL2PromotionBeforeAskingTheDriver) {
+  try {
+    (void)make_tma_map(bf16_tile_map(g_host_bytes), static_cast<TmaL2Promotion>(7));
+    FAIL() << "make_tma_map accepted an unknown L2 promotion";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "make_tma_map: unknown L2 promotion");
+  }
+}
+
 TEST(TensorMap, WithoutADriverSaysSo) {
   if (have_device()) GTEST_SKIP() << "a CUDA device is present";
   try {
@@ -119,6 +130,20 @@ TEST_F(TensorMapOnDevice, EncodesEverySwizzleAndElementType) {
       ASSERT_EQ(wspipe::tensor_map_error(m), nullptr) << to_string(t) << " " << to_string(s);
       EXPECT_NO_THROW((void)make_tma_map(m)) << to_string(t) << " " << to_string(s);
     }
+  }
+}
+
+bool same_bytes(const CUtensorMap& a, const CUtensorMap& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// The default is the 256-byte promotion every map had before the parameter,
+// and the parameter reaches the encoding.
+TEST_F(TensorMapOnDevice, DefaultL2PromotionIs256Bytes) {
+  const TensorMap m = bf16_tile_map(buffer_.get());
+  const CUtensorMap by_default = make_tma_map(m);
+  EXPECT_TRUE(same_bytes(by_default, make_tma_map(m, TmaL2Promotion::b256)));
+  EXPECT_FALSE(same_bytes(by_default, make_tma_map(m, TmaL2Promotion::none)));
+  for (TmaL2Promotion p : {TmaL2Promotion::none, TmaL2Promotion::b64, TmaL2Promotion::b128}) {
+    EXPECT_NO_THROW((void)make_tma_map(m, p)) << static_cast<int>(p);
   }
 }
 
