@@ -82,9 +82,12 @@ std::string explored_line(const ExploreResult& e) {
   std::ostringstream out;
   out << "explored " << counted(e.runs, "run") << " (" << e.steps << " steps) in " << std::fixed << std::setprecision(1)
       << e.seconds << " s";
-  if (e.complete)
+  if (e.complete) {
     out << ": every schedule " << (e.bounded ? "within the preemption bound" : "up to equivalence")
-        << (e.sharded ? " in " + share(e) : "") << " (" << e.pruned << " more pruned as equivalent)";
+        << (e.sharded ? " in " + share(e) : "");
+    // (A bounded search prunes nothing: it runs every schedule within it.)
+    if (!e.bounded) out << " (" << e.pruned << " more pruned as equivalent)";
+  }
   out << (e.interrupted ? ", interrupted" : "") << ": nothing found\n";
   switch (e.verdict()) {
     case Verdict::verified:
