@@ -87,7 +87,7 @@ class ExhaustiveSearch final : public Strategy {
   // Where split() would split now, if anywhere: the branches the child's
   // path leaves its choice points' first explored branch at (its own
   // included), and the depth of its choice point. Fewer and shallower
-  // come first (SearchTree::ran).
+  // come first (SearchTree::widen).
   struct SplitRank {
     std::uint32_t deviations = 0;
     std::size_t depth = 0;
@@ -317,11 +317,12 @@ class SearchTree {
   SearchTree(const SearchTree&) = delete;
   SearchTree& operator=(const SearchTree&) = delete;
 
-  // Splits made by `runs` runs, beyond those that give each worker a
-  // search: the integer square root of the runs (so a new subtree starts
-  // after runs 1, 4, 9, ...), while fewer than kMaxInHand searches are in
-  // hand (ready or running); and at most kMaxSearches alive, the ones
-  // waiting for a child included.
+  // Splits made by `runs` runs: the integer square root of the runs (a new
+  // subtree starts after runs 1, 4, 9, ...), those that give an idle
+  // worker a search counted, while fewer than kMaxInHand searches are in
+  // hand (ready or running); a worker without a search gets one at any
+  // time. At most kMaxSearches alive, the ones waiting for a child
+  // included.
   static std::uint64_t splits_by(std::uint64_t runs);
   static constexpr std::size_t kMaxInHand = 64;
   static constexpr std::size_t kMaxSearches = 256;
