@@ -47,6 +47,25 @@
 #include "core/tcgen05.hpp"
 #include "core/tma.hpp"
 
+// WSPIPE_CUDA_EVENT_LOG=<events per warp> (a compile definition; 0 or
+// undefined: off) compiles the event log into the operations below: each
+// synchronisation operation appends a record to its warp's ring in an
+// EventLog (event_log_device.hpp, docs/event-log.md). Off, WSPIPE_CUDA_LOG
+// expands to nothing and the SASS is that of a build without the
+// definition (tools/gpu/sass_identical_check.sh).
+#ifndef WSPIPE_CUDA_EVENT_LOG
+#define WSPIPE_CUDA_EVENT_LOG 0
+#endif
+#if WSPIPE_CUDA_EVENT_LOG > 0
+#include "backends/cuda/event_log_device.hpp"
+// A record of EventOp::op with a barrier (or id), an argument and flags; the
+// operation's `loc` gives the line and file.
+#define WSPIPE_CUDA_LOG(op, bar, arg, flags) \
+  ::wspipe::cuda::detail::log_event(::wspipe::cuda::EventOp::op, (bar), (arg), (flags), loc)
+#else
+#define WSPIPE_CUDA_LOG(op, bar, arg, flags) ((void)0)
+#endif
+
 #define WSPIPE_CUDA_OP static __device__ __forceinline__
 
 namespace wspipe::cuda {
@@ -131,6 +150,16 @@ __device__ __forceinline__ void bar_sync(std::uint32_t id, std::uint32_t threads
 __device__ __forceinline__ void bar_arrive(std::uint32_t id, std::uint32_t threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+
+#if WSPIPE_CUDA_EVENT_LOG > 0
+// EventRecord::flags of a remote operation on CTA `cta`, and of a wait.
+__device__ __forceinline__ std::uint32_t remote_flags(std::uint32_t cta) {
+  return kEventRemote | ((cta & 0xfu) << kEventRemoteShift);
+}
+__device__ __forceinline__ std::uint32_t wait_flags(std::uint32_t parity, bool passed) {
+  return kEventHasParity | ((parity & 1u) != 0 ? kEventParity : 0u) | (passed ? kEventAnswer : 0u);
+}
+#endif
 
 // The .shared::cluster address of shared-memory address `addr`'s offset in
 // this CTA's pair's even CTA (cluster ranks 2k and 2k+1 form a pair).
@@ -323,10 +352,12 @@ struct CudaBackendFor {
     (void)name;
     (void)loc;
     ::cuda::ptx::mbarrier_init(&bar.raw, count);
+    WSPIPE_CUDA_LOG(init, detail::smem_addr(&bar), count, 0u);
   }
   WSPIPE_CUDA_OP void inval(SharedMemBarrier& bar, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
     detail::mbarrier_inval(detail::smem_addr(&bar));
+    WSPIPE_CUDA_LOG(inval, detail::smem_addr(&bar), 0u, 0u);
   }
   // Makes this thread's inits visible to the cluster (remote arrivals); a
   // cluster (or CTA) barrier must follow before anyone uses the barriers.
@@ -338,12 +369,14 @@ struct CudaBackendFor {
     (void)loc;
     (void)::cuda::ptx::mbarrier_arrive(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta, ::cuda::ptx::space_shared,
                                        &bar.raw);
+    WSPIPE_CUDA_LOG(arrive, detail::smem_addr(&bar), 0u, 0u);
   }
   // Arrive on the barrier at the same offset in CTA `cta` of the cluster.
   WSPIPE_CUDA_OP void arrive_remote(SharedMemBarrier& bar, std::uint32_t cta, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
     detail::mbarrier_arrive_release_cluster_shared_cluster(
         detail::mapa_shared_cluster(detail::smem_addr(&bar), cta));
+    WSPIPE_CUDA_LOG(arrive, detail::smem_addr(&bar), 0u, detail::remote_flags(cta));
   }
   // expect_tx(bytes) then arrive(1), per executing thread.
   WSPIPE_CUDA_OP void arrive_expect_tx(SharedMemBarrier& bar, std::uint32_t bytes,
@@ -351,6 +384,7 @@ struct CudaBackendFor {
     (void)loc;
     (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
                                                  ::cuda::ptx::space_shared, &bar.raw, bytes);
+    WSPIPE_CUDA_LOG(arrive_expect_tx, detail::smem_addr(&bar), bytes, 0u);
   }
   // expect_tx(bytes) then arrive(1) on the barrier at the same offset in
   // CTA `cta` of the cluster, per executing thread.
@@ -359,15 +393,18 @@ struct CudaBackendFor {
     (void)loc;
     detail::mbarrier_arrive_expect_tx_release_cluster_shared_cluster(
         detail::mapa_shared_cluster(detail::smem_addr(&bar), cta), bytes);
+    WSPIPE_CUDA_LOG(arrive_expect_tx, detail::smem_addr(&bar), bytes, detail::remote_flags(cta));
   }
   WSPIPE_CUDA_OP void expect_tx(SharedMemBarrier& bar, std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
     ::cuda::ptx::mbarrier_expect_tx(::cuda::ptx::sem_relaxed, ::cuda::ptx::scope_cta, ::cuda::ptx::space_shared,
                                     &bar.raw, bytes);
+    WSPIPE_CUDA_LOG(expect_tx, detail::smem_addr(&bar), bytes, 0u);
   }
   WSPIPE_CUDA_OP void complete_tx(SharedMemBarrier& bar, std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
     detail::mbarrier_complete_tx(detail::smem_addr(&bar), bytes);
+    WSPIPE_CUDA_LOG(complete_tx, detail::smem_addr(&bar), bytes, 0u);
   }
   // try_wait.parity with the default .acquire.cta: it orders what CTA-scope
   // releases (local arrives, TMA complete_tx, tcgen05.commit) published.
@@ -376,17 +413,49 @@ struct CudaBackendFor {
   // kernel here passes generic data that way, as in CUTLASS's sm100 pipelines.
   WSPIPE_CUDA_OP bool try_wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+#if WSPIPE_CUDA_EVENT_LOG > 0
+    const bool passed = ::cuda::ptx::mbarrier_try_wait_parity(&bar.raw, parity);
+    WSPIPE_CUDA_LOG(try_wait, detail::smem_addr(&bar), 0u, detail::wait_flags(parity, passed));
+    return passed;
+#else
     return ::cuda::ptx::mbarrier_try_wait_parity(&bar.raw, parity);
+#endif
   }
   // test_wait.parity: the same test as try_wait, without its potentially
   // blocking wait (PTX "mbarrier.test_wait"), .acquire.cta as above.
   WSPIPE_CUDA_OP bool test_wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+#if WSPIPE_CUDA_EVENT_LOG > 0
+    const bool passed = ::cuda::ptx::mbarrier_test_wait_parity(&bar.raw, parity);
+    WSPIPE_CUDA_LOG(test_wait, detail::smem_addr(&bar), 0u, detail::wait_flags(parity, passed));
+    return passed;
+#else
     return ::cuda::ptx::mbarrier_test_wait_parity(&bar.raw, parity);
+#endif
   }
   // try_wait may fail spuriously (a system-dependent time limit): loop.
   WSPIPE_CUDA_OP void wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+#if WSPIPE_CUDA_EVENT_LOG > 0
+    // With the log: the failed tries counted, the wait logged once it
+    // passes; a watchdog that fires logs the wait (answer 0) and its trap
+    // first, so that the host finds them in the log after the trap.
+    std::uint32_t failed = 0;
+    while (!::cuda::ptx::mbarrier_try_wait_parity(&bar.raw, parity)) {
+      ++failed;
+      if constexpr (WSPIPE_CUDA_WATCHDOG_SPINS > 0) {
+        if (failed == static_cast<std::uint32_t>(WSPIPE_CUDA_WATCHDOG_SPINS)) {
+          WSPIPE_CUDA_LOG(wait, detail::smem_addr(&bar), failed, detail::wait_flags(parity, false));
+          detail::log_trap(TrapReason::watchdog, detail::smem_addr(&bar), parity, failed, loc);
+          printf("wspipe watchdog: mbarrier wait (smem 0x%x, parity %u) still failing after %u tries (block %u, "
+                 "thread %u)\n",
+                 detail::smem_addr(&bar), parity, failed, blockIdx.x, threadIdx.x);
+          __trap();
+        }
+      }
+    }
+    WSPIPE_CUDA_LOG(wait, detail::smem_addr(&bar), failed, detail::wait_flags(parity, true));
+#else
     if constexpr (WSPIPE_CUDA_WATCHDOG_SPINS > 0) {
       for (unsigned long long tries = 0; !::cuda::ptx::mbarrier_try_wait_parity(&bar.raw, parity);) {
         if (++tries == static_cast<unsigned long long>(WSPIPE_CUDA_WATCHDOG_SPINS)) {
@@ -400,6 +469,7 @@ struct CudaBackendFor {
       while (!::cuda::ptx::mbarrier_try_wait_parity(&bar.raw, parity)) {
       }
     }
+#endif
   }
   // The phase number a caller states is the emulator's to check: the
   // hardware knows parities only.
@@ -420,17 +490,21 @@ struct CudaBackendFor {
   WSPIPE_CUDA_OP void named_sync(std::uint32_t id, std::uint32_t threads, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
     detail::bar_sync(id, threads);
+    WSPIPE_CUDA_LOG(named_sync, id, threads, 0u);
   }
   WSPIPE_CUDA_OP void named_arrive(std::uint32_t id, std::uint32_t threads, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
     detail::bar_arrive(id, threads);
+    WSPIPE_CUDA_LOG(named_arrive, id, threads, 0u);
   }
   // All threads of all CTAs of the cluster; release/acquire so that it also
   // publishes the barrier inits made before fence_init.
   WSPIPE_CUDA_OP void cluster_sync(SourceLoc loc = SourceLoc::current()) {
     (void)loc;
     ::cuda::ptx::barrier_cluster_arrive(::cuda::ptx::sem_release);
+    WSPIPE_CUDA_LOG(cluster_arrive, 0u, 0u, 0u);
     ::cuda::ptx::barrier_cluster_wait(::cuda::ptx::sem_acquire);
+    WSPIPE_CUDA_LOG(cluster_wait, 0u, 0u, 0u);
   }
 
   // ---- Tensor Memory (PTX 9.7.16.7-9.7.16.8). alloc, relinquish, dealloc,
@@ -447,6 +521,7 @@ struct CudaBackendFor {
     WSPIPE_CUDA_SM100_ONLY("tmem_alloc (tcgen05.alloc)");
     (void)loc;
     ::cuda::ptx::tcgen05_alloc(detail::cta_group<CtaGroup>(), dst_smem, cols);
+    WSPIPE_CUDA_LOG(tmem_alloc, detail::smem_addr(dst_smem), cols, 0u);
   }
   // tcgen05.relinquish_alloc_permit: this CTA gives up the right to
   // allocate; an alloc after it is illegal (ptxas inserts a trap).
@@ -455,6 +530,7 @@ struct CudaBackendFor {
     WSPIPE_CUDA_SM100_ONLY("tmem_relinquish (tcgen05.relinquish_alloc_permit)");
     (void)loc;
     ::cuda::ptx::tcgen05_relinquish_alloc_permit(detail::cta_group<CtaGroup>());
+    WSPIPE_CUDA_LOG(tmem_relinquish, 0u, 0u, 0u);
   }
   // tcgen05.dealloc of an allocation's base address and size.
   template <int CtaGroup>
@@ -462,6 +538,7 @@ struct CudaBackendFor {
     WSPIPE_CUDA_SM100_ONLY("tmem_dealloc (tcgen05.dealloc)");
     (void)loc;
     ::cuda::ptx::tcgen05_dealloc(detail::cta_group<CtaGroup>(), taddr, cols);
+    WSPIPE_CUDA_LOG(tmem_dealloc, taddr, cols, 0u);
   }
 
   // A tcgen05.ld/st fragment: this thread's N 32-bit registers. Index it
@@ -578,6 +655,7 @@ struct CudaBackendFor {
     (void)loc;
     ::cuda::ptx::tcgen05_mma(detail::mma_kind<Kind>(), detail::cta_group<CtaGroup>(), d_tmem, a_desc, b_desc, idesc,
                              accumulate);
+    WSPIPE_CUDA_LOG(mma, d_tmem, accumulate ? 1u : 0u, 0u);
   }
   // tcgen05.commit.cta_group::<CtaGroup>.mbarrier::arrive::one (PTX
   // 9.7.16.12.1): one arrive on `bar` once this thread's earlier MMAs of the
@@ -587,6 +665,7 @@ struct CudaBackendFor {
     WSPIPE_CUDA_SM100_ONLY("mma_commit (tcgen05.commit)");
     (void)loc;
     ::cuda::ptx::tcgen05_commit(detail::cta_group<CtaGroup>(), &bar.raw);
+    WSPIPE_CUDA_LOG(mma_commit, detail::smem_addr(&bar), 0u, 0u);
   }
   // ... .multicast::cluster: the arrive lands on the barrier at `bar`'s
   // offset in each CTA whose bit is set in the 16-bit `mask` (cluster ranks).
@@ -596,6 +675,7 @@ struct CudaBackendFor {
     WSPIPE_CUDA_SM100_ONLY("mma_commit_multicast (tcgen05.commit.multicast::cluster)");
     (void)loc;
     ::cuda::ptx::tcgen05_commit_multicast(detail::cta_group<CtaGroup>(), &bar.raw, mask);
+    WSPIPE_CUDA_LOG(mma_commit, detail::smem_addr(&bar), mask, 0u);
   }
 
   // ---- TMA (PTX 9.7.9.25.5.2 cp.async.bulk.tensor, global -> shared):
@@ -627,6 +707,7 @@ struct CudaBackendFor {
       detail::cp_async_bulk_tensor_cta_group_2<Rank>(detail::smem_addr(smem_dst), &map, c,
                                                      detail::pair_even_cta_addr(detail::smem_addr(&bar)));
     }
+    WSPIPE_CUDA_LOG(tma_load, detail::smem_addr(&bar), 0u, 0u);
   }
   // .multicast::cluster: the box lands at `smem_dst`'s offset in each CTA of
   // the 16-bit `mask`, and each of them gets complete_tx on its barrier at
@@ -645,6 +726,7 @@ struct CudaBackendFor {
       detail::cp_async_bulk_tensor_multicast_cta_group_2<Rank>(
           detail::smem_addr(smem_dst), &map, c, detail::pair_even_cta_addr(detail::smem_addr(&bar)), mask);
     }
+    WSPIPE_CUDA_LOG(tma_load, detail::smem_addr(&bar), mask, 0u);
   }
 
   // ---- TMA stores and bulk async-groups (PTX "cp.async.bulk.tensor",
@@ -660,10 +742,12 @@ struct CudaBackendFor {
     (void)loc;
     const auto c = detail::tma_coords<Rank>(coords);
     ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_global, ::cuda::ptx::space_shared, &map, c.c, smem_src);
+    WSPIPE_CUDA_LOG(tma_store, detail::smem_addr(smem_src), 0u, 0u);
   }
   WSPIPE_CUDA_OP void bulk_commit_group(SourceLoc loc = SourceLoc::current()) {
     (void)loc;
     ::cuda::ptx::cp_async_bulk_commit_group();
+    WSPIPE_CUDA_LOG(bulk_commit, 0u, 0u, 0u);
   }
   // Until at most the N most recent committed groups are pending: their
   // writes to global memory are done and visible to this thread.
@@ -672,6 +756,7 @@ struct CudaBackendFor {
     static_assert(N >= 0, "bulk_wait_group<N>: N (groups left pending) must be >= 0");
     (void)loc;
     ::cuda::ptx::cp_async_bulk_wait_group(::cuda::ptx::n32_t<N>{});
+    WSPIPE_CUDA_LOG(bulk_wait, 0u, static_cast<std::uint32_t>(N), 0u);
   }
   // .read: until those groups have finished reading their shared-memory
   // sources (the tiles may be reused; their global writes may still be in flight).
@@ -680,6 +765,7 @@ struct CudaBackendFor {
     static_assert(N >= 0, "bulk_wait_group_read<N>: N (groups left pending) must be >= 0");
     (void)loc;
     ::cuda::ptx::cp_async_bulk_wait_group_read(::cuda::ptx::n32_t<N>{});
+    WSPIPE_CUDA_LOG(bulk_wait, 0u, static_cast<std::uint32_t>(N), 0u);
   }
 
   // fence.proxy.async.shared::cta (PTX 9.7.13.4 "membar/fence"): this
@@ -762,6 +848,10 @@ struct CudaBackendFor {
   WSPIPE_CUDA_OP void check(bool cond, const char* what, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
     if (!cond) {
+#if WSPIPE_CUDA_EVENT_LOG > 0
+      WSPIPE_CUDA_LOG(check_failed, 0u, 0u, 0u);
+      detail::log_trap(TrapReason::check, 0u, 0u, 0u, loc);
+#endif
       const std::uint32_t failing = __activemask();
       if (::cuda::ptx::get_sreg_laneid() == static_cast<std::uint32_t>(__ffs(static_cast<int>(failing)) - 1)) {
         printf("wspipe check failed: %s (block %u,%u,%u, cluster rank %u, warp %u)\n", what, blockIdx.x, blockIdx.y,
@@ -774,6 +864,12 @@ struct CudaBackendFor {
   WSPIPE_CUDA_OP void check(bool cond, const char* what, const CheckValues& values,
                             SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+#if WSPIPE_CUDA_EVENT_LOG > 0
+    if (!cond) {
+      WSPIPE_CUDA_LOG(check_failed, 0u, 0u, 0u);
+      detail::log_trap(TrapReason::check, 0u, 0u, 0u, loc);
+    }
+#endif
     if (!cond) check_failed(what, &values);
   }
 
@@ -793,12 +889,14 @@ struct CudaBackendFor {
     WSPIPE_CUDA_CLC_ONLY("clc_try_cancel (clusterlaunchcontrol.try_cancel)");
     (void)loc;
     ::cuda::ptx::clusterlaunchcontrol_try_cancel(&resp, &bar.raw);
+    WSPIPE_CUDA_LOG(clc_try_cancel, detail::smem_addr(&bar), 0u, 0u);
   }
   WSPIPE_CUDA_OP void clc_try_cancel_multicast(ClcResponse& resp, SharedMemBarrier& bar,
                                                SourceLoc loc = SourceLoc::current()) {
     WSPIPE_CUDA_CLC_ONLY("clc_try_cancel_multicast (clusterlaunchcontrol.try_cancel.multicast::cluster::all)");
     (void)loc;
     ::cuda::ptx::clusterlaunchcontrol_try_cancel_multicast(&resp, &bar.raw);
+    WSPIPE_CUDA_LOG(clc_try_cancel, detail::smem_addr(&bar), 1u, 0u);
   }
   // query_cancel takes the response in registers: one 16-byte load from
   // shared memory (after the wait, whose asm clobbers memory), then decode.
@@ -824,6 +922,7 @@ using HopperBackend = CudaBackendFor<CudaArch::sm_90a>;
 }  // namespace wspipe::cuda
 
 #undef WSPIPE_CUDA_OP
+#undef WSPIPE_CUDA_LOG
 #undef WSPIPE_CUDA_SM100_ONLY
 #undef WSPIPE_CUDA_CLC_ONLY
 #undef WSPIPE_CUDA_PASS_HAS_TCGEN05
