@@ -7,7 +7,10 @@
 # abstraction's cost benchmark (tools/gpu/ring_cost.cu) instead, and
 # `tools/silicon.sh tma-bandwidth [--size-gib G] [--reps N] ...` the TMA input
 # pipeline's bandwidth benchmark (tools/gpu/tma_bandwidth.cu; --help lists its
-# options). For a GPU machine
+# options); `tools/silicon.sh event-log` the event log's GPU program
+# (tools/gpu/event_log_gpu.cu: a logged ring, a planted hang; its logs go to
+# the results directory) and `tools/silicon.sh ring-cost-event-log [ITEMS]
+# [REPS]` the cost benchmark with the log on (docs/event-log.md). For a GPU machine
 # that has the CUDA toolkit but not the rest of wspipe's dependencies (no
 # Boost, no GoogleTest); where those exist, the cuda preset builds the same
 # program and CTest runs it (label gpu). Needs an sm_90 or later GPU; the
@@ -19,6 +22,7 @@ nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 arch=${WSPIPE_SILICON_ARCH:-90a}
 out=${WSPIPE_SILICON_OUT:-$root/build/silicon}
 mkdir -p "$out" "$root/build"
+defines=()  # compile definitions of the program built
 # build_and_run PROGRAM SOURCE OPT [ARGS...]: build tools/gpu/SOURCE with
 # nvcc (optimisation OPT) into build/PROGRAM and run it with ARGS in this
 # shell's place.
@@ -26,13 +30,19 @@ build_and_run() {
   local program=$1 source=$2 opt=$3
   shift 3
   echo "[silicon] $nvcc -gencode arch=compute_$arch,code=sm_$arch tools/gpu/$source" >&2
-  "$nvcc" -std=c++20 "$opt" -gencode "arch=compute_$arch,code=sm_$arch" -I "$root" \
+  "$nvcc" -std=c++20 "$opt" "${defines[@]}" -gencode "arch=compute_$arch,code=sm_$arch" -I "$root" \
     "$root/tools/gpu/$source" -o "$root/build/$program"
   exec "$root/build/$program" "$@"
 }
 case "${1:-}" in
   ring-cost) shift; build_and_run wspipe_ring_cost ring_cost.cu -O3 "$@" ;;
   tma-bandwidth) shift; build_and_run wspipe_tma_bandwidth tma_bandwidth.cu -O3 "$@" ;;
+  event-log) shift; build_and_run wspipe_event_log_gpu event_log_gpu.cu -O2 "$out" ;;
+  ring-cost-event-log)
+    shift
+    defines=(-DWSPIPE_CUDA_EVENT_LOG=1024)
+    build_and_run wspipe_ring_cost_event_log ring_cost.cu -O3 "$@"
+    ;;
 esac
 [ "$#" -gt 0 ] || set -- all
 export WSPIPE_SILICON_OUT=$out

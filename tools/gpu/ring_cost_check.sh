@@ -8,19 +8,7 @@
 # Exit 77 (CTest skip) without cuobjdump, as sass_check.sh.
 set -u
 [ "$#" -ge 1 ] || { echo "usage: $0 OBJECT..." >&2; exit 2; }
-cuobjdump=${CUOBJDUMP:-$(command -v cuobjdump || true)}
-if [ -z "$cuobjdump" ]; then
-  for py in python3 python; do
-    command -v "$py" >/dev/null 2>&1 || continue
-    cuobjdump=$("$py" -c 'import glob, site, sysconfig
-roots = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()}
-hits = [p for r in sorted(roots) for p in sorted(glob.glob(r + "/nvidia/cu*/bin/cuobjdump"))]
-print(hits[0] if hits else "")' 2>/dev/null)
-    [ -n "$cuobjdump" ] && break
-  done
-fi
-[ -x "${cuobjdump:-}" ] || { echo "SKIP: cuobjdump not found (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)"; exit 77; }
-export PATH="$(dirname "$cuobjdump"):$PATH"
+source "$(dirname "${BASH_SOURCE[0]}")/find_cuobjdump.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for f in "$@"; do
