@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -155,6 +157,60 @@ TEST(PlainAccess, TheTraceHoldsTheAccessesTheReportNames) {
   EXPECT_TRUE(at_other) << t.report();
   // Bounded: one event per warp, line and step (4 items: at most 4 stores and 4 loads).
   EXPECT_LE(accesses, 8u);
+}
+
+// A warp's plain accesses since its last operation are checked as ranges,
+// one per line and kind (a loop over a tile), before its next operation or
+// its exit. Warp 1 writes one word of a tile with no barrier at all and
+// exits; warp 0 reads the whole tile in a loop and exits (no operation
+// after either). In every order the word is a race, and the report names
+// that word, not the range around it. `arrays`: the loop reads that many
+// tiles side by side, one line, more ranges than are kept pending at once.
+struct Tiles {
+  std::uint32_t t[5][64];
+};
+constexpr std::uint32_t kRacingWord = 37;
+
+emu::RunResult run_tile_race(std::uint32_t arrays, std::uint64_t seed, bool racing_write) {
+  return wspipe::test::run_kernel(
+      2,
+      [=] {
+        auto& s = B::shared_storage<Tiles>();
+        B::cluster_sync();
+        if (B::warp_idx() == 0) {
+          [[maybe_unused]] volatile std::uint32_t sum = 0;
+          std::uint32_t acc = 0;
+          for (std::uint32_t i = 0; i < 64; ++i)
+            for (std::uint32_t a = 0; a < arrays; ++a) acc += s.t[a][i];  // the tile loop
+          sum = acc;
+        } else if (racing_write) {
+          s.t[arrays - 1][kRacingWord] = 1;  // the racing store
+        }
+      },
+      wspipe::test::with_strategy(emu::StrategyKind::random, seed), sizeof(Tiles));
+}
+
+TEST(PlainAccess, ATileLoopIsCheckedAsRangesAndTheRacingWordIsNamed) {
+  const std::string loop = line_of("tests/emu_plain_access_test.cpp", "// the tile loop");
+  const std::string store = line_of("tests/emu_plain_access_test.cpp", "// the racing store");
+  for (const std::uint32_t arrays : {1u, 5u}) {
+    const std::uint32_t at = static_cast<std::uint32_t>(offsetof(Tiles, t)) +
+                             ((arrays - 1) * 64 + kRacingWord) * static_cast<std::uint32_t>(sizeof(std::uint32_t));
+    char word[48];
+    std::snprintf(word, sizeof word, "shared memory [0x%x, 0x%x)", at, at + 4);
+    for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+      const emu::RunResult r = run_tile_race(arrays, seed, true);
+      ASSERT_EQ(emu::outcome(r), "race.smem") << arrays << " arrays, seed " << seed << "\n" << r.report();
+      const emu::Violation& v = r.violations[0];
+      EXPECT_TRUE(contains(v.object, word)) << word << "\n" << r.report();
+      const std::string both = v.file + ":" + std::to_string(v.line) + " " + v.other;
+      EXPECT_TRUE(contains(both, loop)) << r.report();
+      EXPECT_TRUE(contains(both, store)) << r.report();
+      // Without the store the same loop is clean.
+      const emu::RunResult clean = run_tile_race(arrays, seed, false);
+      EXPECT_EQ(clean.status, emu::Status::ok) << clean.report();
+    }
+  }
 }
 
 #else  // the same kernel, compiled without the instrumentation

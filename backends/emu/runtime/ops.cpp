@@ -22,7 +22,14 @@ void RunningWarp::st_source_gone(std::uint64_t st) { static_cast<World*>(this)->
 
 namespace ops {
 namespace {
-World& world() { return World::current(); }
+// The warp's plain accesses since its last operation are checked first
+// (World::check_plain): the operation may order them, and may let another
+// warp run.
+World& world() {
+  World& w = World::current();
+  w.check_plain();
+  return w;
+}
 }  // namespace
 
 std::uint32_t warp_idx() { return world().warp().widx; }

@@ -188,6 +188,19 @@ void World::plain_access(std::uintptr_t p, std::size_t bytes, bool write, std::u
       keep_lane_global_store(p, bytes);
     return;
   }
+  // The next access of a loop over a tile: the instruction's range
+  // widened, nothing else (plain_smem_access made the entry).
+  const PlainHot& h = plain_hot_[plain_hash(pc)];
+  if (h.pc == pc && h.epoch == plain_epoch_ && h.write == write && h.active == lanes_->active &&
+      offset + bytes <= smem_bytes_) [[likely]] {
+    PendingPlain& r = pending_plain_[h.slot];
+    const auto lo = static_cast<std::uint32_t>(offset), hi = static_cast<std::uint32_t>(offset + bytes);
+    if (lo <= r.hi && hi >= r.lo) [[likely]] {
+      r.lo = std::min(r.lo, lo);
+      r.hi = std::max(r.hi, hi);
+      return;
+    }
+  }
   plain_smem_access(static_cast<std::uint32_t>(offset), bytes, write, pc);
 }
 
@@ -215,28 +228,76 @@ void World::plain_smem_access(std::uint32_t offset, std::size_t bytes, bool writ
   // held 8 a item). Named as SmemView's accesses are (both are the generic
   // proxy's ordinary accesses; the line tells them apart): an element read
   // through a view's read_range is the plain load that follows it, which
-  // then stands for both.
+  // then stands for both. (Only the running warp makes plain accesses
+  // within a step: the instruction and the step name the record.)
+  std::uint32_t info;
+  PlainMemo& memo = plain_memo_[plain_hash(pc)];
+  if (memo.pc == pc && memo.step == step_ && memo.write == write) [[likely]] {
+    info = memo.info;
+  } else {
+    info = plain_info(w, write, pc);
+    memo = {.pc = pc, .step = step_, .info = info, .write = write};
+  }
+  if (options_.trace) trace_smem(w, offset, n, write, code_line(pc));
+  // The same line, kind and lanes as accesses pending, touching or
+  // overlapping their bytes: one range with them.
+  std::size_t slot = 0;
+  while (slot < pending_plains_) {
+    PendingPlain& p = pending_plain_[slot];
+    if (p.info == info && p.active == w.active && offset <= p.hi && offset + n >= p.lo) {
+      p.lo = std::min(p.lo, offset);
+      p.hi = std::max(p.hi, offset + n);
+      break;
+    }
+    ++slot;
+  }
+  if (slot == pending_plains_) {
+    if (n == 0) return;
+    if (pending_plains_ == kPendingPlain) {
+      check_pending_plain();
+      if (stopping_) return;
+      slot = 0;
+    }
+    pending_plain_[pending_plains_++] = {.lo = offset, .hi = offset + n, .info = info, .active = w.active, .write = write};
+  }
+  // Where this instruction's next access goes (the inline path,
+  // plain_access); not while tracing, which records each access.
+  if (!options_.trace)
+    plain_hot_[plain_hash(pc)] = {.pc = pc, .epoch = plain_epoch_, .slot = static_cast<std::uint32_t>(slot),
+                                  .active = w.active, .write = write};
+}
+
+std::uint32_t World::plain_info(const Warp& w, bool write, std::uintptr_t pc) {
   const char* const what = write ? "ordinary store" : "ordinary load";
   const auto actor = static_cast<std::int32_t>(w.id);
-  std::optional<std::uint32_t> info;
   const CodeLine at = cached_line(pc);
   for (std::size_t i = access_infos_.size(), looked = 0; i-- > 0 && looked < kInfoLookBack; ++looked) {
     const AccessInfo& a = access_infos_[i];
     if (a.step != step_) break;
     if (a.pc == 0 || a.actor != actor || a.what != what) continue;
-    if (a.pc == pc || same_line(cached_line(a.pc), at)) {
-      info = static_cast<std::uint32_t>(i);
-      break;
-    }
+    if (a.pc == pc || same_line(cached_line(a.pc), at)) return static_cast<std::uint32_t>(i);
   }
-  if (!info) {
-    access_infos_.push_back({.actor = actor, .issuer = actor, .what = what, .step = step_, .loc = {}, .pc = pc});
-    info = static_cast<std::uint32_t>(access_infos_.size() - 1);
+  access_infos_.push_back({.actor = actor, .issuer = actor, .what = what, .step = step_, .loc = {}, .pc = pc});
+  return static_cast<std::uint32_t>(access_infos_.size() - 1);
+}
+
+void World::check_pending_plain() {
+  const std::size_t n = std::exchange(pending_plains_, 0);
+  ++plain_epoch_;  // the inline path's entries name ranges that are gone
+  if (killing_ || stopping_) return;
+  // Checked with the lanes of the accesses active (per-lane code changes
+  // them without an operation: for_each_lane), in the order the ranges
+  // began: a race is reported at its first.
+  Warp& w = *current_;
+  const std::uint32_t active = w.active;
+  for (std::size_t i = 0; i < n && !stopping_; ++i) {
+    const PendingPlain& p = pending_plain_[i];
+    w.active = p.active;
+    // (The location argument serves the async proxy's reads only; a race of
+    // this access is reported at the line of `info`'s pc.)
+    smem_range_access(w.cta, p.lo, p.hi - p.lo, p.write, true, w.id, p.info, SourceLoc::current(), nullptr);
   }
-  if (options_.trace) trace_smem(w, offset, n, write, code_line(pc));
-  // (The location argument serves the async proxy's reads only; a race of
-  // this access is reported at the line of `info`'s pc.)
-  smem_range_access(w.cta, offset, n, write, true, w.id, *info, SourceLoc::current(), nullptr);
+  w.active = active;
 }
 
 void World::trace_smem(const Warp& w, std::uint32_t offset, std::uint32_t bytes, bool write, const CodeLine& at) {

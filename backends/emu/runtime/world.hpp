@@ -269,6 +269,12 @@ class World : public RunningWarp {
   // far is dropped from its footprint.
   void forget_footprint() { fp_.clear(); }
   bool in_lane() const { return in_lane_; }
+  // Checks the running warp's plain accesses not checked yet: before any
+  // operation of the warp (ops.cpp) and its exit (fibers.cpp).
+  void check_plain() {
+    if (pending_plains_ != 0) [[unlikely]]
+      check_pending_plain();
+  }
   bool stopping() const { return stopping_; }
   bool killing() const { return killing_; }
   // The trace's table of barrier names (an mbarrier's init adds one).
@@ -627,6 +633,48 @@ class World : public RunningWarp {
   // plain_access's check, out of line: bytes [offset, offset + bytes) of the
   // running warp's CTA's shared memory (plain_access.cpp).
   [[gnu::noinline]] void plain_smem_access(std::uint32_t offset, std::size_t bytes, bool write, std::uintptr_t pc);
+  // The running warp's plain accesses not checked yet: consecutive accesses
+  // of one source line and kind (a loop over a tile) are one range, checked
+  // as one access before the warp's next operation or its exit
+  // (check_plain). The warp runs alone until then and its clock does not
+  // change, so each byte's check finds what it would have found access by
+  // access. A few ranges at once: a loop that reads a tile's row and a
+  // weight vector side by side.
+  struct PendingPlain {
+    std::uint32_t lo = 0, hi = 0;  // bytes [lo, hi) of the warp's CTA's shared memory
+    std::uint32_t info = 0;        // the access record of the line (plain_access.cpp)
+    std::uint32_t active = 0;      // the lanes active at the accesses
+    bool write = false;
+  };
+  static constexpr std::size_t kPendingPlain = 4;
+  std::array<PendingPlain, kPendingPlain> pending_plain_{};
+  std::size_t pending_plains_ = 0;  // in use, in the order of their first access
+  // The records this step's plain accesses used, by instruction (a few
+  // direct-mapped entries: a loop's body has a load or two per line).
+  struct PlainMemo {
+    std::uintptr_t pc = 0;
+    std::uint64_t step = ~std::uint64_t{0};
+    std::uint32_t info = 0;
+    bool write = false;  // (a memcpy's read and write share the instruction)
+  };
+  std::array<PlainMemo, 8> plain_memo_{};
+  // plain_access's inline path: the pending range an instruction's last
+  // access joined, valid while plain_epoch_ is the entry's (it moves on at
+  // every check of the pending ranges), so that the next access of a loop
+  // over a tile only widens that range.
+  struct PlainHot {
+    std::uintptr_t pc = 0;
+    std::uint64_t epoch = 0;
+    std::uint32_t slot = 0;    // in pending_plain_
+    std::uint32_t active = 0;  // the lanes active
+    bool write = false;
+  };
+  std::array<PlainHot, 8> plain_hot_{};
+  std::uint64_t plain_epoch_ = 1;
+  static std::size_t plain_hash(std::uintptr_t pc) { return (pc ^ (pc >> 4)) % 8; }
+  // The record of the running warp's plain access at `pc` in this step.
+  std::uint32_t plain_info(const Warp& w, bool write, std::uintptr_t pc);
+  void check_pending_plain();
   // A CTA's exit (world.cpp): each room checks what it leaves behind.
   void cta_exited(Warp& w);
 
