@@ -8,11 +8,14 @@
 //   ... launch; synchronise (a trap included) ...
 //   log.save("ring.0.wslog", {.kernel = "ring", .launch = 0, .grid = ..., .config = "stages=4"});
 //
-// The records live in host-mapped pinned memory (cudaHostAlloc with
-// cudaHostAllocMapped): a kernel that traps leaves its context unusable,
-// and the host still reads this memory, with no CUDA call, to save the log.
-// Each warp's next slot is counted in device memory (a counter per warp,
-// never read by the host), so that logging never reads across the bus.
+// The rings live in device memory (cudaMalloc), where a record costs a
+// warp two stores to L2 and a load that hits its L1. A kernel that traps
+// leaves its context unusable, device memory included: so a warp that traps
+// through the log (the watchdog, a failed B::check) first copies the whole
+// block into a host-mapped pinned mirror of it (cudaHostAlloc with
+// cudaHostAllocMapped), which the host reads with no CUDA call. After a
+// launch that ended normally, the host copies the device block with
+// cudaMemcpy.
 //
 // Host C++ over the CUDA runtime API: usable from .cu and .cpp files.
 #pragma once
@@ -38,8 +41,8 @@ namespace wspipe::cuda {
 // attach_event_log (event_log_device.hpp).
 // An aggregate, so that a __constant__ variable may hold it.
 struct EventLogView {
-  unsigned char* base;    // device address of the block (LogHeader first)
-  std::uint32_t* heads;   // device memory: each warp's events so far
+  unsigned char* base;    // the block in device memory (LogHeader first)
+  unsigned char* mirror;  // device address of its host-mapped mirror, written before a trap
   std::uint32_t warps;
   std::uint32_t capacity;
 };
@@ -67,18 +70,18 @@ class EventLog {
     void* host = nullptr;
     check(cudaHostAlloc(&host, bytes_, cudaHostAllocMapped), "cudaHostAlloc(cudaHostAllocMapped)");
     host_ = static_cast<unsigned char*>(host);
-    void* dev = nullptr;
-    if (cudaError_t e = cudaHostGetDevicePointer(&dev, host_, 0); e != cudaSuccess) {
+    void* mapped = nullptr;
+    if (cudaError_t e = cudaHostGetDevicePointer(&mapped, host_, 0); e != cudaSuccess) {
       release();
       check(e, "cudaHostGetDevicePointer");
     }
-    device_ = static_cast<unsigned char*>(dev);
-    void* heads = nullptr;
-    if (cudaError_t e = cudaMalloc(&heads, std::size_t{warps} * sizeof(std::uint32_t)); e != cudaSuccess) {
+    mirror_ = static_cast<unsigned char*>(mapped);
+    void* dev = nullptr;
+    if (cudaError_t e = cudaMalloc(&dev, bytes_); e != cudaSuccess) {
       release();
-      check(e, "cudaMalloc (event log heads)");
+      check(e, "cudaMalloc (event log)");
     }
-    heads_ = static_cast<std::uint32_t*>(heads);
+    device_ = static_cast<unsigned char*>(dev);
     reset();
   }
   EventLog(const EventLog&) = delete;
@@ -87,10 +90,10 @@ class EventLog {
 
   std::uint32_t warps() const { return warps_; }
   std::uint32_t capacity() const { return capacity_; }
-  EventLogView view() const { return {device_, heads_, warps_, capacity_}; }
+  EventLogView view() const { return {device_, mirror_, warps_, capacity_}; }
 
-  // Empties the log (host memory, and the device counters with a
-  // synchronous cudaMemset): call it before a launch, not while one runs.
+  // Empties the log (the mirror, and the device block with a synchronous
+  // cudaMemset and cudaMemcpy): call it before a launch, not while one runs.
   void reset() {
     std::memset(host_, 0, bytes_);
     LogHeader h{};
@@ -99,13 +102,41 @@ class EventLog {
     h.warps = warps_;
     h.capacity = capacity_;
     std::memcpy(host_, &h, sizeof h);
-    check(cudaMemset(heads_, 0, std::size_t{warps_} * sizeof(std::uint32_t)), "cudaMemset (event log heads)");
+    check(cudaMemset(device_, 0, bytes_), "cudaMemset (event log)");
+    check(cudaMemcpy(device_, &h, sizeof h, cudaMemcpyHostToDevice), "cudaMemcpy (event log header)");
   }
 
-  // What the device wrote, as the file's contents. No CUDA call: valid
-  // after a trap, once the launch has ended (synchronised, with an error or
-  // not).
+  // What the device wrote, as the file's contents; call it once the launch
+  // has ended (synchronised). After a trap through the log, the mirror, with
+  // no CUDA call; otherwise the device block, copied with cudaMemcpy. Throws
+  // std::runtime_error where that copy fails: the launch ended in an error
+  // that did not go through the log (an illegal address, a __trap() of the
+  // kernel's own), which leaves device memory unreadable and the mirror
+  // empty.
   EventLogFile read(const EventLogLaunch& launch) const {
+    LogHeader h;
+    std::memcpy(&h, host_, sizeof h);
+    if (h.trap != 0) return decode(host_, launch);
+    std::vector<unsigned char> block(bytes_);
+    check(cudaMemcpy(block.data(), device_, bytes_, cudaMemcpyDeviceToHost),
+          "cudaMemcpy (event log; no trap went through the log)");
+    return decode(block.data(), launch);
+  }
+
+  // read(launch) written to `path` (event_log_file.hpp's format). Throws
+  // std::runtime_error if the file cannot be written, or as read.
+  void save(const std::string& path, const EventLogLaunch& launch) const {
+    const EventLogFile f = read(launch);
+    std::ofstream out(path);
+    if (!out) throw std::runtime_error("EventLog::save: cannot open " + path);
+    write_event_log(out, f);
+    if (!out.flush()) throw std::runtime_error("EventLog::save: cannot write " + path);
+  }
+
+ private:
+  // The file's contents from an image of the block (the mirror, or a copy
+  // of the device block), whose log header holds the trap if any.
+  EventLogFile decode(const unsigned char* block, const EventLogLaunch& launch) const {
     EventLogFile f;
     f.kernel = launch.kernel;
     f.launch = launch.launch;
@@ -117,12 +148,12 @@ class EventLog {
     f.capacity = capacity_;
     for (const std::string& s : launch.sources) f.add_source(s);
     LogHeader h;
-    std::memcpy(&h, host_, sizeof h);
+    std::memcpy(&h, block, sizeof h);
     if (h.trap != 0) {
       f.trap = Trap{trap_reason(h.trap), h.trap_warp, h.trap_bar, h.trap_parity, h.trap_line, h.trap_file, 0, 0};
     }
     for (std::uint32_t w = 0; w < warps_; ++w) {
-      const unsigned char* part = host_ + sizeof(LogHeader) + w * event_log_warp_bytes(capacity_);
+      const unsigned char* part = block + sizeof(LogHeader) + w * event_log_warp_bytes(capacity_);
       WarpHeader wh;
       std::memcpy(&wh, part, sizeof wh);
       if (wh.magic != kWarpMagic) continue;  // never logged
@@ -153,16 +184,6 @@ class EventLog {
     return f;
   }
 
-  // read(launch) written to `path` (event_log_file.hpp's format). Throws
-  // std::runtime_error if the file cannot be written.
-  void save(const std::string& path, const EventLogLaunch& launch) const {
-    std::ofstream out(path);
-    if (!out) throw std::runtime_error("EventLog::save: cannot open " + path);
-    write_event_log(out, read(launch));
-    if (!out.flush()) throw std::runtime_error("EventLog::save: cannot write " + path);
-  }
-
- private:
   static void check(cudaError_t e, const char* call) {
     if (e != cudaSuccess) throw std::runtime_error(std::string("EventLog: ") + call + ": " + cudaGetErrorString(e));
   }
@@ -170,18 +191,18 @@ class EventLog {
     return v == static_cast<std::uint32_t>(TrapReason::watchdog) ? TrapReason::watchdog : TrapReason::check;
   }
   void release() noexcept {
-    if (heads_ != nullptr) (void)cudaFree(heads_);
+    if (device_ != nullptr) (void)cudaFree(device_);
     if (host_ != nullptr) (void)cudaFreeHost(host_);
-    heads_ = nullptr;
-    host_ = nullptr;
     device_ = nullptr;
+    host_ = nullptr;
+    mirror_ = nullptr;
   }
 
   std::uint32_t warps_, capacity_;
   std::size_t bytes_ = 0;
-  unsigned char* host_ = nullptr;
-  unsigned char* device_ = nullptr;
-  std::uint32_t* heads_ = nullptr;
+  unsigned char* host_ = nullptr;    // the mirror, host address
+  unsigned char* mirror_ = nullptr;  // the mirror, device address
+  unsigned char* device_ = nullptr;  // the block in device memory
 };
 
 }  // namespace wspipe::cuda

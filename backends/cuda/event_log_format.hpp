@@ -4,10 +4,11 @@
 // the memory (event_log.hpp) and the text file's reader and writer
 // (event_log_file.hpp) share these definitions, and the last needs no CUDA.
 //
-// The block, in host-mapped pinned memory:
+// The block, in device memory (and, copied there by a warp that traps, in
+// its host-mapped mirror):
 //
-//   LogHeader                     64 bytes: magic, version, warps, capacity, the last trap
-//   warp 0: WarpHeader            64 bytes: where the warp is, its own trap
+//   LogHeader                     64 bytes: magic, version, warps, capacity, a trap
+//   warp 0: WarpHeader            64 bytes: where the warp is, its own trap, its event count
 //           EventRecord[capacity] 32 bytes each, a ring: event n (from 0) in slot n % capacity
 //   warp 1: ...
 //
@@ -112,8 +113,8 @@ static_assert(sizeof(EventRecord) == 32);
 // Why a warp trapped (WarpHeader::trap, LogHeader::trap).
 enum class TrapReason : std::uint32_t { none = 0, watchdog = 1, check = 2 };
 
-// A warp's header: written with its first event (magic, where) and when it
-// traps (the trap fields).
+// A warp's header: written with its first event (magic, where), with each
+// event (head) and when it traps (the trap fields).
 struct alignas(16) WarpHeader {
   std::uint32_t magic;  // kWarpMagic once the warp logged
   std::uint32_t block[3];
@@ -126,13 +127,16 @@ struct alignas(16) WarpHeader {
   std::uint32_t trap_parity;  // watchdog: the parity waited for
   std::uint32_t trap_tries;   // watchdog: the try_waits that failed
   std::uint32_t trap_thread;  // the thread (in its CTA) that wrote the trap
-  std::uint32_t reserved[3];
+  std::uint32_t head;         // the warp's events so far: its next slot is head % capacity
+  std::uint32_t name_key;     // the device: the low 32 bits of the address of its last event's file name,
+  std::uint32_t name_id;      // and that name's event_log_file_id (a cache: hashing costs a loop)
 };
 static_assert(sizeof(WarpHeader) == 64);
+static_assert(offsetof(WarpHeader, head) == 52 && offsetof(WarpHeader, name_id) == 60);
 
 // The block's header: the host writes the first four words; a warp that
-// traps writes the rest (the last one to trap wins; each warp's own header
-// keeps its trap).
+// traps writes the rest into the mirror (where several trap, one wins; each
+// warp's own header keeps its trap).
 struct alignas(16) LogHeader {
   std::uint32_t magic;  // kLogMagic
   std::uint32_t version;

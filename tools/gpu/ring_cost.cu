@@ -21,7 +21,9 @@
 // Built with WSPIPE_CUDA_EVENT_LOG=<events per warp> (wspipe_ring_cost_event_log),
 // the core ring logs every operation into an EventLog (docs/event-log.md)
 // and the hand-written one does not: the ratio is then the log's cost, and
-// the 0.98 target does not apply.
+// the 0.98 target does not apply. WSPIPE_CUDA_EVENT_LOG_COST_PARTS=1 or 2
+// (event_log_device.hpp) keeps only part of each record's work, to see
+// which part costs what (docs/silicon.md, "The event log").
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -214,8 +216,9 @@ int run(int argc, char** argv) {
   // Every warp of the largest grid; the rings wrap, and nobody reads them.
   wspipe::cuda::EventLog log(2 * 4 * static_cast<std::uint32_t>(prop.multiProcessorCount), WSPIPE_CUDA_EVENT_LOG);
   wspipe::cuda::attach_event_log(log);
-  std::printf("event log on: %d events per warp, the core ring only (core / hand-written is the log's cost)\n",
-              WSPIPE_CUDA_EVENT_LOG);
+  std::printf("event log on: %d events per warp, cost parts %d, the core ring only (core / hand-written is the "
+              "log's cost)\n",
+              WSPIPE_CUDA_EVENT_LOG, WSPIPE_CUDA_EVENT_LOG_COST_PARTS);
 #endif
   std::printf("%-6s %-5s %-6s %14s %14s %7s\n", "stages", "words", "rings", "core items/s", "raw items/s", "ratio");
   double worst = 1e9;
