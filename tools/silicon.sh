@@ -10,7 +10,9 @@
 # options); `tools/silicon.sh event-log` the event log's GPU program
 # (tools/gpu/event_log_gpu.cu: a logged ring, a planted hang; its logs go to
 # the results directory) and `tools/silicon.sh ring-cost-event-log [ITEMS]
-# [REPS]` the cost benchmark with the log on (docs/event-log.md). For a GPU machine
+# [REPS]` the cost benchmark with the log on (docs/event-log.md;
+# WSPIPE_CUDA_EVENT_LOG_COST_PARTS=1 or 2 in the environment keeps only part
+# of each record's work, docs/silicon.md "The event log"). For a GPU machine
 # that has the CUDA toolkit but not the rest of wspipe's dependencies (no
 # Boost, no GoogleTest); where those exist, the cuda preset builds the same
 # program and CTest runs it (label gpu). Needs an sm_90 or later GPU; the
@@ -40,7 +42,7 @@ case "${1:-}" in
   event-log) shift; build_and_run wspipe_event_log_gpu event_log_gpu.cu -O2 "$out" ;;
   ring-cost-event-log)
     shift
-    defines=(-DWSPIPE_CUDA_EVENT_LOG=1024)
+    defines=(-DWSPIPE_CUDA_EVENT_LOG=1024 "-DWSPIPE_CUDA_EVENT_LOG_COST_PARTS=${WSPIPE_CUDA_EVENT_LOG_COST_PARTS:-3}")
     build_and_run wspipe_ring_cost_event_log ring_cost.cu -O3 "$@"
     ;;
 esac

@@ -7,8 +7,9 @@
 //     with the ring wrapped (the last `capacity` kept, in order). Each
 //     launch's log is saved, read back with the parser and compared.
 //  2. hang: a consumer waits on a barrier nobody arrives on; the watchdog
-//     traps; the log, read from host-mapped memory after the trap, names the
-//     hung wait (warp, barrier, parity, line) and is saved as a file.
+//     traps; the log, read from the host-mapped mirror that the trapping
+//     warp filled before the trap, names the hung wait (warp, barrier,
+//     parity, line) and is saved as a file.
 // The hang runs last: a trapped kernel leaves the context unusable.
 //
 //   wspipe_event_log_gpu [OUTDIR]    (default: the working directory)
