@@ -165,9 +165,6 @@ CodeLine cached_line(std::uintptr_t pc) {
   return s.line;
 }
 
-// How many of the latest records an access looks through for its line's.
-constexpr std::size_t kInfoLookBack = 8;
-
 bool same_line(const CodeLine& a, const CodeLine& b) {
   return a.line != 0 && a.line == b.line && (a.file == b.file || std::strcmp(a.file, b.file) == 0);
 }
@@ -268,17 +265,21 @@ void World::plain_smem_access(std::uint32_t offset, std::size_t bytes, bool writ
 }
 
 std::uint32_t World::plain_info(const Warp& w, bool write, std::uintptr_t pc) {
-  const char* const what = write ? "ordinary store" : "ordinary load";
-  const auto actor = static_cast<std::int32_t>(w.id);
-  const CodeLine at = cached_line(pc);
-  for (std::size_t i = access_infos_.size(), looked = 0; i-- > 0 && looked < kInfoLookBack; ++looked) {
-    const AccessInfo& a = access_infos_[i];
-    if (a.step != step_) break;
-    if (a.pc == 0 || a.actor != actor || a.what != what) continue;
-    if (a.pc == pc || same_line(cached_line(a.pc), at)) return static_cast<std::uint32_t>(i);
+  if (step_lines_step_ != step_) {
+    step_lines_step_ = step_;
+    step_lines_used_ = 0;
   }
-  access_infos_.push_back({.actor = actor, .issuer = actor, .what = what, .step = step_, .loc = {}, .pc = pc});
-  return static_cast<std::uint32_t>(access_infos_.size() - 1);
+  const CodeLine at = cached_line(pc);
+  for (std::size_t i = 0; i < step_lines_used_; ++i) {
+    const StepLine& l = step_lines_[i];
+    if (l.write == write && (l.pc == pc || same_line(l.at, at))) return l.info;
+  }
+  const auto actor = static_cast<std::int32_t>(w.id);
+  access_infos_.push_back({.actor = actor, .issuer = actor, .what = write ? "ordinary store" : "ordinary load",
+                           .step = step_, .loc = {}, .pc = pc});
+  const auto info = static_cast<std::uint32_t>(access_infos_.size() - 1);
+  if (step_lines_used_ < step_lines_.size()) step_lines_[step_lines_used_++] = {.at = at, .pc = pc, .info = info, .write = write};
+  return info;
 }
 
 void World::check_pending_plain() {

@@ -672,6 +672,18 @@ class World : public RunningWarp {
   std::array<PlainHot, 8> plain_hot_{};
   std::uint64_t plain_epoch_ = 1;
   static std::size_t plain_hash(std::uintptr_t pc) { return (pc ^ (pc >> 4)) % 8; }
+  // The source lines this step's plain accesses were recorded at (the
+  // running warp's: only it makes plain accesses within a step), so that
+  // the instructions of one line (an unrolled loop) share a record.
+  struct StepLine {
+    CodeLine at;
+    std::uintptr_t pc = 0;
+    std::uint32_t info = 0;
+    bool write = false;
+  };
+  std::array<StepLine, 8> step_lines_{};
+  std::size_t step_lines_used_ = 0;
+  std::uint64_t step_lines_step_ = ~std::uint64_t{0};
   // The record of the running warp's plain access at `pc` in this step.
   std::uint32_t plain_info(const Warp& w, bool write, std::uintptr_t pc);
   void check_pending_plain();
