@@ -9,6 +9,7 @@
 #include "blockwise_fp8.hpp"
 #include "blockwise_fp8_host.hpp"
 #include "problem_cache.hpp"
+#include "host_checks.hpp"
 #include "scenarios.hpp"
 #include "stage_dispatch.hpp"
 
@@ -45,7 +46,7 @@ emu::Kernel prepare_config(const std::shared_ptr<BlockwiseFp8Run>& run, std::uin
   emu::Kernel prep;
   prep.launch = warp_specialized_launch(clusters, Cfg::kClusterSize, sizeof(BlockwiseFp8Storage<Cfg>));
   prep.body = [run] { blockwise_fp8_kernel<EmuBackend, Cfg>(run->args); };
-  prep.verify = [run] { return compare_exact(run->d, run->in->problem.m, run->in->problem.n, run->in->reference()); };
+  prep.verify = [run] { return check_exact(run->d, run->in->problem.m, run->in->problem.n, run->in->reference()); };
   return prep;
 }
 

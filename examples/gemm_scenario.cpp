@@ -10,6 +10,7 @@
 #include "gemm.hpp"
 #include "gemm_host.hpp"
 #include "problem_cache.hpp"
+#include "host_checks.hpp"
 #include "scenarios.hpp"
 #include "stage_dispatch.hpp"
 
@@ -45,7 +46,7 @@ emu::Kernel prepare_config(const std::shared_ptr<GemmRun>& run, std::uint32_t cl
   emu::Kernel prep;
   prep.launch = warp_specialized_launch(clusters, Cfg::kShape, sizeof(GemmStorage<Cfg>));
   prep.body = [run] { gemm_kernel<EmuBackend, Cfg>(run->args); };
-  prep.verify = [run] { return compare_exact(run->d, run->in->problem.m, run->in->problem.n, run->in->reference()); };
+  prep.verify = [run] { return check_exact(run->d, run->in->problem.m, run->in->problem.n, run->in->reference()); };
   return prep;
 }
 

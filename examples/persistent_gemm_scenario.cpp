@@ -9,6 +9,7 @@
 #include "persistent_gemm.hpp"
 #include "persistent_gemm_host.hpp"
 #include "problem_cache.hpp"
+#include "host_checks.hpp"
 #include "scenarios.hpp"
 
 namespace wspipe::examples {
@@ -55,7 +56,7 @@ emu::Kernel prepare_config(const std::shared_ptr<PgRun>& run, std::uint32_t acti
     prep.launch.num_clusters = active < tiles ? active : tiles;
   }
   prep.body = [run] { persistent_gemm_kernel<EmuBackend, Cfg>(run->args); };
-  prep.verify = [run] { return compare_exact(run->d, run->in->problem.m, run->in->problem.n, run->in->reference()); };
+  prep.verify = [run] { return check_exact(run->d, run->in->problem.m, run->in->problem.n, run->in->reference()); };
   return prep;
 }
 

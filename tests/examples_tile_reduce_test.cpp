@@ -103,6 +103,21 @@ TEST(examples_TileReduce, LoadedWeightsWaitedForExploreCleanInEveryOrder) {
   WSPIPE_EXPECT_VERIFIED(weights_kernel(""), exhaustive(1, true));
 }
 
+// The scenario's check (host code outside the instrumentation, shared
+// inputs and sums): before the run no sum is there; after it every one is;
+// two runs of one size share the inputs but not the sums.
+TEST(examples_TileReduce, TheScenariosCheckSeesEachRunsOwnSums) {
+  const auto* s = ex::find_scenario("tile-reduce");
+  ASSERT_NE(s, nullptr);
+  const emu::OptionValues values = {{"rows", 2 * ex::kTileRows}, {"stages", 2}, {"cluster", 2}, {"clusters", 1},
+                                    {"weights", 0}};
+  const emu::Kernel first = s->prepare("", values), second = s->prepare("", values);
+  EXPECT_TRUE(contains(first.verify(), "128 of 128 sums wrong")) << first.verify();
+  ASSERT_EQ(emu::run(first, {}).status, emu::Status::ok);
+  EXPECT_EQ(first.verify(), "");
+  EXPECT_TRUE(contains(second.verify(), "128 of 128 sums wrong")) << second.verify();
+}
+
 TEST(examples_TileReduce, ScenarioRefusesRowsThatAreNotWholeTiles) {
   const auto* s = ex::find_scenario("tile-reduce");
   ASSERT_NE(s, nullptr);
