@@ -6,6 +6,7 @@ set -euo pipefail
 W=${WSPIPE:?set WSPIPE to the wspipe binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"  # a long run's schedule file goes to the current directory
 fail() { echo "FAIL: $*" >&2; exit 1; }
 json_field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
@@ -394,5 +395,23 @@ set +e; "$W" explore gemm --m 512 --n 512 --k 256 --clusters 4 --runs 6 --jobs 2
 set +e; "$W" run ring/no-release --stages 2 --items 8 >"$tmp/o" 2>&1; rc=$?; set -e
 [[ $rc == 1 ]] || fail "run ring/no-release: exit $rc"
 grep -q "last events on empty\[0\]" "$tmp/o" || fail "run ring/no-release: no event history: $(cat "$tmp/o")"
+
+# A long run's schedule is not printed: the report writes it to a file in
+# the current directory, and its replay command, run as printed, reads it.
+"$W" run ring --items 20000 >"$tmp/o"
+line=$(grep '^schedule: ' "$tmp/o") || fail "long run: no schedule line"
+[[ ${#line} -lt 200 ]] || fail "long run printed its whole schedule (${#line} characters)"
+file=$(sed -n 's/^schedule: .* characters, in \(.*\))$/\1/p' "$tmp/o")
+[[ -n $file && -s $file ]] || fail "long run: schedule file '$file' missing: $line"
+replay=$(sed -n 's/^replay:   //p' "$tmp/o")
+[[ $replay == *"--schedule @"* && ${#replay} -lt 400 ]] || fail "long run: replay line $replay"
+eval "$replay" >"$tmp/r" || fail "long run: replay from the file: exit $?"
+grep -q "^status: ok after $(sed -n 's/^status: ok after \([0-9]*\) steps$/\1/p' "$tmp/o") steps$" "$tmp/r" ||
+  fail "long run: the replay took other steps: $(head -3 "$tmp/r")"
+set +e; "$W" replay ring --items 20000 --schedule @"$tmp/missing.txt" >/dev/null 2>"$tmp/e"; rc=$?; set -e
+[[ $rc == 2 ]] && grep -q "cannot read" "$tmp/e" || fail "replay --schedule @missing: exit $rc: $(cat "$tmp/e")"
+# a short one is still printed whole
+"$W" run ring --items 4 >"$tmp/o"
+grep -q '^replay:   .*--schedule [^@]' "$tmp/o" || fail "short run: $(cat "$tmp/o")"
 
 echo "cli end-to-end: ok"

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <new>
 #include <stdexcept>
@@ -39,7 +43,7 @@ usage:
   PROG run     SCENARIO[/VARIANT] [options] [--strategy S] [--seed N] [--trace FILE] [--json]
   PROG explore SCENARIO[/VARIANT] [options] [--runs N] [--seconds T] [--strategy LIST] [--jobs N] [--json]
   PROG explore SCENARIO[/VARIANT] --parametric OPTION[:STEP] [--period P] [--max-items N] [options] [--json]
-  PROG replay  SCENARIO[/VARIANT] --schedule STR [options] [--trace FILE] [--json]
+  PROG replay  SCENARIO[/VARIANT] --schedule STR|@FILE [options] [--trace FILE] [--json]
   PROG help
 
   list      the scenarios and their variants, one per line, with the outcome
@@ -56,7 +60,11 @@ usage:
             items (--period, default 2 x --stages): then verified for every
             count, under the assumptions of docs/exploration.md ("Parametric
             verdicts"); up to --max-items counts (default 64)
-  replay    re-runs a recorded schedule step for step
+  replay    re-runs a recorded schedule step for step; --schedule @FILE reads
+            it from FILE. A schedule longer than 2,000 characters (a long
+            run's) is not printed: the report writes it to
+            wspipe-schedule-<check>.txt in the current directory and its
+            replay command names that file
 
 options:
 )";
@@ -388,6 +396,48 @@ std::string replay_command(const std::string& prog, const Plan& p, const emu::Ru
   return emu::replay_command(emu::SettingsFront::flags, run, r.schedule, prog, args, launch);
 }
 
+// A schedule longer than this is written to a file rather than printed
+// (a long run's: a million-item ring's is megabytes).
+constexpr std::size_t kPrintedSchedule = 2000;
+
+// Where the report puts a long schedule: wspipe-schedule-<check>.txt in the
+// current directory, written whole or not at all. nullopt when it could
+// not be written (the report then prints it as it is).
+std::optional<std::string> save_long_schedule(const std::string& encoded, const emu::Schedule& s) {
+  char name[64];
+  std::snprintf(name, sizeof name, "wspipe-schedule-%08x.txt", s.check());
+  const std::string path = std::string("./") + name;
+  const std::string temp = path + ".part";
+  {
+    std::ofstream f(temp, std::ios::binary | std::ios::trunc);
+    f << encoded << "\n";
+    if (!f.flush()) {
+      std::error_code ec;
+      std::filesystem::remove(temp, ec);
+      return std::nullopt;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+  if (ec) {
+    std::filesystem::remove(temp, ec);
+    return std::nullopt;
+  }
+  return path;
+}
+
+// A --schedule value: the encoding itself, or @FILE holding it.
+std::string schedule_text(const std::string& value) {
+  if (value.empty() || value[0] != '@') return value;
+  const std::string path = value.substr(1);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UsageError("--schedule " + value + ": cannot read " + path);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0) text.pop_back();
+  if (text.empty()) throw UsageError("--schedule " + value + ": " + path + " is empty");
+  return text;
+}
+
 // What a command reports: the run shown (if any) and, for explore, how it
 // was found.
 struct Outcome {
@@ -495,9 +545,21 @@ void print_report(std::ostream& out, const Plan& p, const Outcome& o, const Trac
   }
   out << r->report();
   out << "expected outcome of " << p.display << ": " << p.variant->expect << "\n";
-  out << "schedule: " << r->schedule.encode() << "\n";
+  const std::string encoded = r->schedule.encode();
+  std::string replay = replay_command(prog, p, *r);
+  std::optional<std::string> saved;
+  if (encoded.size() > kPrintedSchedule) saved = save_long_schedule(encoded, r->schedule);
+  if (saved) {
+    out << "schedule: " << encoded.substr(0, 40) << "... (" << encoded.size() << " characters, in " << *saved
+        << ")\n";
+    const std::string quoted = "--schedule " + emu::shell_quote(encoded);
+    if (const auto at = replay.find(quoted); at != std::string::npos)
+      replay.replace(at, quoted.size(), "--schedule " + emu::shell_quote("@" + *saved));
+  } else {
+    out << "schedule: " << encoded << "\n";
+  }
   if (o.explored) out << emu::shrunk_line(o.explored->failure->shrink);
-  out << "replay:   " << replay_command(prog, p, *r) << "\n";
+  out << "replay:   " << replay << "\n";
   if (trace.written) out << "trace:    " << *p.trace_file << "\n";
 }
 
@@ -581,10 +643,10 @@ int cmd_run(const Args& a, const Catalogue& cat, std::ostream& out, std::ostream
 
 int cmd_replay(const Args& a, const Catalogue& cat, std::ostream& out, std::ostream& err, const std::string& prog) {
   const auto it = a.opts.find("schedule");
-  if (it == a.opts.end()) throw UsageError("replay needs --schedule STR (printed with every failure)");
+  if (it == a.opts.end()) throw UsageError("replay needs --schedule STR or @FILE (printed with every failure)");
   const Plan p = plan(a, cat);
   std::string why;
-  const auto s = emu::Schedule::decode(it->second, &why);
+  const auto s = emu::Schedule::decode(schedule_text(it->second), &why);
   if (!s) throw UsageError(emu::printable(why));
   std::optional<emu::TraceFileSink> sink;
   if (p.trace_file) sink.emplace(*p.trace_file);
