@@ -589,6 +589,51 @@ TEST(emu_SmemRace, TheReportNamesTheReleaseThatLetTheAccessGoAhead) {
   EXPECT_TRUE(contains(unsynced.violations[0].message, "; nothing orders any operation of cta0/w")) << unsynced.report();
 }
 
+// A warp keeps where its latest epochs ended, not all of them: a report
+// whose cause is an epoch older than those still names it, by number.
+// Warp 0 stores `x`, arrives on `ready`, then ends 10 more epochs than are
+// kept (16,384: EpochEnds in the runtime; each fence.proxy.async ends one)
+// and stores `x` again;
+// warp 1 waits on `ready` and reads `x`. Where the read comes last, its
+// cause is warp 0's epoch that ended at the arrive, no longer kept.
+TEST(emu_SmemRace, ACauseOlderThanTheKeptEpochsIsNamedByItsNumber) {
+  struct S {
+    SharedMemBarrier ready;
+    std::uint32_t x;
+  };
+  const std::uint64_t epochs = 16384 + 10;
+  std::size_t load_last = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    emu::RunOptions o = wspipe::test::with_strategy(emu::StrategyKind::pct, seed);
+    const auto r = wspipe::test::run_kernel(2, [epochs] {
+      auto& s = B::shared_storage<S>();
+      if (B::warp_idx() == 0) init_bar(s.ready, 1, "ready");
+      B::cluster_sync();
+      SmemView<B, std::uint32_t> x(&s.x, 1);
+      if (B::warp_idx() == 0) {
+        B::elect_one([&] {
+          x.store(0, 1);
+          B::arrive(s.ready);
+          for (std::uint64_t i = 0; i < epochs; ++i) B::fence_proxy_async();
+          x.store(0, 2);
+        });
+      } else {
+        B::wait(s.ready, 0);
+        B::elect_one([&] { (void)x.load(0); });
+      }
+    }, o, sizeof(S));
+    ASSERT_EQ(outcome(r), "race.smem") << r.report();
+    if (!contains(r.violations[0].warp, "cta0/w1")) continue;
+    ++load_last;
+    EXPECT_TRUE(contains(r.violations[0].message, "the ordinary load is ordered after cta0/w0's operations up to its "
+                                                   "epoch "))
+        << r.report();
+    EXPECT_TRUE(contains(r.violations[0].message, "(where that epoch ended is no longer kept: the last 16384 are)"))
+        << r.report();
+  }
+  EXPECT_GT(load_last, 0u) << "no schedule had the load last";
+}
+
 // Shared memory is shadowed per byte: two warps writing different bytes of
 // one word do not conflict; the same byte does, and the report names the
 // bytes that race.

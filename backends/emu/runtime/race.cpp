@@ -73,13 +73,17 @@ void World::report_race(const Shadow& s, const Access* other, bool write, std::u
   if (theirs.issuer >= 0) {
     const Warp& by = warps_[static_cast<std::uint32_t>(theirs.issuer)];
     const std::uint32_t t = clocks_[comp][slot_[by.id]];
-    if (t == 0 || t > epoch_ends_[by.id].size()) {
+    const EpochEnds& ends = epoch_ends_[by.id];
+    if (t == 0 || t > ends.count()) {
       cause += "; nothing orders any operation of " + by.name + " before the " + mine.what;
-    } else {
-      const EpochEnd& e = epoch_ends_[by.id][t - 1];
+    } else if (const EpochEnd* e = ends.find(t)) {
       cause += "; the " + std::string(mine.what) + " is ordered after " + by.name + "'s operations up to step " +
-              std::to_string(e.step) + " (" + where(e.loc) + "), and the " + theirs.what +
-              " is not among them";
+               std::to_string(e->step) + " (" + where(e->loc) + "), and the " + theirs.what + " is not among them";
+    } else {
+      cause += "; the " + std::string(mine.what) + " is ordered after " + by.name + "'s operations up to its epoch " +
+               std::to_string(t) + " of " + std::to_string(ends.count()) +
+               " (where that epoch ended is no longer kept: the last " + std::to_string(EpochEnds::kKept) +
+               " are), and the " + theirs.what + " is not among them";
     }
   }
   fail(*current_, object.rfind("TMEM", 0) == 0 ? "race.tmem" : "race.smem", object,

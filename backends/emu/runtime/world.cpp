@@ -26,7 +26,7 @@ namespace {
 // hands back to the system when they are freed (it unmaps them, or trims
 // its heap), and the next run faulted their pages in again. Records past
 // kKeptAccessInfoBytes are not kept.
-thread_local std::vector<std::vector<EpochEnd>> t_epoch_ends;
+thread_local std::vector<EpochEnds> t_epoch_ends;
 thread_local std::vector<AccessInfo> t_access_infos;
 constexpr std::size_t kKeptAccessInfoBytes = std::size_t{64} << 20;
 }  // namespace
@@ -104,7 +104,7 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
       slot_[k] = cluster_comps_[cluster_of[k]]++;
     }
     epoch_ends_.swap(t_epoch_ends);
-    for (std::vector<EpochEnd>& e : epoch_ends_) e.clear();
+    for (EpochEnds& e : epoch_ends_) e.clear();
     access_infos_.swap(t_access_infos);
     access_infos_.clear();
     epoch_ends_.resize(warps_.size());

@@ -174,6 +174,39 @@ struct EpochEnd {
   SourceLoc loc;
 };
 
+// Where a warp's latest epochs ended, for the race reports' causes: the
+// last kKept of them, so that a long run's table does not grow with it (a
+// million-item ring's warps end two million epochs). Epoch t (from 1) is at
+// [(t - 1) % kKept] while it is among them.
+class EpochEnds {
+ public:
+  static constexpr std::uint64_t kKept = std::uint64_t{1} << 14;
+  void push(const EpochEnd& e) {
+    if (ends_.size() < kKept) {
+      ends_.push_back(e);
+    } else {
+      ends_[count_ % kKept] = e;
+    }
+    ++count_;
+  }
+  // The epochs that ended so far.
+  std::uint64_t count() const { return count_; }
+  // Where epoch t ended; nullptr when it has not (t == 0 or after count())
+  // or is no longer kept.
+  const EpochEnd* find(std::uint64_t t) const {
+    if (t == 0 || t > count_ || count_ - t >= ends_.size()) return nullptr;
+    return &ends_[(t - 1) % kKept];
+  }
+  void clear() {
+    ends_.clear();
+    count_ = 0;
+  }
+
+ private:
+  std::vector<EpochEnd> ends_;
+  std::uint64_t count_ = 0;
+};
+
 class DirectedAlgorithm;
 class BarrierRoom;
 class MbarrierRoom;
@@ -505,7 +538,7 @@ class World : public RunningWarp {
   // operation that hands its clock on (a release, an issue, a fence): where
   // it was is kept, for the race reports (cause()).
   void tick(std::uint32_t comp) {
-    if (comp < warps_.size()) epoch_ends_[comp].push_back({.step = step_, .loc = warps_[comp].loc});
+    if (comp < warps_.size()) epoch_ends_[comp].push({.step = step_, .loc = warps_[comp].loc});
     ++clocks_[comp][slot_[comp]];
   }
   std::uint32_t now(std::uint32_t comp) const { return clocks_[comp][slot_[comp]]; }
@@ -716,10 +749,10 @@ class World : public RunningWarp {
   std::vector<std::uint32_t> slot_;      // per component: its index in its cluster's clocks
   std::vector<std::uint32_t> cluster_comps_;  // per cluster: its components (a clock's size)
   std::vector<AccessInfo> access_infos_;
-  // Per warp, where each of its epochs ended (epoch t at [t - 1]). The
-  // tables are this thread's, kept from World to World (world.cpp), so that
-  // a run does not allocate them anew.
-  std::vector<std::vector<EpochEnd>> epoch_ends_;
+  // Per warp, where its latest epochs ended (EpochEnds). The tables are
+  // this thread's, kept from World to World (world.cpp), so that a run does
+  // not allocate them anew.
+  std::vector<EpochEnds> epoch_ends_;
   // The actors that can move, ascending (warps, then engines), and per
   // entry whether it can only time out (spurious try_wait); kept up to date
   // by refresh() from moves_, each actor's Move as last evaluated.
