@@ -12,7 +12,11 @@
 # the results directory) and `tools/silicon.sh ring-cost-event-log [ITEMS]
 # [REPS]` the cost benchmark with the log on (docs/event-log.md;
 # WSPIPE_CUDA_EVENT_LOG_COST_PARTS=1 or 2 in the environment keeps only part
-# of each record's work, docs/silicon.md "The event log"). For a GPU machine
+# of each record's work, docs/silicon.md "The event log"). `variants` is
+# built with the event log on (WSPIPE_CUDA_EVENT_LOG=$WSPIPE_SILICON_EVENT_LOG
+# events per warp, default 512) as build/wspipe_silicon_variants: each
+# variant's log goes to event_logs/ in the results directory, or to
+# `--event-logs DIR` (docs/silicon.md "Broken variants on silicon"). For a GPU machine
 # that has the CUDA toolkit but not the rest of wspipe's dependencies (no
 # Boost, no GoogleTest); where those exist, the cuda preset builds the same
 # program and CTest runs it (label gpu). Needs an sm_90 or later GPU; the
@@ -40,6 +44,11 @@ case "${1:-}" in
   ring-cost) shift; build_and_run wspipe_ring_cost ring_cost.cu -O3 "$@" ;;
   tma-bandwidth) shift; build_and_run wspipe_tma_bandwidth tma_bandwidth.cu -O3 "$@" ;;
   event-log) shift; build_and_run wspipe_event_log_gpu event_log_gpu.cu -O2 "$out" ;;
+  variants)
+    defines=("-DWSPIPE_CUDA_EVENT_LOG=${WSPIPE_SILICON_EVENT_LOG:-512}")
+    export WSPIPE_SILICON_OUT=$out
+    build_and_run wspipe_silicon_variants silicon.cu -O2 "$@"
+    ;;
   ring-cost-event-log)
     shift
     defines=(-DWSPIPE_CUDA_EVENT_LOG=1024 "-DWSPIPE_CUDA_EVENT_LOG_COST_PARTS=${WSPIPE_CUDA_EVENT_LOG_COST_PARTS:-3}")

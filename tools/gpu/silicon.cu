@@ -12,9 +12,13 @@
 //                                then which box origins the TMA accepts (probes, each in a process)
 //   wspipe_silicon clusters      clusters of 2x1 to 16x1: multicast along x, along y and to a subset,
 //                                remote arrivals; what landed in every CTA, and its rank and position
-//   wspipe_silicon variants      each broken ring and tile-reduce variant in a process of its own, under a watchdog
-//                                (bounded waits that trap) and a host timeout: hang, trap, wrong
-//                                result or silently correct
+//   wspipe_silicon variants [--event-logs DIR]
+//                                each broken ring and tile-reduce variant (and the correct ring) in a
+//                                process of its own, under a watchdog (bounded waits that trap) and a
+//                                host timeout: hang, trap, wrong result or silently correct; built
+//                                with WSPIPE_CUDA_EVENT_LOG=N, each variant's event log (the launch
+//                                that failed, or the first) goes to DIR (default:
+//                                $WSPIPE_SILICON_EVENT_LOGS, else event_logs/ in the results directory)
 //   wspipe_silicon conformance [--seed S] [--count N]
 //                                N mbarrier programs (mbar_program.hpp), every wait's result; programs
 //                                that trap are isolated in processes of their own
@@ -42,6 +46,13 @@
 // barrier). Each try_wait suspends for a system-dependent time first, so
 // this is seconds, far beyond any wait of a correct ring.
 #define WSPIPE_CUDA_WATCHDOG_SPINS 1000000
+// The variants' event log (docs/event-log.md): built with
+// WSPIPE_CUDA_EVENT_LOG=N (N events per warp; `tools/silicon.sh variants`
+// builds with it), each variant's child logs its launches and saves the log
+// of the launch that failed, or of the first when none did. 0: no log.
+#ifndef WSPIPE_CUDA_EVENT_LOG
+#define WSPIPE_CUDA_EVENT_LOG 0
+#endif
 
 #include <poll.h>
 #include <signal.h>
@@ -55,6 +66,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -64,6 +76,8 @@
 #include <vector>
 
 #include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/event_log.hpp"
+#include "backends/cuda/event_log_device.hpp"
 #include "backends/cuda/launch.hpp"
 #include "backends/cuda/tensor_map.hpp"
 #include "core/cluster.hpp"
@@ -1206,41 +1220,143 @@ int clusters_child() {
 struct Variant {
   const char* name;
   const char* emulator;  // the emulator's verdict: tools/wspipe.sh explore <name>
-  std::function<int()> run;  // in the child: exit 0 correct, 4 launch failed, 5 wrong result
+  // In the child, given the name: exit 0 correct, 4 launch failed, 5 wrong result.
+  std::function<int(const std::string&)> run;
 };
 
-int ring_variant_child(RingBug bug) {
+// Where the variants' event logs go: `--event-logs DIR`, else
+// $WSPIPE_SILICON_EVENT_LOGS, else event_logs/ in the results directory.
+std::string g_event_log_dir;
+
+// A variant child's event log, when the build has one: sized for the
+// launch's warps, attached to this file's kernels, emptied before each
+// launch; after each, `launched` saves the file of the first launch that
+// failed, or of launch 0 while none has (one file per variant:
+// <variant, '/' as '.'>.<launch>.log). The file's `config` names the
+// catalogue scenario and its options (`scenario=ring/no-release stages=4
+// ...`), so that the emulator can build the same kernel. Without the log:
+// nothing.
+class VariantLog {
+ public:
+  VariantLog(const std::string& variant, wspipe::cuda::EventLogLaunch info) : info_(std::move(info)) {
+    if constexpr (WSPIPE_CUDA_EVENT_LOG > 0) {
+      const std::uint32_t warps = info_.grid.x * info_.grid.y * info_.grid.z * (info_.block.x / 32);
+      log_.emplace(warps, WSPIPE_CUDA_EVENT_LOG);
+      wspipe::cuda::attach_event_log(*log_);
+      std::string stem = variant;
+      for (char& c : stem) c = c == '/' ? '.' : c;
+      stem_ = g_event_log_dir + "/" + stem;
+      info_.config = "scenario=" + variant + " " + info_.config;
+      info_.sources = {"examples/ring.hpp",      "examples/tile_reduce.hpp", "core/pipeline.hpp",
+                       "core/input_pipeline.hpp", "core/tma.hpp",            "core/cluster.hpp",
+                       "core/pipeline_state.hpp", "core/warp_context.hpp",   "tools/gpu/silicon.cu"};
+    }
+  }
+
+  void before_launch() {
+    if (log_) log_->reset();
+  }
+
+  // After launch `n` (synchronised, trapped or not); `failed`: it hung,
+  // trapped or gave a wrong result.
+  void launched(std::uint32_t n, bool failed) {
+    if (!log_ || saved_failed_ || (n != 0 && !failed)) return;
+    info_.launch = n;
+    const std::string path = stem_ + "." + std::to_string(n) + ".log";
+    try {
+      log_->save(path, info_);
+      const wspipe::cuda::EventLogFile f = log_->read(info_);
+      std::string trap = "no trap";
+      if (f.trap) {
+        const wspipe::cuda::Trap& t = *f.trap;
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "trap %s: warp %u, barrier 0x%x, parity %u, at %s:%u",
+                      t.reason == wspipe::cuda::TrapReason::watchdog ? "watchdog" : "check", t.warp, t.bar,
+                      t.parity, f.source_name(t.file).c_str(), t.line);
+        trap = buf;
+      }
+      std::printf("event log: %s (launch %u, %s)\n", path.c_str(), n, trap.c_str());
+    } catch (const std::exception& e) {
+      std::printf("event log: launch %u not saved: %s\n", n, e.what());
+      saved_failed_ = failed;
+      return;
+    }
+    if (!saved_.empty() && saved_ != path) std::filesystem::remove(saved_);
+    saved_ = path;
+    saved_failed_ = failed;
+  }
+
+ private:
+  wspipe::cuda::EventLogLaunch info_;
+  std::optional<wspipe::cuda::EventLog> log_;
+  std::string stem_;
+  std::string saved_;  // the file saved so far
+  bool saved_failed_ = false;
+};
+
+constexpr std::uint32_t kVariantRingStages = 4;
+constexpr std::uint32_t kVariantRingItems = 1000;
+
+// One launch of a 4-stage ring of 1,000 items (one CTA).
+int ring_variant_child(const std::string& name, RingBug bug) {
+  wspipe::cuda::EventLogLaunch info;
+  info.kernel = "ring_kernel<" + std::to_string(kVariantRingStages) + ">";
+  info.grid = {1, 1, 1};
+  info.block = {32 * wspipe::examples::kRingWarps, 1, 1};
+  info.smem_bytes = sizeof(wspipe::examples::RingStorage<kVariantRingStages>);
+  info.config = "stages=" + std::to_string(kVariantRingStages) + " items=" + std::to_string(kVariantRingItems) +
+                " release=lanes";
+  VariantLog log(name, info);
   DeviceBuffer<std::uint32_t> done(1);
   done.fill_bytes(0);
-  WSPIPE_CUDA_CHECK(launch_ring(4, 1, 1000, bug, done.get()));
+  log.before_launch();
+  WSPIPE_CUDA_CHECK(launch_ring(kVariantRingStages, 1, kVariantRingItems, bug, done.get()));
   const cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {
+    log.launched(0, true);
     std::printf("launch failed: %s\n", cudaGetErrorString(e));
     return 4;
   }
   std::vector<std::uint32_t> host(1);
   done.download(host);
-  std::printf("completed: %u of 1000 items\n", host[0]);
-  return host[0] == 1000 ? 0 : 5;
+  log.launched(0, host[0] != kVariantRingItems);
+  std::printf("completed: %u of %u items\n", host[0], kVariantRingItems);
+  return host[0] == kVariantRingItems ? 0 : 5;
 }
 
-// kTileReduceTries launches over a full grid of clusters of 2, 2 stages:
-// how many gave a wrong sum. A launch that fails ends the child.
+// kTileReduceTries launches over a full grid of clusters of 2, 2 stages,
+// 4,096 tiles: how many gave a wrong sum. A launch that fails ends the
+// child.
 constexpr int kTileReduceTries = 20;
-int tile_reduce_variant_child(TileReduceBug bug) {
+int tile_reduce_variant_child(const std::string& name, TileReduceBug bug) {
   int sms = 0;
   WSPIPE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  constexpr std::uint32_t kStages = 2, kCluster = 2, kRows = 4096 * wspipe::examples::kTileRows;
+  const std::uint32_t clusters = static_cast<std::uint32_t>(sms) / kCluster;
+  wspipe::cuda::EventLogLaunch info;
+  info.kernel = "tile_reduce_kernel<" + std::to_string(kStages) + ">";
+  info.grid = {clusters * kCluster, 1, 1};
+  info.block = {32 * wspipe::examples::kTileReduceWarps, 1, 1};
+  info.cluster = {kCluster, 1, 1};
+  info.smem_bytes = sizeof(wspipe::examples::TileReduceStorage<kStages>);
+  info.config = "rows=" + std::to_string(kRows) + " stages=" + std::to_string(kStages) +
+                " cluster=" + std::to_string(kCluster) + " clusters=" + std::to_string(clusters) +
+                " weights=computed";
+  VariantLog log(name, info);
   int wrong = 0;
   std::string first;
   for (int i = 0; i < kTileReduceTries; ++i) {
     std::string diff;
+    log.before_launch();
     try {
-      diff = tile_reduce_once(2, 4096 * wspipe::examples::kTileRows, 2, static_cast<std::uint32_t>(sms) / 2, bug);
+      diff = tile_reduce_once(kStages, kRows, kCluster, clusters, bug);
     } catch (const CudaError& e) {
+      log.launched(static_cast<std::uint32_t>(i), true);
       std::printf("launch failed: %s (launch %d of %d; %d wrong before)\n", cudaGetErrorString(e.code()), i + 1,
                   kTileReduceTries, wrong);
       return 4;
     }
+    log.launched(static_cast<std::uint32_t>(i), !diff.empty());
     if (!diff.empty() && wrong++ == 0) first = diff;
   }
   std::printf("wrong result in %d of %d launches%s%s\n", wrong, kTileReduceTries, wrong ? "; first: " : "",
@@ -1249,20 +1365,23 @@ int tile_reduce_variant_child(TileReduceBug bug) {
 }
 
 const std::vector<Variant>& variants() {
+  // The correct ring first: its log is the contrast to the broken ones'.
   static const std::vector<Variant> all = {
+      {"ring", "ok", [](const std::string& n) { return ring_variant_child(n, RingBug::none); }},
       {"ring/no-release", "deadlock (the producer waits on empty forever)",
-       [] { return ring_variant_child(RingBug::no_release); }},
-      {"ring/over-arrive", "mbarrier.over-arrival", [] { return ring_variant_child(RingBug::over_arrive); }},
+       [](const std::string& n) { return ring_variant_child(n, RingBug::no_release); }},
+      {"ring/over-arrive", "mbarrier.over-arrival",
+       [](const std::string& n) { return ring_variant_child(n, RingBug::over_arrive); }},
       {"ring/producer-phase-0", "deadlock (the producer's first wait never passes)",
-       [] { return ring_variant_child(RingBug::producer_phase_0); }},
+       [](const std::string& n) { return ring_variant_child(n, RingBug::producer_phase_0); }},
       {"tile-reduce/local-release", "race.smem",
-       [] { return tile_reduce_variant_child(TileReduceBug::local_release); }},
+       [](const std::string& n) { return tile_reduce_variant_child(n, TileReduceBug::local_release); }},
       {"tile-reduce/expect-own-half", "race.smem",
-       [] { return tile_reduce_variant_child(TileReduceBug::expect_own_half); }},
+       [](const std::string& n) { return tile_reduce_variant_child(n, TileReduceBug::expect_own_half); }},
       {"tile-reduce/no-drain", "mbarrier.remote-exited-cta",
-       [] { return tile_reduce_variant_child(TileReduceBug::no_drain); }},
+       [](const std::string& n) { return tile_reduce_variant_child(n, TileReduceBug::no_drain); }},
       {"tile-reduce/release-before-read", "race.smem",
-       [] { return tile_reduce_variant_child(TileReduceBug::release_before_read); }},
+       [](const std::string& n) { return tile_reduce_variant_child(n, TileReduceBug::release_before_read); }},
   };
   return all;
 }
@@ -1274,10 +1393,10 @@ std::string last_line(std::string out) {
 }
 
 // What happened to a variant's child, in the table's words.
-std::string variant_outcome(const ChildResult& r) {
+std::string variant_outcome(const Variant& v, const ChildResult& r) {
   if (r.kind == ChildResult::timed_out) return "hang (host timeout; the watchdog did not fire)";
   if (r.kind == ChildResult::signalled) return "process killed by signal " + std::to_string(r.code);
-  if (r.code == 0) return "silently correct (" + last_line(r.output) + ")";
+  if (r.code == 0) return (std::string(v.emulator) == "ok" ? "correct (" : "silently correct (") + last_line(r.output) + ")";
   if (r.output.find("wspipe watchdog") != std::string::npos) return "hang (watchdog trap: a wait never passed)";
   if (r.output.find("wspipe check failed") != std::string::npos) return "wrong result (the payload check trapped)";
   if (r.code == 4) {
@@ -1290,13 +1409,27 @@ std::string variant_outcome(const ChildResult& r) {
   return "error (exit " + std::to_string(r.code) + ")";
 }
 
+// Each variant's line, then, in a build with the event log, where its log
+// went and the trap it names (as a comment line of the table).
 int run_variants(const std::string& device) {
   std::string table = "# wspipe_silicon variants on " + device + "\n# variant | emulator | silicon | seconds\n";
+  if (WSPIPE_CUDA_EVENT_LOG > 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(g_event_log_dir, ec);
+    table += "# event logs (WSPIPE_CUDA_EVENT_LOG=" + std::to_string(WSPIPE_CUDA_EVENT_LOG) + " events per warp) in " +
+             g_event_log_dir + "\n";
+  }
   for (const Variant& v : variants()) {
-    const ChildResult r = in_child(v.run, 120);
-    const std::string outcome = variant_outcome(r);
+    const ChildResult r = in_child([&] { return v.run(v.name); }, 120);
+    const std::string outcome = variant_outcome(v, r);
     std::printf("%s: emulator: %s; silicon: %s (%.1f s)\n", v.name, v.emulator, outcome.c_str(), r.seconds);
     table += std::string(v.name) + " | " + v.emulator + " | " + outcome + " | " + std::to_string(r.seconds) + "\n";
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("event log: ", 0) != 0) continue;
+      std::printf("  %s\n", line.c_str());
+      table += "#   " + line + "\n";
+    }
   }
   write_file("variants.txt", table);
   return 0;
@@ -1596,9 +1729,12 @@ int run_part(const char* part, const char* file, int (*child)(), double timeout_
 
 int usage() {
   std::fprintf(stderr,
-               "usage: wspipe_silicon ring | tile-reduce | tma-store | clusters | variants | conformance [--seed S] "
-               "[--count N] | conformance-mw [--seed S] [--count N] [--reps R] [--generator 1|2] | all\n"
-               "  Runs wspipe's arch-neutral half on the GPU (sm_90 or later); files go to $WSPIPE_SILICON_OUT.\n");
+               "usage: wspipe_silicon ring | tile-reduce | tma-store | clusters | variants [--event-logs DIR] | "
+               "conformance [--seed S] [--count N] | conformance-mw [--seed S] [--count N] [--reps R] "
+               "[--generator 1|2] | all\n"
+               "  Runs wspipe's arch-neutral half on the GPU (sm_90 or later); files go to $WSPIPE_SILICON_OUT.\n"
+               "  A build with WSPIPE_CUDA_EVENT_LOG=N saves each variant's event log in DIR (default:\n"
+               "  $WSPIPE_SILICON_EVENT_LOGS, else event_logs/ in $WSPIPE_SILICON_OUT).\n");
   return 2;
 }
 
@@ -1630,6 +1766,8 @@ int main(int argc, char** argv) {
       } else {
         reps = static_cast<std::uint32_t>(v);
       }
+    } else if (a == "--event-logs" && i + 1 < argc) {
+      g_event_log_dir = argv[++i];
     } else {
       std::fprintf(stderr, "wspipe_silicon: unknown argument: %s\n", a.c_str());
       return usage();
@@ -1638,6 +1776,11 @@ int main(int argc, char** argv) {
   if (what != "ring" && what != "tile-reduce" && what != "tma-store" && what != "clusters" && what != "variants" &&
       what != "conformance" && what != "conformance-mw" && what != "all") {
     return usage();
+  }
+
+  if (g_event_log_dir.empty()) {
+    const char* d = std::getenv("WSPIPE_SILICON_EVENT_LOGS");
+    g_event_log_dir = d != nullptr && *d != '\0' ? d : out_dir() + "/event_logs";
   }
 
   const ChildResult probe = in_child(probe_device, 60);
