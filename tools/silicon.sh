@@ -14,7 +14,7 @@
 # WSPIPE_CUDA_EVENT_LOG_COST_PARTS=1 or 2 in the environment keeps only part
 # of each record's work, docs/silicon.md "The event log"). `variants` is
 # built with the event log on (WSPIPE_CUDA_EVENT_LOG=$WSPIPE_SILICON_EVENT_LOG
-# events per warp, default 512) as build/wspipe_silicon_variants: each
+# events per warp, default 512; 0: no log) as build/wspipe_silicon_variants: each
 # variant's log goes to event_logs/ in the results directory, or to
 # `--event-logs DIR` (docs/silicon.md "Broken variants on silicon"). For a GPU machine
 # that has the CUDA toolkit but not the rest of wspipe's dependencies (no
