@@ -37,15 +37,21 @@ struct Slot {
   SharedMemBarrier full, empty;
   std::uint32_t data[4];
 };
-void handoff(std::uint32_t items, bool early_release) {
-  auto& s = B::shared_storage<Slot>();
-  const std::uint32_t warp = B::warp_idx();
-  if (warp == 0) {
+// The slot's barriers, initialised by warp 0 and seen by every warp.
+template <class S>
+void init_handoff(S& s) {
+  if (B::warp_idx() == 0) {
     wspipe::test::init_bar(s.full, 1, "full");
     wspipe::test::init_bar(s.empty, 1, "empty");
     B::fence_init();
   }
   B::cluster_sync();
+}
+
+void handoff(std::uint32_t items, bool early_release) {
+  auto& s = B::shared_storage<Slot>();
+  const std::uint32_t warp = B::warp_idx();
+  init_handoff(s);
   const SmemView<B, std::uint32_t> view(s.data, 4);
   for (std::uint32_t i = 0; i < items; ++i) {
     if (warp == 0) {
@@ -211,6 +217,58 @@ TEST(PlainAccess, ATileLoopIsCheckedAsRangesAndTheRacingWordIsNamed) {
       EXPECT_EQ(clean.status, emu::Status::ok) << clean.report();
     }
   }
+}
+
+// The access records of a long run are collected as they grow (only those
+// a shadow still names are kept, renumbered). Warp 2 waits for the first
+// item, reads `x` and exits; warps 0 and 1 hand 40,000 items over (more records than are
+// kept before a collection, several times over); then warp 0 stores `x`,
+// unordered with warp 2's read. The report names both accesses at their
+// lines, and warp 2's at its early step.
+TEST(PlainAccess, ARaceAfterTheRecordsWereCollectedNamesBothAccesses) {
+  constexpr std::uint32_t kItems = 40000;
+  struct LongSlot {
+    SharedMemBarrier full, empty;
+    std::uint32_t data;
+    std::uint32_t x;
+  };
+  // (The markers are split here so that this line does not hold them.)
+  const std::string store = line_of("tests/emu_plain_access_test.cpp", std::string("// the late") + " store");
+  const std::string load = line_of("tests/emu_plain_access_test.cpp", std::string("// the early") + " load");
+  const emu::RunResult r = wspipe::test::run_kernel(
+      3,
+      [] {
+        auto& s = B::shared_storage<LongSlot>();
+        const std::uint32_t warp = B::warp_idx();
+        init_handoff(s);
+        if (warp == 2) {
+          B::wait(s.full, 0);  // after the first item: its records die, this one's is renumbered
+          [[maybe_unused]] volatile std::uint32_t seen = s.x;  // the early load
+          return;
+        }
+        for (std::uint32_t i = 0; i < kItems; ++i) {
+          if (warp == 0) {
+            B::wait(s.empty, (i & 1) ^ 1);
+            s.data = i;
+            wspipe::test::elected_arrive(s.full);
+          } else {
+            B::wait(s.full, i & 1);
+            [[maybe_unused]] volatile std::uint32_t taken = s.data;
+            wspipe::test::elected_arrive(s.empty);
+          }
+        }
+        if (warp == 0) s.x = 1;  // the late store
+      },
+      wspipe::test::with_strategy(emu::StrategyKind::round_robin), sizeof(LongSlot));
+  ASSERT_EQ(emu::outcome(r), "race.smem") << r.report();
+  const emu::Violation& v = r.violations[0];
+  EXPECT_TRUE(wspipe::test::ends_with(v.file + ":" + std::to_string(v.line), store)) << r.report();
+  EXPECT_TRUE(contains(v.other, "cta0/w2: ordinary load at step ")) << r.report();
+  EXPECT_TRUE(contains(v.other, load)) << r.report();
+  const auto at = v.other.find("at step ");
+  ASSERT_NE(at, std::string::npos) << v.other;
+  EXPECT_LT(std::stoull(v.other.substr(at + 8)), 20u) << r.report();
+  EXPECT_GT(v.step, std::uint64_t{4} * kItems) << r.report();
 }
 
 #else  // the same kernel, compiled without the instrumentation

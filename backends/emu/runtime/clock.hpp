@@ -107,6 +107,12 @@ class ReadSets {
       free_.push_back(h);
     }
   }
+  // f(Access&) for every read of every set, released ones too.
+  template <class F>
+  void for_each_access(F&& f) {
+    for (Set& x : sets_)
+      for (Access& a : x.reads) f(a);
+  }
   std::size_t storage_bytes() const {
     std::size_t n = sets_.capacity() * sizeof(Set) + free_.capacity() * sizeof(std::uint32_t);
     for (const Set& x : sets_) n += x.reads.capacity() * sizeof(Access);
@@ -233,6 +239,21 @@ class ShadowTable {
     cells_.clear();
     free_.clear();
     read_sets_.clear();
+  }
+  // f(Access&) for every access the table holds, in shadows no longer in
+  // use too (the race checker renumbers its access records: World::
+  // collect_access_infos).
+  template <class F>
+  void for_each_access(F&& f) {
+    for (Shadow& s : uniform_) {
+      f(s.write);
+      f(s.read);
+    }
+    for (Shadow& s : cells_) {
+      f(s.write);
+      f(s.read);
+    }
+    read_sets_.for_each_access(f);
   }
   // The read sets its shadows' handles name (shadow_read, shadow_write).
   ReadSets& read_sets() { return read_sets_; }

@@ -24,10 +24,11 @@ namespace ops {
 namespace {
 // The warp's plain accesses since its last operation are checked first
 // (World::check_plain): the operation may order them, and may let another
-// warp run.
+// warp run. No room's code is running here: the access records can be
+// collected (World::operation_starts).
 World& world() {
   World& w = World::current();
-  w.check_plain();
+  w.operation_starts();
   return w;
 }
 }  // namespace

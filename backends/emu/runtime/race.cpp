@@ -3,6 +3,7 @@
 // (TMEM's are in tmem.cpp); the rules named race.*.
 #include "backends/emu/runtime/world.hpp"
 #include "backends/emu/runtime/util.hpp"
+#include "backends/emu/runtime/tmem.hpp"
 
 namespace wspipe::emu::detail {
 
@@ -45,6 +46,35 @@ void World::async_start(std::uint32_t comp, const Clock& issued) {
 std::uint32_t World::access_info(std::int32_t actor, std::int32_t issuer, const char* what, const SourceLoc& loc) {
   access_infos_.push_back({.actor = actor, .issuer = issuer, .what = what, .step = step_, .loc = loc});
   return static_cast<std::uint32_t>(access_infos_.size() - 1);
+}
+
+// Only shadows (and their read sets) keep an access record's number past
+// the operation that made it: every room uses a record at once, in the
+// step that made it, and no operation is in progress when a warp's next one
+// starts. So the records no shadow names are dropped, and the others
+// renumbered in order, in every shadow alike (equal shadows stay equal).
+// The plain accesses' memos name records too; none is pending here, and
+// the memos are forgotten.
+void World::collect_access_infos() {
+  constexpr std::uint32_t kDropped = ~0u;
+  std::vector<std::uint32_t> number(access_infos_.size(), kDropped);
+  auto mark = [&](Access& a) { number[a.info] = 0; };
+  for (Cta& c : ctas_) c.smem_shadow.for_each_access(mark);
+  tmem_->for_each_access(mark);
+  std::uint32_t kept = 0;
+  for (std::size_t i = 0; i < access_infos_.size(); ++i) {
+    if (number[i] == kDropped) continue;
+    access_infos_[kept] = access_infos_[i];
+    number[i] = kept++;
+  }
+  access_infos_.resize(kept);
+  auto renumber = [&](Access& a) { a.info = number[a.info]; };
+  for (Cta& c : ctas_) c.smem_shadow.for_each_access(renumber);
+  tmem_->for_each_access(renumber);
+  plain_memo_ = {};
+  step_lines_step_ = ~std::uint64_t{0};
+  ++plain_epoch_;
+  collect_infos_at_ = std::max<std::size_t>(kCollectInfosAt, 2 * std::size_t{kept});
 }
 
 std::string World::describe_access(const Access& a) const {

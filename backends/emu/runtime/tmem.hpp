@@ -181,6 +181,11 @@ class TmemRoom : Room {
   void mma(const AsyncOp& op, const std::uint32_t* ctas);
   // A CTA's exit: allocations still live (reported).
   void check_exit(Warp& w);
+  // f(Access&) for every access its shadows hold (World::collect_access_infos).
+  template <class F>
+  void for_each_access(F&& f) {
+    for (TmemCta& c : ctas_) c.shadow.for_each_access(f);
+  }
 
  private:
   // The deferred accumulators: the D of an MMA kept as its chain's values

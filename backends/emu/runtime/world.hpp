@@ -308,6 +308,13 @@ class World : public RunningWarp {
     if (pending_plains_ != 0) [[unlikely]]
       check_pending_plain();
   }
+  // At the start of a warp's operation (ops.cpp): its plain accesses
+  // checked, and the access records collected when they have grown.
+  void operation_starts() {
+    check_plain();
+    if (access_infos_.size() >= collect_infos_at_) [[unlikely]]
+      collect_access_infos();
+  }
   bool stopping() const { return stopping_; }
   bool killing() const { return killing_; }
   // The trace's table of barrier names (an mbarrier's init adds one).
@@ -749,6 +756,12 @@ class World : public RunningWarp {
   std::vector<std::uint32_t> slot_;      // per component: its index in its cluster's clocks
   std::vector<std::uint32_t> cluster_comps_;  // per cluster: its components (a clock's size)
   std::vector<AccessInfo> access_infos_;
+  // The access records the shadows no longer name are dropped and the rest
+  // renumbered once there are this many (collect_access_infos), so that
+  // they grow with what can still race, not with the run.
+  static constexpr std::size_t kCollectInfosAt = std::size_t{1} << 16;
+  std::size_t collect_infos_at_ = kCollectInfosAt;
+  void collect_access_infos();
   // Per warp, where its latest epochs ended (EpochEnds). The tables are
   // this thread's, kept from World to World (world.cpp), so that a run does
   // not allocate them anew.
