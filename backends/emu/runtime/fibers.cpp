@@ -208,7 +208,6 @@ void World::warp_main(Warp& w) {
   if (!killing_ && options_.trace)
     record({.step = step_, .warp = static_cast<std::int32_t>(w.id), .kind = EventKind::start});
   run_body(w);
-  check_plain();  // its plain accesses since its last operation
   // The second lane must end too, with no operation lane 0 did not make.
   if (options_.lane_divergence) lanes_meet(w, LaneOp{.kind = LaneOp::Kind::exit, .lanes = 32});
   finish(w);
@@ -224,6 +223,7 @@ void World::warp_main(Warp& w) {
 void World::run_body(Warp& w) {
   try {
     body_();
+    check_plain();  // its plain accesses since its last operation (which may need memory)
   } catch (const TeardownUnwind&) {
   } catch (...) {
     if (!escaped_) escaped_ = std::current_exception();

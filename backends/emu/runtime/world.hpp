@@ -303,7 +303,7 @@ class World : public RunningWarp {
   void forget_footprint() { fp_.clear(); }
   bool in_lane() const { return in_lane_; }
   // Checks the running warp's plain accesses not checked yet: before any
-  // operation of the warp (ops.cpp) and its exit (fibers.cpp).
+  // operation of the warp (ops.cpp) and the end of its body (fibers.cpp).
   void check_plain() {
     if (pending_plains_ != 0) [[unlikely]]
       check_pending_plain();
