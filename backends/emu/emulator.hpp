@@ -98,6 +98,18 @@ class StateObserver {
   virtual void point(std::uint64_t step, std::string_view state) = 0;
 };
 
+// Sees each event of a traced run as the run records it
+// (RunOptions::event_observer; emu::explain in explain.hpp is its user: it
+// follows each warp's operations against a GPU's event log).
+class EventObserver {
+ public:
+  virtual ~EventObserver() = default;
+  // Called on the run's thread for every event recorded, before the next
+  // one: `t` is the run's trace so far (its warps and barriers named, the
+  // event appended), valid during the call.
+  virtual void event(const Trace& t, const Event& e) = 0;
+};
+
 // Time-outs in a row at one try_wait that are steps of their own before a
 // warp spins out (RunOptions::spin_out_limit): a bounded spin of up to this
 // many tries plus one can pass on each of its tries.
@@ -180,6 +192,9 @@ struct RunOptions {
   // Sees the abstract state at every scheduling point (StateObserver). Not
   // owned; null (the default): no state is built, and a step costs one test.
   StateObserver* observer = nullptr;
+  // With `trace`: sees every event as it is recorded (EventObserver). Not
+  // owned; null (the default): none.
+  EventObserver* event_observer = nullptr;
 };
 
 // The source root a run of an emu::Kernel uses when its options name none:
@@ -231,6 +246,10 @@ struct BlockedWarp {
   std::string file;
   std::uint32_t line = 0;
   std::vector<std::string> last_events;  // on that object, oldest first (needs the trace)
+  // An mbarrier wait ("wait", "try_wait"): the barrier's id in the trace's
+  // objects and the parity awaited; -1 otherwise.
+  std::int32_t barrier = -1;
+  std::int32_t parity = -1;
 };
 
 struct RunResult {

@@ -76,6 +76,8 @@ BlockedWarp World::describe_blocked(const Warp& w) const {
       b.op = w.block == Block::mbar ? "wait" : "try_wait";
       b.object = mbar_->label(static_cast<std::uint32_t>(w.obj));
       b.state = mbar_->blocked_state(w);
+      b.barrier = w.obj;
+      b.parity = static_cast<std::int32_t>(w.parity);
       break;
     }
     case Block::named: {

@@ -578,6 +578,7 @@ class World : public RunningWarp {
     if (!options_.trace) return;
     if (result_.trace.events.size() == result_.trace.events.capacity()) charge_trace_growth();
     result_.trace.events.push_back(e);
+    if (options_.event_observer != nullptr) options_.event_observer->event(result_.trace, e);
     if (options_.trace_sink != nullptr && result_.trace.events.size() >= kStreamAt) stream_trace();
   }
 
