@@ -13,9 +13,11 @@
 #include <iterator>
 #include <optional>
 #include <new>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 
+#include "backends/emu/explain.hpp"
 #include "backends/emu/parametric.hpp"
 #include "backends/emu/report.hpp"
 #include "backends/emu/settings.hpp"
@@ -44,6 +46,7 @@ usage:
   PROG explore SCENARIO[/VARIANT] [options] [--runs N] [--seconds T] [--strategy LIST] [--jobs N] [--json]
   PROG explore SCENARIO[/VARIANT] --parametric OPTION[:STEP] [--period P] [--max-items N] [options] [--json]
   PROG replay  SCENARIO[/VARIANT] --schedule STR|@FILE [options] [--trace FILE] [--json]
+  PROG explain LOGFILE [--seconds T] [--runs N] [--strategy LIST] [--seed N] [--trace FILE]
   PROG help
 
   list      the scenarios and their variants, one per line, with the outcome
@@ -65,6 +68,19 @@ usage:
             run's) is not printed: the report writes it to
             wspipe-schedule-<check>.txt in the current directory and its
             replay command names that file
+  explain   a GPU's event log (the CUDA backend's, docs/event-log.md; .gz
+            read through gzip) against the emulator: runs the scenario its
+            config line names, with its options, until a run's warps do
+            what the log's did, in order, with the answers their waits
+            saw; then the report, the replay command, and with --trace the
+            trace with the log's events beside the emulator's. Otherwise
+            the warp and event where the closest run left the log. Each run
+            is cut short where it leaves the log. --strategy LIST (default
+            exhaustive,random,pct) takes turns; once the exhaustive search
+            has covered every class of schedules, no schedule matches.
+            Budget: --seconds (default 60 without --runs). Exit status 0
+            matched, 1 no schedule matches, 5 no match within the budget
+            (docs/explain.md)
 
 options:
 )";
@@ -106,6 +122,7 @@ struct Args {
   // then `next`): plan() says it needs a value, once it knows the option.
   std::string missing_value, next;
   std::string name;  // the program's, as it names itself (program_name())
+  std::string log;   // explain: the event log's path
 };
 
 // Options every scenario takes, and the command each belongs to ("" = all):
@@ -158,7 +175,7 @@ using emu::shell_quote;
 
 Args parse(const std::vector<std::string>& argv) {
   Args a;
-  if (argv.size() < 2) throw UsageError("missing command (list, run, explore, replay, help)");
+  if (argv.size() < 2) throw UsageError("missing command (list, run, explore, replay, explain, help)");
   a.command = argv[1];
   // `wspipe explore --help ring` asks for help, wherever it asks.
   if (std::any_of(argv.begin() + 1, argv.end(), [](const std::string& t) { return t == "--help" || t == "-h"; })) {
@@ -167,6 +184,11 @@ Args parse(const std::vector<std::string>& argv) {
   }
   for (std::size_t i = 2; i < argv.size(); ++i) {
     const std::string& tok = argv[i];
+    if (tok.rfind("--", 0) != 0 && a.command == "explain") {
+      if (!a.log.empty()) throw UsageError("unexpected argument " + shell_quote(tok) + " (one LOGFILE only)");
+      a.log = tok;
+      continue;
+    }
     if (tok.rfind("--", 0) != 0) {
       if (!a.scenario.empty() || !a.variant.empty())
         throw UsageError("unexpected argument " + shell_quote(tok) + " (one SCENARIO[/VARIANT] only)");
@@ -512,6 +534,27 @@ std::string json_result(const Plan& p, const Outcome& o, const std::string& prog
   return emu::to_json(j);
 }
 
+// The run's schedule (a long one in a file: save_long_schedule), then
+// `between` (a line, or nothing), then the command that replays it.
+void print_replay(std::ostream& out, const std::string& prog, const Plan& p, const emu::RunResult& r,
+                  const std::string& between) {
+  const std::string encoded = r.schedule.encode();
+  std::string replay = replay_command(prog, p, r);
+  std::optional<std::string> saved;
+  if (encoded.size() > kPrintedSchedule) saved = save_long_schedule(encoded, r.schedule);
+  if (saved) {
+    out << "schedule: " << encoded.substr(0, 40) << "... (" << encoded.size() << " characters, in " << *saved
+        << ")\n";
+    const std::string quoted = "--schedule " + emu::shell_quote(encoded);
+    if (const auto at = replay.find(quoted); at != std::string::npos)
+      replay.replace(at, quoted.size(), "--schedule " + emu::shell_quote("@" + *saved));
+  } else {
+    out << "schedule: " << encoded << "\n";
+  }
+  out << between;
+  out << "replay:   " << replay << "\n";
+}
+
 void print_report(std::ostream& out, const Plan& p, const Outcome& o, const TraceFile& trace,
                   const std::string& prog, const std::string& name) {
   const emu::RunResult* r = o.run;
@@ -545,21 +588,7 @@ void print_report(std::ostream& out, const Plan& p, const Outcome& o, const Trac
   }
   out << r->report();
   out << "expected outcome of " << p.display << ": " << p.variant->expect << "\n";
-  const std::string encoded = r->schedule.encode();
-  std::string replay = replay_command(prog, p, *r);
-  std::optional<std::string> saved;
-  if (encoded.size() > kPrintedSchedule) saved = save_long_schedule(encoded, r->schedule);
-  if (saved) {
-    out << "schedule: " << encoded.substr(0, 40) << "... (" << encoded.size() << " characters, in " << *saved
-        << ")\n";
-    const std::string quoted = "--schedule " + emu::shell_quote(encoded);
-    if (const auto at = replay.find(quoted); at != std::string::npos)
-      replay.replace(at, quoted.size(), "--schedule " + emu::shell_quote("@" + *saved));
-  } else {
-    out << "schedule: " << encoded << "\n";
-  }
-  if (o.explored) out << emu::shrunk_line(o.explored->failure->shrink);
-  out << "replay:   " << replay << "\n";
+  print_replay(out, prog, p, *r, o.explored ? emu::shrunk_line(o.explored->failure->shrink) : "");
   if (trace.written) out << "trace:    " << *p.trace_file << "\n";
 }
 
@@ -830,6 +859,145 @@ int cmd_parametric(const Args& a, const Catalogue& cat, std::ostream& out, std::
   return kIncomplete;
 }
 
+// explain's own budget and strategies, taken out of `a.opts` (plan() would
+// give them to explore alone).
+struct ExplainBudget {
+  std::vector<emu::StrategySpec> portfolio = emu::ExplainOptions{}.portfolio;
+  std::uint64_t seed = 1, runs = 0;
+  double seconds = 60;
+};
+
+ExplainBudget explain_budget(Args& a) {
+  ExplainBudget b;
+  auto take = [&](const char* name) -> std::optional<std::string> {
+    const auto it = a.opts.find(name);
+    if (it == a.opts.end()) return std::nullopt;
+    std::string v = it->second;
+    a.opts.erase(it);
+    return v;
+  };
+  if (const auto v = take("strategy")) {
+    b.portfolio.clear();
+    for (std::size_t pos = 0; pos <= v->size();) {
+      const std::size_t comma = std::min(v->find(',', pos), v->size());
+      std::string why;
+      const auto spec = emu::parse_strategy_spec(std::string_view(*v).substr(pos, comma - pos), &why);
+      if (!spec) throw UsageError("--strategy " + shell_quote(*v) + ": " + why);
+      b.portfolio.push_back(*spec);
+      pos = comma + 1;
+    }
+  }
+  if (const auto v = take("seed")) b.seed = parse_number("seed", *v, 0, ~std::uint64_t{0});
+  if (const auto v = take("runs")) {
+    b.runs = parse_number("runs", *v, 1, ~std::uint64_t{0});
+    b.seconds = 0;
+  }
+  if (const auto v = take("seconds")) {
+    char* end = nullptr;
+    b.seconds = std::strtod(v->c_str(), &end);
+    if (v->empty() || end != v->c_str() + v->size() || !(b.seconds >= 0) || b.seconds > 1e9)
+      throw UsageError("--seconds " + shell_quote(*v) + ": must be a number of seconds >= 0");
+    if (b.seconds == 0 && b.runs == 0) throw UsageError("--seconds 0 is no time limit: give --runs N too");
+  }
+  return b;
+}
+
+// The scenario, variant and options a log's config line names:
+// "scenario=ring/no-release stages=4 items=1000 release=lanes".
+void plan_from_config(Args& a, const std::string& config) {
+  std::istringstream words(config);
+  bool named = false;
+  for (std::string w; words >> w;) {
+    const auto eq = w.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("the log's config line has " + shell_quote(w) + " where NAME=VALUE belongs: " +
+                       shell_quote(config));
+    const std::string name = w.substr(0, eq), value = w.substr(eq + 1);
+    if (name == "scenario") {
+      const auto slash = value.find('/');
+      a.scenario = value.substr(0, slash);
+      a.variant = slash == std::string::npos ? "" : value.substr(slash + 1);
+      named = true;
+      continue;
+    }
+    if (a.opts.count(name))
+      throw UsageError("--" + name + " is the log's (its config line says " + shell_quote(w) + "): leave it out");
+    a.opts[name] = value;
+  }
+  if (!named || a.scenario.empty())
+    throw UsageError("the log's config line names no scenario (scenario=NAME[/VARIANT]): " + shell_quote(config) +
+                     "; a kernel of your own is explained through the library (emu::explain, docs/explain.md)");
+}
+
+int cmd_explain(const Args& given, const Catalogue& cat, std::ostream& out, std::ostream& err,
+                const std::string& prog) {
+  if (given.log.empty()) throw UsageError("explain needs LOGFILE: an event log the CUDA backend saved");
+  if (given.json) throw UsageError("--json belongs to run, explore and replay");
+  cuda::EventLogFile log;
+  try {
+    log = emu::read_event_log(given.log);
+  } catch (const cuda::EventLogParseError& e) {
+    throw UsageError(given.log + ": " + e.what());
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+  Args a = given;
+  const ExplainBudget budget = explain_budget(a);
+  plan_from_config(a, log.config);
+  if (find_scenario(cat, a.scenario) == nullptr)
+    throw UsageError(given.log + ": its config line names scenario " + shell_quote(a.scenario) +
+                     ", which is not in this program's catalogue; `" + a.name + " list` shows them");
+  const Plan p = plan(a, cat);
+  emu::ExplainOptions o;
+  static_cast<emu::RunOptions&>(o) = p.settings.run_options();
+  o.portfolio = budget.portfolio;
+  o.first_seed = budget.seed;
+  o.runs = budget.runs;
+  o.seconds = budget.seconds;
+  o.on_progress = [&](const emu::ExplainProgress& pr) {
+    err << "explain " << given.log << ": " << emu::counted(pr.runs, "run") << " (" << pr.cut
+        << " cut short), the furthest followed " << pr.followed << " of " << pr.events << " events, " << std::fixed
+        << std::setprecision(1) << pr.seconds << " s\n";
+    err.unsetf(std::ios::fixed);
+  };
+  const SignalsEndExploration signals;
+  o.interrupt = signals.flag();
+  const emu::ExplainResult r = emu::explain(p.factory(), log, o);
+
+  out << a.name << " explain " << given.log << ": " << p.display << " " << option_values(p) << "\n";
+  out << "log:      " << log.kernel << " launch " << log.launch << ", " << emu::counted(log.warps.size(), "warp")
+      << " logged, " << r.log_events << " events";
+  if (log.trap)
+    out << "; trap: " << (log.trap->reason == cuda::TrapReason::check ? "check" : "watchdog") << " in warp "
+        << log.trap->warp << " on 0x" << std::hex << log.trap->bar << std::dec << " parity " << log.trap->parity
+        << " at " << log.source_name(log.trap->file) << ":" << log.trap->line;
+  out << "\n" << r.report();
+  std::string trace_error;
+  if (r.matched) {
+    print_replay(out, prog, p, r.run, "");
+    if (p.trace_file) {
+      try {
+        emu::write_explained_trace(*p.trace_file, r, log);
+        out << "trace:    " << *p.trace_file << " (the GPU's events beside the emulator's)\n";
+      } catch (const std::exception& e) {
+        trace_error = e.what();
+      }
+    }
+  } else if (p.trace_file) {
+    out << "trace:    none (no run matched)\n";
+  }
+  int rc = r.matched ? kOk : r.searched_all ? kFound : kIncomplete;
+  if (!trace_error.empty()) {
+    err << a.name << ": " << emu::printable(trace_error) << "\n";
+    rc = kOutputError;
+  }
+  if (!out.flush()) {
+    err << a.name << ": the report could not be written to standard output\n";
+    rc = kOutputError;
+  }
+  return r.interrupted ? kSignalBase + g_signal.load() : rc;
+}
+
 }  // namespace
 
 int main(const std::vector<std::string>& argv, const Catalogue& catalogue, std::ostream& out, std::ostream& err) {
@@ -850,6 +1018,7 @@ int main(const std::vector<std::string>& argv, const Catalogue& catalogue, std::
     if (a.command == "explore" && a.opts.count("parametric")) return cmd_parametric(a, catalogue, out, err, prog);
     if (a.command == "explore") return cmd_explore(a, catalogue, out, err, prog);
     if (a.command == "replay") return cmd_replay(a, catalogue, out, err, prog);
+    if (a.command == "explain") return cmd_explain(a, catalogue, out, err, prog);
     throw UsageError("unknown command " + shell_quote(a.command));
   } catch (const UsageError& e) {
     err << name << ": " << e.what() << "\n(see `" << name << " help`)\n";
