@@ -16,7 +16,11 @@
 # built with the event log on (WSPIPE_CUDA_EVENT_LOG=$WSPIPE_SILICON_EVENT_LOG
 # events per warp, default 512; 0: no log) as build/wspipe_silicon_variants: each
 # variant's log goes to event_logs/ in the results directory, or to
-# `--event-logs DIR` (docs/silicon.md "Broken variants on silicon"). For a GPU machine
+# `--event-logs DIR` (docs/silicon.md "Broken variants on silicon").
+# `tools/silicon.sh explore TARGET [OPTIONS]` builds build/wspipe_silicon_explore
+# with the seeded delays and the log on and runs a catalogue kernel under
+# many delay seeds, shrinking a failing one's sites (docs/delays.md;
+# `build/wspipe_silicon_explore` alone lists the options). For a GPU machine
 # that has the CUDA toolkit but not the rest of wspipe's dependencies (no
 # Boost, no GoogleTest); where those exist, the cuda preset builds the same
 # program and CTest runs it (label gpu). Needs an sm_90 or later GPU; the
@@ -48,6 +52,14 @@ case "${1:-}" in
     defines=("-DWSPIPE_CUDA_EVENT_LOG=${WSPIPE_SILICON_EVENT_LOG:-512}")
     export WSPIPE_SILICON_OUT=$out
     build_and_run wspipe_silicon_variants silicon.cu -O2 "$@"
+    ;;
+  explore)
+    # Seeded delays and the event log (docs/delays.md); a watchdog of
+    # 200,000 tries (about 0.9 s) so that each hang costs about a second.
+    defines=(-DWSPIPE_CUDA_DELAYS=1 "-DWSPIPE_CUDA_EVENT_LOG=${WSPIPE_SILICON_EVENT_LOG:-512}"
+             -DWSPIPE_CUDA_WATCHDOG_SPINS=200000)
+    export WSPIPE_SILICON_OUT=$out
+    build_and_run wspipe_silicon_explore silicon.cu -O2 "$@"
     ;;
   ring-cost-event-log)
     shift

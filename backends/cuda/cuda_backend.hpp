@@ -66,6 +66,23 @@
 #define WSPIPE_CUDA_LOG(op, bar, arg, flags) ((void)0)
 #endif
 
+// WSPIPE_CUDA_DELAYS=1 (a compile definition; 0 or undefined: off) compiles
+// the seeded delays into the operations below: waits, arrivals and the
+// issue of TMA, MMA and CLC work first sleep as the configuration attached
+// from the host says (delays_device.hpp, docs/delays.md). Off,
+// WSPIPE_CUDA_DELAY expands to nothing and the SASS is that of a build
+// without the definition (tools/gpu/sass_identical_check.sh).
+#ifndef WSPIPE_CUDA_DELAYS
+#define WSPIPE_CUDA_DELAYS 0
+#endif
+#if WSPIPE_CUDA_DELAYS
+#include "backends/cuda/delays_device.hpp"
+// The sleep before EventOp::op; the operation's `loc` names its site.
+#define WSPIPE_CUDA_DELAY(op) ::wspipe::cuda::detail::delay_before(::wspipe::cuda::EventOp::op, loc)
+#else
+#define WSPIPE_CUDA_DELAY(op) ((void)0)
+#endif
+
 #define WSPIPE_CUDA_OP static __device__ __forceinline__
 
 namespace wspipe::cuda {
@@ -367,6 +384,7 @@ struct CudaBackendFor {
   }
   WSPIPE_CUDA_OP void arrive(SharedMemBarrier& bar, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(arrive);
     (void)::cuda::ptx::mbarrier_arrive(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta, ::cuda::ptx::space_shared,
                                        &bar.raw);
     WSPIPE_CUDA_LOG(arrive, detail::smem_addr(&bar), 0u, 0u);
@@ -374,6 +392,7 @@ struct CudaBackendFor {
   // Arrive on the barrier at the same offset in CTA `cta` of the cluster.
   WSPIPE_CUDA_OP void arrive_remote(SharedMemBarrier& bar, std::uint32_t cta, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(arrive);
     detail::mbarrier_arrive_release_cluster_shared_cluster(
         detail::mapa_shared_cluster(detail::smem_addr(&bar), cta));
     WSPIPE_CUDA_LOG(arrive, detail::smem_addr(&bar), 0u, detail::remote_flags(cta));
@@ -382,6 +401,7 @@ struct CudaBackendFor {
   WSPIPE_CUDA_OP void arrive_expect_tx(SharedMemBarrier& bar, std::uint32_t bytes,
                                        SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(arrive_expect_tx);
     (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
                                                  ::cuda::ptx::space_shared, &bar.raw, bytes);
     WSPIPE_CUDA_LOG(arrive_expect_tx, detail::smem_addr(&bar), bytes, 0u);
@@ -391,6 +411,7 @@ struct CudaBackendFor {
   WSPIPE_CUDA_OP void arrive_expect_tx_remote(SharedMemBarrier& bar, std::uint32_t bytes, std::uint32_t cta,
                                               SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(arrive_expect_tx);
     detail::mbarrier_arrive_expect_tx_release_cluster_shared_cluster(
         detail::mapa_shared_cluster(detail::smem_addr(&bar), cta), bytes);
     WSPIPE_CUDA_LOG(arrive_expect_tx, detail::smem_addr(&bar), bytes, detail::remote_flags(cta));
@@ -403,6 +424,7 @@ struct CudaBackendFor {
   }
   WSPIPE_CUDA_OP void complete_tx(SharedMemBarrier& bar, std::uint32_t bytes, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(complete_tx);
     detail::mbarrier_complete_tx(detail::smem_addr(&bar), bytes);
     WSPIPE_CUDA_LOG(complete_tx, detail::smem_addr(&bar), bytes, 0u);
   }
@@ -413,6 +435,7 @@ struct CudaBackendFor {
   // kernel here passes generic data that way, as in CUTLASS's sm100 pipelines.
   WSPIPE_CUDA_OP bool try_wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(try_wait);
 #if WSPIPE_CUDA_EVENT_LOG > 0
     const bool passed = ::cuda::ptx::mbarrier_try_wait_parity(&bar.raw, parity);
     WSPIPE_CUDA_LOG(try_wait, detail::smem_addr(&bar), 0u, detail::wait_flags(parity, passed));
@@ -425,6 +448,7 @@ struct CudaBackendFor {
   // blocking wait (PTX "mbarrier.test_wait"), .acquire.cta as above.
   WSPIPE_CUDA_OP bool test_wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(test_wait);
 #if WSPIPE_CUDA_EVENT_LOG > 0
     const bool passed = ::cuda::ptx::mbarrier_test_wait_parity(&bar.raw, parity);
     WSPIPE_CUDA_LOG(test_wait, detail::smem_addr(&bar), 0u, detail::wait_flags(parity, passed));
@@ -436,6 +460,7 @@ struct CudaBackendFor {
   // try_wait may fail spuriously (a system-dependent time limit): loop.
   WSPIPE_CUDA_OP void wait(SharedMemBarrier& bar, std::uint32_t parity, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(wait);
 #if WSPIPE_CUDA_EVENT_LOG > 0
     // With the log: the failed tries counted, the wait logged once it
     // passes; a watchdog that fires logs the wait (answer 0) and its trap
@@ -489,11 +514,13 @@ struct CudaBackendFor {
   // ---- named and cluster barriers
   WSPIPE_CUDA_OP void named_sync(std::uint32_t id, std::uint32_t threads, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(named_sync);
     detail::bar_sync(id, threads);
     WSPIPE_CUDA_LOG(named_sync, id, threads, 0u);
   }
   WSPIPE_CUDA_OP void named_arrive(std::uint32_t id, std::uint32_t threads, SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(named_arrive);
     detail::bar_arrive(id, threads);
     WSPIPE_CUDA_LOG(named_arrive, id, threads, 0u);
   }
@@ -501,8 +528,10 @@ struct CudaBackendFor {
   // publishes the barrier inits made before fence_init.
   WSPIPE_CUDA_OP void cluster_sync(SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(cluster_arrive);
     ::cuda::ptx::barrier_cluster_arrive(::cuda::ptx::sem_release);
     WSPIPE_CUDA_LOG(cluster_arrive, 0u, 0u, 0u);
+    WSPIPE_CUDA_DELAY(cluster_wait);
     ::cuda::ptx::barrier_cluster_wait(::cuda::ptx::sem_acquire);
     WSPIPE_CUDA_LOG(cluster_wait, 0u, 0u, 0u);
   }
@@ -653,6 +682,7 @@ struct CudaBackendFor {
                           bool accumulate, SourceLoc loc = SourceLoc::current()) {
     WSPIPE_CUDA_SM100_ONLY("mma (tcgen05.mma)");
     (void)loc;
+    WSPIPE_CUDA_DELAY(mma);
     ::cuda::ptx::tcgen05_mma(detail::mma_kind<Kind>(), detail::cta_group<CtaGroup>(), d_tmem, a_desc, b_desc, idesc,
                              accumulate);
     WSPIPE_CUDA_LOG(mma, d_tmem, accumulate ? 1u : 0u, 0u);
@@ -664,6 +694,7 @@ struct CudaBackendFor {
   WSPIPE_CUDA_OP void mma_commit(SharedMemBarrier& bar, SourceLoc loc = SourceLoc::current()) {
     WSPIPE_CUDA_SM100_ONLY("mma_commit (tcgen05.commit)");
     (void)loc;
+    WSPIPE_CUDA_DELAY(mma_commit);
     ::cuda::ptx::tcgen05_commit(detail::cta_group<CtaGroup>(), &bar.raw);
     WSPIPE_CUDA_LOG(mma_commit, detail::smem_addr(&bar), 0u, 0u);
   }
@@ -674,6 +705,7 @@ struct CudaBackendFor {
                                            SourceLoc loc = SourceLoc::current()) {
     WSPIPE_CUDA_SM100_ONLY("mma_commit_multicast (tcgen05.commit.multicast::cluster)");
     (void)loc;
+    WSPIPE_CUDA_DELAY(mma_commit);
     ::cuda::ptx::tcgen05_commit_multicast(detail::cta_group<CtaGroup>(), &bar.raw, mask);
     WSPIPE_CUDA_LOG(mma_commit, detail::smem_addr(&bar), mask, 0u);
   }
@@ -699,6 +731,7 @@ struct CudaBackendFor {
     static_assert(CtaGroup == 1 || kTensorMemory,
                   "wspipe::cuda::HopperBackend (sm_90a) has no .cta_group::2 TMA loads: CTA pairs exist on sm_100a only");
     (void)loc;
+    WSPIPE_CUDA_DELAY(tma_load);
     const auto c = detail::tma_coords<Rank>(coords);
     if constexpr (detail::cta_group<CtaGroup>() == ::cuda::ptx::cta_group_1) {
       ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, smem_dst, &map, c.c,
@@ -718,6 +751,7 @@ struct CudaBackendFor {
     static_assert(CtaGroup == 1 || kTensorMemory,
                   "wspipe::cuda::HopperBackend (sm_90a) has no .cta_group::2 TMA loads: CTA pairs exist on sm_100a only");
     (void)loc;
+    WSPIPE_CUDA_DELAY(tma_load);
     const auto c = detail::tma_coords<Rank>(coords);
     if constexpr (detail::cta_group<CtaGroup>() == ::cuda::ptx::cta_group_1) {
       ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, smem_dst, &map, c.c,
@@ -740,6 +774,7 @@ struct CudaBackendFor {
   WSPIPE_CUDA_OP void tma_store(const TmaMap& map, const void* smem_src, TmaCoords coords,
                                 SourceLoc loc = SourceLoc::current()) {
     (void)loc;
+    WSPIPE_CUDA_DELAY(tma_store);
     const auto c = detail::tma_coords<Rank>(coords);
     ::cuda::ptx::cp_async_bulk_tensor(::cuda::ptx::space_global, ::cuda::ptx::space_shared, &map, c.c, smem_src);
     WSPIPE_CUDA_LOG(tma_store, detail::smem_addr(smem_src), 0u, 0u);
@@ -888,6 +923,7 @@ struct CudaBackendFor {
   WSPIPE_CUDA_OP void clc_try_cancel(ClcResponse& resp, SharedMemBarrier& bar, SourceLoc loc = SourceLoc::current()) {
     WSPIPE_CUDA_CLC_ONLY("clc_try_cancel (clusterlaunchcontrol.try_cancel)");
     (void)loc;
+    WSPIPE_CUDA_DELAY(clc_try_cancel);
     ::cuda::ptx::clusterlaunchcontrol_try_cancel(&resp, &bar.raw);
     WSPIPE_CUDA_LOG(clc_try_cancel, detail::smem_addr(&bar), 0u, 0u);
   }
@@ -895,6 +931,7 @@ struct CudaBackendFor {
                                                SourceLoc loc = SourceLoc::current()) {
     WSPIPE_CUDA_CLC_ONLY("clc_try_cancel_multicast (clusterlaunchcontrol.try_cancel.multicast::cluster::all)");
     (void)loc;
+    WSPIPE_CUDA_DELAY(clc_try_cancel);
     ::cuda::ptx::clusterlaunchcontrol_try_cancel_multicast(&resp, &bar.raw);
     WSPIPE_CUDA_LOG(clc_try_cancel, detail::smem_addr(&bar), 1u, 0u);
   }
@@ -923,6 +960,7 @@ using HopperBackend = CudaBackendFor<CudaArch::sm_90a>;
 
 #undef WSPIPE_CUDA_OP
 #undef WSPIPE_CUDA_LOG
+#undef WSPIPE_CUDA_DELAY
 #undef WSPIPE_CUDA_SM100_ONLY
 #undef WSPIPE_CUDA_CLC_ONLY
 #undef WSPIPE_CUDA_PASS_HAS_TCGEN05

@@ -32,6 +32,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "backends/cuda/device_where.hpp"
 #include "backends/cuda/event_log.hpp"
 #include "backends/cuda/event_log_format.hpp"
 #include "core/config.hpp"
@@ -52,32 +53,6 @@ namespace detail {
 // This translation unit's log (attach_event_log); base == nullptr: none.
 static __constant__ EventLogView event_log_view;
 
-// std::source_location's data: a pointer to {file, function, line, column}
-// (libstdc++ and libc++ alike). Its accessors are constexpr __host__
-// functions, which device code may not call without
-// --expt-relaxed-constexpr; reading the pointer's target is ordinary device
-// code, and at a call site, where the location is a constant, the line and
-// the name's address fold to constants. The name's id does not (a loop over
-// its bytes): log_event keeps the last one in the warp's header.
-struct SourceLocData {
-  const char* file;
-  const char* function;
-  std::uint32_t line;
-  std::uint32_t column;
-};
-// The file's name (nullptr: none) and the line of `loc`.
-__device__ __forceinline__ const char* source_name(const SourceLoc& loc, std::uint32_t& line) {
-#if defined(__cpp_lib_source_location)
-  static_assert(sizeof(SourceLoc) == sizeof(const void*), "std::source_location: expected one pointer");
-  const SourceLocData* d = *reinterpret_cast<const SourceLocData* const*>(&loc);
-  line = d != nullptr ? d->line : 0;
-  return d != nullptr ? d->file : nullptr;
-#else
-  (void)loc;
-  line = 0;
-  return nullptr;
-#endif
-}
 __device__ __forceinline__ void source_parts(const SourceLoc& loc, std::uint32_t& file, std::uint32_t& line) {
   const char* name = source_name(loc, line);
   file = name != nullptr ? event_log_file_id(name) : 0;
@@ -85,15 +60,8 @@ __device__ __forceinline__ void source_parts(const SourceLoc& loc, std::uint32_t
 
 __device__ __forceinline__ std::uint32_t event_log_lane() { return ::cuda::ptx::get_sreg_laneid(); }
 // This warp's number across the grid (event_log_format.hpp).
-__device__ __forceinline__ std::uint32_t event_log_warp() {
-  const std::uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-  const std::uint32_t threads = blockDim.x * blockDim.y * blockDim.z;
-  const std::uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  return cta * ((threads + 31u) / 32u) + tid / 32u;
-}
-__device__ __forceinline__ std::uint32_t event_log_thread() {
-  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-}
+__device__ __forceinline__ std::uint32_t event_log_warp() { return grid_warp(); }
+__device__ __forceinline__ std::uint32_t event_log_thread() { return grid_thread_in_cta(); }
 __device__ __forceinline__ std::uint64_t event_log_clock() {
   std::uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

@@ -9,6 +9,14 @@
 # holds the instructions its cluster shape and element type imply.
 # docs/sass-check.md explains each assertion and records a run.
 #
+# --instrumented: the object is device_build.cu built with the event log
+# and the seeded delays on (WSPIPE_CUDA_EVENT_LOG, WSPIPE_CUDA_DELAYS, the
+# watchdog): every operation must still compile to its instructions; the
+# calls allowed are the instrumentation's out-of-line parts (a CALL.REL into
+# the same function) and the watchdog's printf; each operation that may
+# sleep holds a NANOSLEEP, the others none; the examples are not required.
+# Without it, no operation holds a NANOSLEEP.
+#
 # Exit 0: all present; 1: something missing or unexpected; 77 (CTest skip):
 # no cuobjdump / nvdisasm. Neither ships with every CUDA toolkit; from PyPI:
 #   pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm
@@ -22,10 +30,16 @@ skip() {
 }
 
 arch=sm_100a
-if [ "${1:-}" = --arch ]; then
-  arch=${2:-}
-  shift 2 || true
-fi
+instrumented=0
+while [ "${1:-}" = --arch ] || [ "${1:-}" = --instrumented ]; do
+  if [ "$1" = --instrumented ]; then
+    instrumented=1
+    shift
+  else
+    arch=${2:-}
+    shift 2 || true
+  fi
+done
 if [ "$arch" != sm_100a ] && [ "$arch" != sm_90a ]; then
   echo "sass_check: --arch must be sm_100a or sm_90a, not '$arch'" >&2
   exit 2
@@ -34,7 +48,7 @@ fi
 # examples' kernels, which exist on sm_100a only.
 tensor=$([ "$arch" = sm_100a ] && echo 1 || echo 0)
 if [ "$#" -lt 1 ]; then
-  echo "usage: $0 [--arch sm_100a|sm_90a] OBJECT..." >&2
+  echo "usage: $0 [--arch sm_100a|sm_90a] [--instrumented] OBJECT..." >&2
   exit 2
 fi
 for f in "$@"; do
@@ -207,7 +221,7 @@ expect_attr() {
 # stub (CALL.ABS through a relocated address).
 no_calls() {
   local bad
-  bad=$(awk -F'\t' -v fn="$1" '
+  bad=$(awk -F'\t' -v fn="$1" -v inst="$instrumented" -v printf_ok="$(grep -q vprintf "$tmp/elf" && echo 1)" '
     $1 == fn { at[$2] = $3; if ($3 ~ /CALL/) calls[$2] = $3 }
     END {
       for (a in calls) {
@@ -215,7 +229,9 @@ no_calls() {
         if (c ~ /^CALL\.REL(\.NOINC)? 0x[0-9a-f]+$/) {
           t = c; sub(/^.* 0x/, "", t)
           if (at[t] ~ /^BPT\.TRAP/) continue
+          if (inst && (t in at)) continue
         }
+        if (inst && printf_ok && c ~ /^CALL\.ABS(\.NOINC)? R[0-9]+$/) continue
         print c
       }
     }' "$tmp/ops")
@@ -415,6 +431,24 @@ reject wspipe_op_smem_addr "$sync_like" 'smem_addr: address arithmetic only'
 reject wspipe_op_smem_access "$sync_like" 'smem_read/smem_write: empty hooks'
 # checks
 expect wspipe_op_check 'BPT\.TRAP' 'check: __trap'
+# The seeded delays (docs/delays.md): compiled in, a NANOSLEEP before each
+# wait, arrival and issue of asynchronous work, and nowhere else among the
+# operations; left out, none anywhere.
+for fn in $(awk -F'\t' '$1 ~ /^wspipe_op_/ { print $1 }' "$tmp/ops" | sort -u); do
+  case ${fn#wspipe_op_} in
+    arrive | arrive_remote | arrive_expect_tx | arrive_expect_tx_remote | complete_tx | try_wait | test_wait | wait | \
+      named_sync | named_arrive | named_sync_runtime | named_arrive_runtime | cluster_sync | tma_load_* | \
+      tma_load_multicast_* | tma_store* | mma_f16_* | mma_f8f6f4_* | mma_commit_* | mma_commit_multicast_* | \
+      clc_try_cancel | clc_try_cancel_multicast)
+      if [ "$instrumented" = 1 ]; then
+        expect "$fn" "${I}NANOSLEEP" 'delays on: a seeded sleep first'
+      else
+        reject "$fn" 'NANOSLEEP' 'delays off: no sleep'
+      fi ;;
+    tmem_alloc_*) ;;  # tcgen05.alloc's own retry loop sleeps (ptxas), delays or not
+    *) reject "$fn" 'NANOSLEEP' 'never a sleep (not a wait, an arrival or an issue)' ;;
+  esac
+done
 # the ring example, every stage count
 for s in 1 2 4 8; do
   f=wspipe_ring_$s
@@ -527,7 +561,7 @@ dynamic_smem_base() {
 # Manual A (ordinary stores, then fence.proxy.async) is a run-time flag
 # that only cta_group 1 with clusters of 1 accepts.
 gemm_fns=$(awk -F'\t' '$1 ~ /^wspipe_gemm_/ { print $1 }' "$tmp/ops" | sort -u)
-[ -n "$gemm_fns" ] || [ "$tensor" = 0 ] || result FAIL '(objects)' 'gemm kernels' 'no wspipe_gemm_* kernel: is examples_build.cu.o among them?'
+[ -n "$gemm_fns" ] || [ "$tensor" = 0 ] || [ "$instrumented" = 1 ] || result FAIL '(objects)' 'gemm kernels' 'no wspipe_gemm_* kernel: is examples_build.cu.o among them?'
 for fn in $gemm_fns; do
   if ! [[ $fn =~ ^wspipe_gemm_cg([12])_c([12])_s[0-9]+_a[0-9]+_(bf16|e4m3)$ ]]; then
     result FAIL "$fn" 'gemm kernel name' 'not wspipe_gemm_cg<1|2>_c<1|2>_s<S>_a<A>_<bf16|e4m3>'

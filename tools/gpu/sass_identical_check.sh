@@ -3,8 +3,9 @@
 # SASS, function for function, instruction for instruction (cuobjdump
 # -sass, encodings included; anonymous namespaces' hashes aside). CTest runs it on each object built without
 # WSPIPE_CUDA_EVENT_LOG and the same source built with
-# WSPIPE_CUDA_EVENT_LOG=0: the event log, off, must leave no trace
-# (docs/event-log.md). Exit 0 identical, 1 different (the first
+# WSPIPE_CUDA_EVENT_LOG=0, and likewise WSPIPE_CUDA_DELAYS=0: the event log
+# and the seeded delays, off, must leave no trace (docs/event-log.md,
+# docs/delays.md). Exit 0 identical, 1 different (the first
 # differences are printed), 77 (CTest skip) without cuobjdump, as
 # sass_check.sh.
 set -u

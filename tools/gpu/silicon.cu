@@ -26,7 +26,15 @@
 //                                N multi-warp mbarrier programs (mw_program.hpp, generator G: 1
 //                                or 2, default 1), each run R times with varied delays: the set of
 //                                outcomes seen, with counts
-//   wspipe_silicon all           all six (not conformance-mw)
+//   wspipe_silicon explore TARGET [--seeds N] [--first-seed S] [--launches L] [--density D]
+//                  [--max-ns M] [--no-shrink] | [--delays SPEC]
+//                                a catalogue kernel (ring, tile-reduce or one of their variants) under
+//                                seeded delays, built with WSPIPE_CUDA_DELAYS=1 (docs/delays.md): a
+//                                baseline that lists the sites, N seeds of L launches, then ddmin over
+//                                the first failing seed's sites, the minimal configuration confirmed,
+//                                its logged run's event log saved for `wspipe explain`; --delays runs
+//                                one configuration (the reproduction of a found one)
+//   wspipe_silicon all           all six (not conformance-mw, not explore)
 //
 // Results go to stdout and, as files, to $WSPIPE_SILICON_OUT (default: the
 // working directory): ring.txt, tile_reduce.txt, tma_store.txt,
@@ -45,13 +53,22 @@
 // The watchdog: a wait that fails this many try_waits traps (printing the
 // barrier). Each try_wait suspends for a system-dependent time first, so
 // this is seconds, far beyond any wait of a correct ring.
+// `explore` is built with fewer (tools/silicon.sh explore: 200,000), so that
+// each hang under many seeds costs about a second.
+#ifndef WSPIPE_CUDA_WATCHDOG_SPINS
 #define WSPIPE_CUDA_WATCHDOG_SPINS 1000000
+#endif
 // The variants' event log (docs/event-log.md): built with
 // WSPIPE_CUDA_EVENT_LOG=N (N events per warp; `tools/silicon.sh variants`
 // builds with it), each variant's child logs its launches and saves the log
 // of the launch that failed, or of the first when none did. 0: no log.
 #ifndef WSPIPE_CUDA_EVENT_LOG
 #define WSPIPE_CUDA_EVENT_LOG 0
+#endif
+// `explore` needs the seeded delays (WSPIPE_CUDA_DELAYS=1, docs/delays.md);
+// tools/silicon.sh explore builds with them and the log.
+#ifndef WSPIPE_CUDA_DELAYS
+#define WSPIPE_CUDA_DELAYS 0
 #endif
 
 #include <poll.h>
@@ -76,6 +93,8 @@
 #include <vector>
 
 #include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/delays.hpp"
+#include "backends/cuda/delays_device.hpp"
 #include "backends/cuda/event_log.hpp"
 #include "backends/cuda/event_log_device.hpp"
 #include "backends/cuda/launch.hpp"
@@ -87,6 +106,7 @@
 #include "examples/ring.hpp"
 #include "examples/stage_dispatch.hpp"
 #include "examples/tile_reduce.hpp"
+#include "tools/gpu/ddmin.hpp"
 #include "tools/gpu/device_buffer.hpp"
 #include "tools/gpu/mbar_program.hpp"
 #include "tools/gpu/mw_program.hpp"
@@ -1224,6 +1244,13 @@ struct Variant {
   std::function<int(const std::string&)> run;
 };
 
+// The sources whose names the catalogue kernels' events and sites carry.
+std::vector<std::string> catalogue_sources() {
+  return {"examples/ring.hpp",       "examples/tile_reduce.hpp", "core/pipeline.hpp",
+          "core/input_pipeline.hpp", "core/tma.hpp",             "core/cluster.hpp",
+          "core/pipeline_state.hpp", "core/warp_context.hpp",    "tools/gpu/silicon.cu"};
+}
+
 // Where the variants' event logs go: `--event-logs DIR`, else
 // $WSPIPE_SILICON_EVENT_LOGS, else event_logs/ in the results directory.
 std::string g_event_log_dir;
@@ -1247,9 +1274,7 @@ class VariantLog {
       for (char& c : stem) c = c == '/' ? '.' : c;
       stem_ = g_event_log_dir + "/" + stem;
       info_.config = "scenario=" + variant + " " + info_.config;
-      info_.sources = {"examples/ring.hpp",      "examples/tile_reduce.hpp", "core/pipeline.hpp",
-                       "core/input_pipeline.hpp", "core/tma.hpp",            "core/cluster.hpp",
-                       "core/pipeline_state.hpp", "core/warp_context.hpp",   "tools/gpu/silicon.cu"};
+      info_.sources = catalogue_sources();
     }
   }
 
@@ -1298,7 +1323,8 @@ constexpr std::uint32_t kVariantRingStages = 4;
 constexpr std::uint32_t kVariantRingItems = 1000;
 
 // One launch of a 4-stage ring of 1,000 items (one CTA).
-int ring_variant_child(const std::string& name, RingBug bug) {
+// What an event log says of that launch.
+wspipe::cuda::EventLogLaunch ring_variant_info() {
   wspipe::cuda::EventLogLaunch info;
   info.kernel = "ring_kernel<" + std::to_string(kVariantRingStages) + ">";
   info.grid = {1, 1, 1};
@@ -1306,7 +1332,10 @@ int ring_variant_child(const std::string& name, RingBug bug) {
   info.smem_bytes = sizeof(wspipe::examples::RingStorage<kVariantRingStages>);
   info.config = "stages=" + std::to_string(kVariantRingStages) + " items=" + std::to_string(kVariantRingItems) +
                 " release=lanes";
-  VariantLog log(name, info);
+  return info;
+}
+int ring_variant_child(const std::string& name, RingBug bug) {
+  VariantLog log(name, ring_variant_info());
   DeviceBuffer<std::uint32_t> done(1);
   done.fill_bytes(0);
   log.before_launch();
@@ -1328,28 +1357,35 @@ int ring_variant_child(const std::string& name, RingBug bug) {
 // 4,096 tiles: how many gave a wrong sum. A launch that fails ends the
 // child.
 constexpr int kTileReduceTries = 20;
-int tile_reduce_variant_child(const std::string& name, TileReduceBug bug) {
+constexpr std::uint32_t kVariantTrStages = 2, kVariantTrCluster = 2, kVariantTrRows = 4096 * wspipe::examples::kTileRows;
+// The full grid's clusters, and what an event log says of that launch.
+std::uint32_t tile_reduce_variant_clusters() {
   int sms = 0;
   WSPIPE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  constexpr std::uint32_t kStages = 2, kCluster = 2, kRows = 4096 * wspipe::examples::kTileRows;
-  const std::uint32_t clusters = static_cast<std::uint32_t>(sms) / kCluster;
+  return static_cast<std::uint32_t>(sms) / kVariantTrCluster;
+}
+wspipe::cuda::EventLogLaunch tile_reduce_variant_info(std::uint32_t clusters) {
   wspipe::cuda::EventLogLaunch info;
-  info.kernel = "tile_reduce_kernel<" + std::to_string(kStages) + ">";
-  info.grid = {clusters * kCluster, 1, 1};
+  info.kernel = "tile_reduce_kernel<" + std::to_string(kVariantTrStages) + ">";
+  info.grid = {clusters * kVariantTrCluster, 1, 1};
   info.block = {32 * wspipe::examples::kTileReduceWarps, 1, 1};
-  info.cluster = {kCluster, 1, 1};
-  info.smem_bytes = sizeof(wspipe::examples::TileReduceStorage<kStages>);
-  info.config = "rows=" + std::to_string(kRows) + " stages=" + std::to_string(kStages) +
-                " cluster=" + std::to_string(kCluster) + " clusters=" + std::to_string(clusters) +
+  info.cluster = {kVariantTrCluster, 1, 1};
+  info.smem_bytes = sizeof(wspipe::examples::TileReduceStorage<kVariantTrStages>);
+  info.config = "rows=" + std::to_string(kVariantTrRows) + " stages=" + std::to_string(kVariantTrStages) +
+                " cluster=" + std::to_string(kVariantTrCluster) + " clusters=" + std::to_string(clusters) +
                 " weights=computed";
-  VariantLog log(name, info);
+  return info;
+}
+int tile_reduce_variant_child(const std::string& name, TileReduceBug bug) {
+  const std::uint32_t clusters = tile_reduce_variant_clusters();
+  VariantLog log(name, tile_reduce_variant_info(clusters));
   int wrong = 0;
   std::string first;
   for (int i = 0; i < kTileReduceTries; ++i) {
     std::string diff;
     log.before_launch();
     try {
-      diff = tile_reduce_once(kStages, kRows, kCluster, clusters, bug);
+      diff = tile_reduce_once(kVariantTrStages, kVariantTrRows, kVariantTrCluster, clusters, bug);
     } catch (const CudaError& e) {
       log.launched(static_cast<std::uint32_t>(i), true);
       std::printf("launch failed: %s (launch %d of %d; %d wrong before)\n", cudaGetErrorString(e.code()), i + 1,
@@ -1433,6 +1469,420 @@ int run_variants(const std::string& device) {
   }
   write_file("variants.txt", table);
   return 0;
+}
+
+// ------------------------------------------------------------------ explore
+
+// `explore TARGET`: a catalogue kernel (the variants' launches: the ring of
+// 4 stages and 1,000 items in one CTA; tile-reduce over the full grid of
+// clusters of 2) under seeded delays (docs/delays.md). First a baseline
+// (every site counted, none sleeps), which lists the sites the kernel met;
+// then each seed (every site may sleep) for --launches launches; then, for
+// the first seed that failed, ddmin over the sites with the seed kept, the
+// minimal configuration run again, and once more with the event log until
+// a launch fails, whose log is saved for `wspipe explain`.
+struct ExploreTarget {
+  const char* name;
+  bool ring;
+  RingBug ring_bug;
+  TileReduceBug tile_reduce_bug;
+};
+
+const std::vector<ExploreTarget>& explore_targets() {
+  static const std::vector<ExploreTarget> all = {
+      {"ring", true, RingBug::none, TileReduceBug::none},
+      {"ring/no-release", true, RingBug::no_release, TileReduceBug::none},
+      {"ring/over-arrive", true, RingBug::over_arrive, TileReduceBug::none},
+      {"ring/producer-phase-0", true, RingBug::producer_phase_0, TileReduceBug::none},
+      {"tile-reduce", false, RingBug::none, TileReduceBug::none},
+      {"tile-reduce/local-release", false, RingBug::none, TileReduceBug::local_release},
+      {"tile-reduce/expect-own-half", false, RingBug::none, TileReduceBug::expect_own_half},
+      {"tile-reduce/no-drain", false, RingBug::none, TileReduceBug::no_drain},
+      {"tile-reduce/release-before-read", false, RingBug::none, TileReduceBug::release_before_read},
+  };
+  return all;
+}
+
+// One launch: "" when its result is right, else what is wrong. A launch
+// that fails throws CudaError.
+std::string explore_launch(const ExploreTarget& t, std::uint32_t clusters) {
+  if (!t.ring) {
+    return tile_reduce_once(kVariantTrStages, kVariantTrRows, kVariantTrCluster, clusters, t.tile_reduce_bug);
+  }
+  DeviceBuffer<std::uint32_t> done(1);
+  done.fill_bytes(0);
+  WSPIPE_CUDA_CHECK(launch_ring(kVariantRingStages, 1, kVariantRingItems, t.ring_bug, done.get()));
+  WSPIPE_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<std::uint32_t> host(1);
+  done.download(host);
+  return host[0] == kVariantRingItems ? ""
+                                      : "completed " + std::to_string(host[0]) + " of " +
+                                            std::to_string(kVariantRingItems) + " items";
+}
+
+// A run of configurations, `launches` launches each, from (config, launch)
+// `from`. nullopt among the configurations: no delays attached.
+struct ExploreJob {
+  const ExploreTarget* target = nullptr;
+  std::vector<std::optional<wspipe::cuda::DelayConfig>> configs;
+  std::uint32_t launches = 1;
+  std::size_t from_config = 0;
+  std::uint32_t from_launch = 0;
+  bool stop_at_failure = false;  // the first failed launch ends the run
+  std::string log_path;          // with the log: the first failed launch's log goes there
+  bool report_sites = false;     // after the first launch, if it passed: the sites it met
+};
+
+std::string explore_log_config(const ExploreTarget& t, const std::optional<wspipe::cuda::DelayConfig>& c) {
+  return std::string("scenario=") + t.name + " " +
+         (t.ring ? ring_variant_info() : tile_reduce_variant_info(tile_reduce_variant_clusters())).config +
+         " delays=" + (c ? c->text() : std::string("off"));
+}
+
+// In the child: prints "R <config> <launch> ok | wrong <what> | failed
+// <error>" per launch, "S <hits> <site>" per site met, "L <path>" for a
+// saved log; returns 4 after a failed launch (its context is lost).
+int explore_child(const ExploreJob& job) {
+  const ExploreTarget& t = *job.target;
+  const std::uint32_t clusters = t.ring ? 1 : tile_reduce_variant_clusters();
+  wspipe::cuda::EventLogLaunch info = t.ring ? ring_variant_info() : tile_reduce_variant_info(clusters);
+  const std::uint32_t warps = info.grid.x * info.grid.y * info.grid.z * (info.block.x / 32);
+  wspipe::cuda::DelayState delays(warps);
+  std::optional<wspipe::cuda::EventLog> log;
+  if (!job.log_path.empty()) {
+    log.emplace(warps, WSPIPE_CUDA_EVENT_LOG > 0 ? WSPIPE_CUDA_EVENT_LOG : 1);
+    wspipe::cuda::attach_event_log(*log);
+    info.sources = catalogue_sources();
+  }
+  for (std::size_t c = job.from_config; c < job.configs.size(); ++c) {
+    const auto& config = job.configs[c];
+    if (config) {
+      wspipe::cuda::attach_delays(delays, *config);
+    } else {
+      wspipe::cuda::detach_delays();
+    }
+    info.config = explore_log_config(t, config);
+    for (std::uint32_t l = c == job.from_config ? job.from_launch : 0; l < job.launches; ++l) {
+      delays.reset();
+      if (log) log->reset();
+      std::string wrong;
+      const auto save = [&](std::uint32_t launch) {
+        if (!log) return;
+        info.launch = launch;
+        try {
+          log->save(job.log_path, info);
+          std::printf("L %s\n", job.log_path.c_str());
+        } catch (const std::exception& e) {
+          std::printf("N %s\n", e.what());
+        }
+      };
+      try {
+        wrong = explore_launch(t, clusters);
+      } catch (const CudaError& e) {
+        std::fflush(stdout);
+        save(l);
+        std::printf("R %zu %u failed %s\n", c, l, cudaGetErrorString(e.code()));
+        return 4;
+      }
+      if (!wrong.empty()) {
+        save(l);
+        std::printf("R %zu %u wrong %s\n", c, l, wrong.c_str());
+        if (job.stop_at_failure) return 5;
+      } else {
+        std::printf("R %zu %u ok\n", c, l);
+      }
+      if (job.report_sites && c == 0 && l == 0 && wrong.empty()) {
+        for (const auto& hit : delays.sites(catalogue_sources())) {
+          std::printf("S %u %s\n", hit.hits, hit.site.text().c_str());
+        }
+      }
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+// What a launch did: ok, wrong, hang (the watchdog trapped), check (the
+// kernel's check trapped), trap (another launch failure), timeout (the
+// host killed the process), died.
+struct ExploreLaunch {
+  std::size_t config = 0;
+  std::uint32_t launch = 0;
+  std::string kind, detail;
+};
+struct ExploreResult {
+  std::vector<ExploreLaunch> launches;
+  std::vector<wspipe::cuda::DelaySiteHit> sites;
+  std::string log_path;  // saved
+  bool failed() const {
+    return std::any_of(launches.begin(), launches.end(), [](const ExploreLaunch& l) { return l.kind != "ok"; });
+  }
+};
+
+// Runs `job` in as many child processes as its failed launches need: each
+// failed launch ends a child, and the next starts after it (or, with
+// stop_at_failure, none does).
+ExploreResult explore_run(ExploreJob job) {
+  ExploreResult res;
+  const std::size_t total = job.configs.size() * job.launches;
+  for (;;) {
+    const std::size_t left = total - (job.from_config * job.launches + job.from_launch);
+    if (left == 0) break;
+    // The watchdog traps a hung wait within about a second (200,000 tries);
+    // delays add milliseconds per launch. 5 s a launch is far beyond both.
+    const ChildResult r = in_child([&] { return explore_child(job); }, 30.0 + 5.0 * static_cast<double>(left));
+    std::size_t next_c = job.from_config;
+    std::uint32_t next_l = job.from_launch;
+    std::string since;  // output since the last R line: the device's messages
+    bool ended_by_failure = false;
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) {
+      std::size_t c = 0;
+      unsigned l = 0;
+      int used = 0;
+      if (line.rfind("R ", 0) == 0 && std::sscanf(line.c_str(), "R %zu %u %n", &c, &l, &used) == 2) {
+        ExploreLaunch x{c, l, line.substr(static_cast<std::size_t>(used)), ""};
+        const auto sp = x.kind.find(' ');
+        if (sp != std::string::npos) {
+          x.detail = x.kind.substr(sp + 1);
+          x.kind = x.kind.substr(0, sp);
+        }
+        if (x.kind == "failed") {
+          x.kind = since.find("wspipe watchdog") != std::string::npos       ? "hang"
+                   : since.find("wspipe check failed") != std::string::npos ? "check"
+                                                                             : "trap";
+          ended_by_failure = true;
+        }
+        if (x.kind == "wrong" && job.stop_at_failure) ended_by_failure = true;
+        res.launches.push_back(x);
+        since.clear();
+        next_c = c + (l + 1 == job.launches ? 1 : 0);
+        next_l = l + 1 == job.launches ? 0 : l + 1;
+      } else if (line.rfind("S ", 0) == 0) {
+        unsigned hits = 0;
+        char text[256] = {};
+        if (std::sscanf(line.c_str(), "S %u %255s", &hits, text) == 2) {
+          if (const auto site = wspipe::cuda::parse_delay_site(text)) res.sites.push_back({*site, hits});
+        }
+      } else if (line.rfind("L ", 0) == 0) {
+        res.log_path = line.substr(2);
+      } else {
+        since += line + "\n";
+      }
+    }
+    if (!ended_by_failure && r.kind == ChildResult::exited && r.code == 0) break;
+    if (!ended_by_failure) {  // killed, died or an error outside a launch: the launch it was in
+      ExploreLaunch x{next_c, next_l, r.kind == ChildResult::timed_out ? "timeout" : "died", last_line(r.output)};
+      if (r.kind == ChildResult::exited && r.code == 3) x.kind = "error";
+      res.launches.push_back(x);
+      if (x.kind == "error") break;  // a CUDA call outside a launch failed: no point going on
+      next_c = next_c + (next_l + 1 == job.launches ? 1 : 0);
+      next_l = next_l + 1 == job.launches ? 0 : next_l + 1;
+    }
+    if (job.stop_at_failure) break;
+    job.from_config = next_c;
+    job.from_launch = next_l;
+  }
+  return res;
+}
+
+// "3 of 10 (hang 2, wrong 1)" for the launches of config `c` (all: npos).
+std::string explore_tally(const ExploreResult& r, std::size_t c = std::string::npos) {
+  std::map<std::string, int> kinds;
+  int n = 0, failed = 0;
+  for (const ExploreLaunch& l : r.launches) {
+    if (c != std::string::npos && l.config != c) continue;
+    ++n;
+    if (l.kind != "ok") {
+      ++failed;
+      ++kinds[l.kind];
+    }
+  }
+  std::string s = std::to_string(failed) + " of " + std::to_string(n) + " launches failed";
+  if (!kinds.empty()) {
+    s += " (";
+    bool first = true;
+    for (const auto& [k, v] : kinds) {
+      s += (first ? "" : ", ") + k + " " + std::to_string(v);
+      first = false;
+    }
+    s += ")";
+  }
+  return s;
+}
+
+std::string explore_first_detail(const ExploreResult& r) {
+  for (const ExploreLaunch& l : r.launches) {
+    if (l.kind != "ok") return l.kind + (l.detail.empty() ? "" : ": " + l.detail);
+  }
+  return "";
+}
+
+struct ExploreOptions {
+  std::string target;
+  std::uint64_t first_seed = 1;
+  std::uint32_t seeds = 20;
+  std::uint32_t launches = 0;  // 0: 1 for the ring, 5 for tile-reduce
+  std::uint32_t density = wspipe::cuda::kDelayDefaultDensity;
+  std::uint32_t max_ns = wspipe::cuda::kDelayDefaultMaxNs;
+  bool shrink = true;
+  std::optional<wspipe::cuda::DelayConfig> only;  // --delays: this configuration alone
+};
+
+int run_explore(const std::string& device, const ExploreOptions& o) {
+  if (!wspipe::cuda::kDelaysOn) {
+    std::printf("explore: this build has no delays; build it with -DWSPIPE_CUDA_DELAYS=1 (tools/silicon.sh explore)\n");
+    return 2;
+  }
+  const auto it = std::find_if(explore_targets().begin(), explore_targets().end(),
+                               [&](const ExploreTarget& t) { return o.target == t.name; });
+  if (it == explore_targets().end()) {
+    std::printf("explore: unknown target '%s'; one of:", o.target.c_str());
+    for (const ExploreTarget& t : explore_targets()) std::printf(" %s", t.name);
+    std::printf("\n");
+    return 2;
+  }
+  const ExploreTarget& t = *it;
+  const std::uint32_t launches = o.launches != 0 ? o.launches : t.ring ? 1 : 5;
+  std::string stem = t.name;
+  for (char& ch : stem) ch = ch == '/' ? '.' : ch;
+  std::string text = "# wspipe_silicon explore " + std::string(t.name) + " on " + device + "\n";
+  const auto say = [&](const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    text += line + "\n";
+  };
+  say("# watchdog: " + std::to_string(WSPIPE_CUDA_WATCHDOG_SPINS) + " failed try_waits; event log: " +
+      std::to_string(WSPIPE_CUDA_EVENT_LOG) + " events per warp (logged runs only); " + std::to_string(launches) +
+      " launches per configuration");
+  std::error_code ec;
+  std::filesystem::create_directories(g_event_log_dir, ec);
+  const auto job = [&](std::vector<std::optional<wspipe::cuda::DelayConfig>> configs) {
+    ExploreJob j;
+    j.target = &t;
+    j.configs = std::move(configs);
+    j.launches = launches;
+    return j;
+  };
+  // The logged run of `config`: until a launch fails, at most 2 * launches.
+  const auto logged = [&](const std::optional<wspipe::cuda::DelayConfig>& config, const std::string& name) {
+    ExploreJob j = job({config});
+    j.launches = 2 * launches;
+    j.stop_at_failure = true;
+    j.log_path = g_event_log_dir + "/" + stem + "." + name + ".log";
+    const ExploreResult r = explore_run(j);
+    if (!r.failed()) {
+      say("logged run: " + explore_tally(r) + "; no log saved (the log changes the timing)");
+    } else if (r.log_path.empty()) {
+      say("logged run: " + explore_first_detail(r) + "; its log could not be read (a trap the log did not take)");
+    } else {
+      say("logged run: " + explore_first_detail(r) + " at launch " + std::to_string(r.launches.back().launch));
+      say("event log: " + r.log_path);
+      say("explain it: wspipe explain " + r.log_path);
+    }
+  };
+
+  if (o.only) {
+    const ExploreResult r = explore_run(job({o.only}));
+    say("delays " + o.only->text() + ": " + explore_tally(r) +
+        (r.failed() ? "; first: " + explore_first_detail(r) : ""));
+    if (r.failed()) logged(o.only, "delays");
+    write_file("explore_" + stem + ".txt", text);
+    return 0;
+  }
+
+  // The baseline: every site counted, none sleeps; its first launch lists the sites.
+  wspipe::cuda::DelayConfig counted;
+  counted.density = 0;
+  ExploreJob base = job({counted});
+  base.report_sites = true;
+  const ExploreResult baseline = explore_run(base);
+  say("baseline (" + counted.text() + "): " + explore_tally(baseline) +
+      (baseline.failed() ? "; first: " + explore_first_detail(baseline) : ""));
+  std::vector<wspipe::cuda::DelaySite> sites;
+  std::string site_list;
+  for (const auto& hit : baseline.sites) {
+    sites.push_back(hit.site);
+    site_list += " " + hit.site.text() + " (" + std::to_string(hit.hits) + ")";
+  }
+  say("sites met (occurrences in one launch): " + (sites.empty() ? std::string(" none read") : site_list));
+
+  // The seeds.
+  std::vector<std::optional<wspipe::cuda::DelayConfig>> configs;
+  for (std::uint32_t i = 0; i < o.seeds; ++i) {
+    wspipe::cuda::DelayConfig c;
+    c.seed = o.first_seed + i;
+    c.density = o.density;
+    c.max_ns = o.max_ns;
+    configs.push_back(c);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const ExploreResult seeds = explore_run(job(configs));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::optional<std::uint64_t> first_failing;
+  std::uint32_t failing_seeds = 0;
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    const std::string tally = explore_tally(seeds, c);
+    const bool failed = tally.rfind("0 of", 0) != 0;
+    failing_seeds += failed ? 1 : 0;
+    if (failed && !first_failing) first_failing = configs[c]->seed;
+    if (failed || o.seeds <= 20) say("seed " + std::to_string(configs[c]->seed) + ": " + tally);
+  }
+  char timing[64];
+  std::snprintf(timing, sizeof timing, "%.1f", secs);
+  say("seeds " + std::to_string(o.first_seed) + "-" + std::to_string(o.first_seed + o.seeds - 1) + " (density " +
+      std::to_string(o.density) + "/256, max_ns " + std::to_string(o.max_ns) + "): " + explore_tally(seeds) +
+      ", in " + std::to_string(failing_seeds) + " of " + std::to_string(o.seeds) + " seeds (" + timing + " s)");
+  // A correct kernel that fails under delays (or in the baseline) fails the
+  // command: CTest's explore tests run the correct ring and tile-reduce.
+  const bool correct = t.ring ? t.ring_bug == RingBug::none : t.tile_reduce_bug == TileReduceBug::none;
+  const int rc = correct && (baseline.failed() || first_failing) ? 1 : 0;
+  if (!first_failing || !o.shrink) {
+    write_file("explore_" + stem + ".txt", text);
+    return rc;
+  }
+
+  // Shrink the first failing seed's sites.
+  wspipe::cuda::DelayConfig failing = *configs[static_cast<std::size_t>(*first_failing - o.first_seed)];
+  wspipe::cuda::DelayConfig minimal = failing;
+  if (baseline.failed()) {
+    minimal.all = false;
+    minimal.sites.clear();
+    say("shrink: the baseline fails with no sleep: the minimal configuration is " + minimal.text());
+  } else if (sites.empty() || sites.size() > wspipe::cuda::kDelayMaxSites) {
+    say("shrink: " + std::to_string(sites.size()) + " sites read: cannot list them; the configuration stays " +
+        failing.text());
+  } else {
+    std::size_t tests = 0;
+    const auto fails = [&](const std::vector<wspipe::cuda::DelaySite>& subset) {
+      wspipe::cuda::DelayConfig c = failing;
+      c.all = false;
+      c.sites = subset;
+      ExploreJob j = job({c});
+      j.stop_at_failure = true;
+      const ExploreResult r = explore_run(j);
+      ++tests;
+      say("  test " + c.text() + ": " + (r.failed() ? explore_first_detail(r) : "passed"));
+      return r.failed();
+    };
+    if (!fails(sites)) {
+      say("shrink: seed " + std::to_string(failing.seed) + " with the listed sites did not fail again; the "
+          "configuration stays " + failing.text());
+    } else {
+      std::size_t ddmin_tests = 0;
+      minimal.all = false;
+      minimal.sites = wspipe::gpu::ddmin(sites, fails, &ddmin_tests);
+      say("shrink: " + std::to_string(sites.size()) + " sites to " + std::to_string(minimal.sites.size()) + " in " +
+          std::to_string(tests) + " runs: " + minimal.text());
+    }
+  }
+  const ExploreResult again = explore_run(job({minimal}));
+  say("confirm " + minimal.text() + ": " + explore_tally(again));
+  say("reproduce: tools/silicon.sh explore " + std::string(t.name) + " --delays '" + minimal.text() +
+      "' --launches " + std::to_string(launches));
+  logged(minimal, "seed" + std::to_string(minimal.seed));
+  write_file("explore_" + stem + ".txt", text);
+  return rc;
 }
 
 // -------------------------------------------------------------- conformance
@@ -1731,7 +2181,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: wspipe_silicon ring | tile-reduce | tma-store | clusters | variants [--event-logs DIR] | "
                "conformance [--seed S] [--count N] | conformance-mw [--seed S] [--count N] [--reps R] "
-               "[--generator 1|2] | all\n"
+               "[--generator 1|2] | explore TARGET [--seeds N] [--first-seed S] [--launches L] [--density D] "
+               "[--max-ns M] [--no-shrink] [--delays SPEC] | all\n"
                "  Runs wspipe's arch-neutral half on the GPU (sm_90 or later); files go to $WSPIPE_SILICON_OUT.\n"
                "  A build with WSPIPE_CUDA_EVENT_LOG=N saves each variant's event log in DIR (default:\n"
                "  $WSPIPE_SILICON_EVENT_LOGS, else event_logs/ in $WSPIPE_SILICON_OUT).\n");
@@ -1743,13 +2194,45 @@ int usage() {
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
   const std::string what = argv[1];
+  ExploreOptions explore;
+  int first_option = 2;
+  if (what == "explore") {
+    if (argc < 3) return usage();
+    explore.target = argv[2];
+    first_option = 3;
+  }
   std::uint64_t seed = 1;
   std::optional<std::uint32_t> count;
   std::uint32_t reps = 10000;
   std::uint32_t generator = 1;
-  for (int i = 2; i < argc; ++i) {
+  for (int i = first_option; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "--seed" || a == "--count" || a == "--reps" || a == "--generator") && i + 1 < argc) {
+    const bool explore_number =
+        a == "--seeds" || a == "--first-seed" || a == "--launches" || a == "--density" || a == "--max-ns";
+    if (what == "explore" && explore_number && i + 1 < argc) {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(argv[++i], &end, 10);
+      const unsigned long long most = a == "--density" ? 256 : a == "--max-ns" ? wspipe::cuda::kDelayMaxNs : 1000000;
+      if (end == argv[i] || *end != '\0' || v > most || (v == 0 && a != "--first-seed" && a != "--density")) {
+        std::fprintf(stderr, "wspipe_silicon: bad value for %s: %s\n", a.c_str(), argv[i]);
+        return 2;
+      }
+      const auto u = static_cast<std::uint32_t>(v);
+      if (a == "--seeds") explore.seeds = u;
+      if (a == "--first-seed") explore.first_seed = v;
+      if (a == "--launches") explore.launches = u;
+      if (a == "--density") explore.density = u;
+      if (a == "--max-ns") explore.max_ns = u;
+    } else if (what == "explore" && a == "--no-shrink") {
+      explore.shrink = false;
+    } else if (what == "explore" && a == "--delays" && i + 1 < argc) {
+      std::string error;
+      explore.only = wspipe::cuda::parse_delay_config(argv[++i], error);
+      if (!explore.only) {
+        std::fprintf(stderr, "wspipe_silicon: bad --delays: %s\n", error.c_str());
+        return 2;
+      }
+    } else if ((a == "--seed" || a == "--count" || a == "--reps" || a == "--generator") && i + 1 < argc) {
       char* end = nullptr;
       const unsigned long long v = std::strtoull(argv[++i], &end, 10);
       if (end == argv[i] || *end != '\0' || (a != "--seed" && (v == 0 || v > 1000000)) ||
@@ -1774,7 +2257,7 @@ int main(int argc, char** argv) {
     }
   }
   if (what != "ring" && what != "tile-reduce" && what != "tma-store" && what != "clusters" && what != "variants" &&
-      what != "conformance" && what != "conformance-mw" && what != "all") {
+      what != "conformance" && what != "conformance-mw" && what != "explore" && what != "all") {
     return usage();
   }
 
@@ -1804,6 +2287,7 @@ int main(int argc, char** argv) {
   if (what == "clusters" || what == "all") rc |= run_part("clusters", "clusters.txt", clusters_child, 300, device);
   if (what == "variants" || what == "all") rc |= run_variants(device);
   if (what == "conformance" || what == "all") rc |= run_conformance(device, seed, count.value_or(10000));
+  if (what == "explore") rc |= run_explore(device, explore);
   if (what == "conformance-mw") rc |= run_conformance_mw(device, seed, generator, count.value_or(500), reps);
   return rc;
 }
