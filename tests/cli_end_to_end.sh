@@ -328,7 +328,7 @@ set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 2:033817b3:
 set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 3: --json >"$tmp/j" 2>/dev/null; rc=$?; set -e
 [[ $rc == 1 ]] || fail "ring/no-release under the default schedule: exit $rc, expected 1"
 sched=$(json_field schedule <"$tmp/j")
-[[ $sched == 5:????????: ]] || fail "the printed schedule is not a checked version 5 token: $sched"
+[[ $sched == 6:????????: ]] || fail "the printed schedule is not a checked version 6 token: $sched"
 expect_usage "the steps of this run differ from those of the run it was recorded from" \
   replay ring --stages 4 --items 4 --schedule "$sched"
 grep -q "another kernel, configuration or wspipe version. Replay it with the kernel and options it was recorded with" \
@@ -340,7 +340,7 @@ sched=$(json_field schedule <"$tmp/j")
 expect_usage "the steps of this run differ" replay tmem-coresident --schedule "$sched"
 "$W" replay ring --stages 2 --items 4 --schedule "$sched" >/dev/null 2>&1 || fail "$sched does not replay on ring"
 set +e; "$W" replay ring/no-release --stages 4 --items 64 --schedule 2:033817b3: --json >"$tmp/j" 2>/dev/null; rc=$?; set -e
-[[ $rc == 1 && "$(json_field schedule <"$tmp/j")" == 5:????????: ]] ||
+[[ $rc == 1 && "$(json_field schedule <"$tmp/j")" == 6:????????: ]] ||
   fail "the version 2 token: exit $rc, printed $(json_field schedule <"$tmp/j")"
 expect_usage "the choice points of this run differ" replay ring/no-release --stages 2 --items 8 --schedule 2:033817b3:
 

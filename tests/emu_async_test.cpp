@@ -1352,6 +1352,98 @@ TEST(emu_CompletionOrder, APieceCanCompleteAPhaseArmedForPartOfTheLoad) {
   EXPECT_EQ(outcome(kernel(reorder(true))), "deadlock") << "phase 0 completed; the rest counts against phase 1";
 }
 
+// A barrier armed for a quarter of a load, three times (256, 256, then
+// 512 bytes, one phase each): the load's tx-count crosses zero twice on
+// its way, so only a load cut into three pieces, each where the barrier's
+// tx-count reaches zero, lets the kernel pass every wait (whole, the load
+// overshoots phase 0, as with a load cut once, in halves: schedules of
+// version 5). Pieces taken whenever they can, and random schedules, reach
+// that run.
+TEST(emu_CompletionOrder, ALoadIsCutWhereverItsBarriersTxCountCanReachZero) {
+  const TwoLoads t;  // its map
+  const auto kernel = [&t](emu::RunOptions o) {
+    return wspipe::test::run_kernel(1, [&t] {
+      OneTile& s = load_one_tile(t.m, 256);  // phase 0: its first 256 bytes
+      B::elect_one([&] { B::arrive_expect_tx(s.full, 256); });
+      B::wait(s.full, 1);
+      B::elect_one([&] { B::arrive_expect_tx(s.full, 512); });
+      B::wait(s.full, 0);
+    }, o, sizeof(OneTile));
+  };
+  const auto pieces = [](const emu::RunResult& r) {
+    std::vector<std::int64_t> d;
+    for (const auto& [line, bytes] : deliveries(r)) d.push_back(bytes);
+    return d;
+  };
+  const emu::RunResult cut = kernel(reorder(true));
+  EXPECT_EQ(outcome(cut), "ok") << cut.report();
+  EXPECT_EQ(pieces(cut), (std::vector<std::int64_t>{256, 256, 512}));
+  emu::RunOptions legacy = reorder(true);
+  legacy.legacy_pieces = true;
+  EXPECT_EQ(outcome(kernel(legacy)), "mbarrier.tx-overshoot");
+  EXPECT_EQ(outcome(kernel(with_strategy(emu::StrategyKind::round_robin))), "mbarrier.tx-overshoot");
+  std::set<std::string> seen;
+  for (std::uint64_t seed = 1; seed <= 200 && seen.count("ok") == 0; ++seed)
+    seen.insert(outcome(kernel(with_strategy(emu::StrategyKind::random, seed))));
+  EXPECT_EQ(seen.count("ok"), 1u) << ::testing::PrintToString(seen);
+}
+
+// Five loads queued at once, each to its own barrier; the warp waits for
+// the last and then tests the others. The last completing first needs a
+// window of 4: the complete search finds it there, and within the default
+// window of 3 verifies the kernel, naming the runs whose fifth load could
+// not go first among its assumptions.
+TEST(emu_CompletionOrder, ALoadCompletesFirstFromAsFarBackAsTheWindowReaches) {
+  struct S {
+    alignas(1024) std::uint8_t tile[5][1024];
+    SharedMemBarrier full[5];
+  };
+  const TwoLoads t;  // its map
+  bool one_before = true;  // one of the first four completed before the last
+  const emu::KernelFactory make = [&] {
+    emu::Kernel k;
+    k.launch.warps_per_cta = 1;
+    k.launch.smem_bytes = sizeof(S);
+    k.body = [&] {
+      auto& s = B::shared_storage<S>();
+      for (auto& f : s.full) init_bar(f, 1, "full");
+      B::fence_init();
+      B::elect_one([&] {
+        for (int i = 0; i < 5; ++i) {
+          B::arrive_expect_tx(s.full[i], 1024);
+          B::tma_load(t.m, s.tile[i], s.full[i], {{0, 16 * (i % 4)}});
+        }
+      });
+      B::wait(s.full[4], 0);
+      one_before = false;
+      for (int i = 0; i < 4; ++i) one_before = B::test_wait(s.full[i], 0) || one_before;
+      for (int i = 0; i < 4; ++i) B::wait(s.full[i], 0);
+    };
+    k.verify = [&] { return one_before ? std::string() : "the fifth load completed before the other four"; };
+    return k;
+  };
+  for (const std::uint32_t window : {3u, 4u}) {
+    SCOPED_TRACE("window " + std::to_string(window));
+    emu::ExploreOptions o;
+    o.portfolio = {{emu::StrategyKind::exhaustive}};
+    o.seconds = 0;
+    o.runs = 0;
+    o.shrink = false;
+    o.jobs = 1;  // the runs share `one_before`
+    o.reorder_window = window;
+    const auto r = emu::explore(make, o);
+    const std::string assumed = ::testing::PrintToString(r.assumptions);
+    if (window == 3) {
+      EXPECT_EQ(r.verdict(), emu::Verdict::verified) << r.report();
+      EXPECT_GT(r.runs_past_window, 0u);
+      EXPECT_NE(assumed.find("behind more than 3 older operations"), std::string::npos) << assumed;
+    } else {
+      ASSERT_EQ(r.verdict(), emu::Verdict::found) << r.report();
+      EXPECT_EQ(r.failure->result.violations.at(0).rule, "result.mismatch") << r.report();
+    }
+  }
+}
+
 TEST(emu_Tensor, SameSeedSameTrace) {
   auto text = [] {
     Gemm g(2);

@@ -1636,7 +1636,7 @@ TEST(explore_Replay, AScheduleIsRefusedWhereOnlyStepsOfOneActorDiffer) {
   ASSERT_EQ(recorded.status, emu::Status::deadlock);
   const emu::Schedule& s = recorded.schedule;
   EXPECT_EQ(s.version(), emu::Schedule::kVersion);
-  EXPECT_EQ(s.encode().rfind("5:", 0), 0u) << s.encode();
+  EXPECT_EQ(s.encode().rfind("6:", 0), 0u) << s.encode();
   try {
     emu::replay(ring_kernel(4, 4, RingBug::none), s, {});
     ADD_FAILURE() << "replayed " << s.encode() << " of ring/no-release, 64 items, on ring with 4";
@@ -1653,6 +1653,22 @@ TEST(explore_Replay, AScheduleIsRefusedWhereOnlyStepsOfOneActorDiffer) {
   EXPECT_EQ(again.schedule, s);
 }
 
+// A version 5 token (printed when a load was cut once, in halves, with a
+// window of 3) replays under those rules, and its run prints a version 5
+// token, which replays so again.
+TEST(explore_Replay, AVersion5TokenReplaysUnderItsOwnRules) {
+  std::string why;
+  const auto old = emu::Schedule::decode("5:4653d61e:", &why);
+  ASSERT_TRUE(old) << why;
+  const auto r = emu::replay(ring_kernel(4, 64, RingBug::no_release), *old, {});
+  EXPECT_EQ(r.status, emu::Status::deadlock);
+  EXPECT_TRUE(r.legacy_pieces);
+  EXPECT_EQ(r.schedule.encode(), "5:4653d61e:");
+  const auto now = emu::replay(ring_kernel(4, 64, RingBug::no_release), *emu::Schedule::decode("6:4653d61e:", &why), {});
+  EXPECT_FALSE(now.legacy_pieces);
+  EXPECT_EQ(now.schedule.encode(), "6:4653d61e:");
+}
+
 // A version 2 token (printed before the check covered every step: this one
 // is the README's) still replays on the program it was recorded from,
 // checked against the choice points as before; its run prints a current
@@ -1663,7 +1679,7 @@ TEST(explore_Replay, AVersion2TokenStillReplays) {
   ASSERT_TRUE(old) << why;
   const auto r = emu::replay(ring_kernel(4, 64, RingBug::no_release), *old, {});
   EXPECT_EQ(r.status, emu::Status::deadlock);
-  EXPECT_EQ(r.schedule.encode().rfind("5:", 0), 0u) << r.schedule.encode();
+  EXPECT_EQ(r.schedule.encode().rfind("6:", 0), 0u) << r.schedule.encode();
   try {
     emu::replay(ring_kernel(2, 8, RingBug::no_release), *old, {});
     ADD_FAILURE() << "a version 2 token replayed where its choice points differ";

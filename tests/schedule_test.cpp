@@ -8,15 +8,17 @@ using Dev = Schedule::Deviation;
 
 TEST(Schedule, EncodesDeviationsWithGaps) {
   // Choice 3 picks actor 1, choice 16 actor 0, choice 17 actor 1.
-  EXPECT_EQ(Schedule({{3, 1}, {16, 0}, {17, 1}}).encode(), "5:3b12ab");
-  EXPECT_EQ(Schedule({{0, 25}, {1, 26}, {2, 51}, {10, 52}}).encode(), "5:zAZ7{52}");
-  EXPECT_EQ(Schedule().encode(), "5:");
-  EXPECT_EQ(Schedule({{0, 2}}, 0xdeadbeef).encode(), "5:deadbeef:c");
-  EXPECT_EQ(Schedule({}, 0x1a).encode(), "5:0000001a:");
+  EXPECT_EQ(Schedule({{3, 1}, {16, 0}, {17, 1}}).encode(), "6:3b12ab");
+  EXPECT_EQ(Schedule({{0, 25}, {1, 26}, {2, 51}, {10, 52}}).encode(), "6:zAZ7{52}");
+  EXPECT_EQ(Schedule().encode(), "6:");
+  EXPECT_EQ(Schedule({{0, 2}}, 0xdeadbeef).encode(), "6:deadbeef:c");
+  EXPECT_EQ(Schedule({}, 0x1a).encode(), "6:0000001a:");
   // Older schedules keep their version: a version 2 check is of another
   // kind, a version 3 schedule was recorded without try_wait time-outs.
   EXPECT_EQ(Schedule({{0, 2}}, 0xdeadbeef, 2).encode(), "2:deadbeef:c");
   EXPECT_EQ(Schedule({{0, 2}}, 0xdeadbeef, 3).encode(), "3:deadbeef:c");
+  // A version 5 schedule was recorded when a load was cut once, in halves.
+  EXPECT_EQ(Schedule({{0, 2}}, 0xdeadbeef, 5).encode(), "5:deadbeef:c");
   // A version 4 schedule was recorded when every time-out was a step.
   EXPECT_EQ(Schedule({{0, 2}}, 0xdeadbeef, 4).encode(), "4:deadbeef:c");
   const auto four = Schedule::decode("4:deadbeef:c", nullptr);
@@ -26,12 +28,16 @@ TEST(Schedule, EncodesDeviationsWithGaps) {
 
 TEST(Schedule, DecodesWhatItEncodes) {
   std::string why;
-  const auto s = Schedule::decode("5:0badf00d:3b12ab", &why);
+  const auto s = Schedule::decode("6:0badf00d:3b12ab", &why);
   ASSERT_TRUE(s) << why;
-  EXPECT_EQ(s->version(), 5);
+  EXPECT_EQ(s->version(), 6);
   EXPECT_EQ(s->check(), 0x0badf00du);
   EXPECT_EQ(s->deviations(), (std::vector<Dev>{{3, 1}, {16, 0}, {17, 1}}));
-  EXPECT_EQ(s->unchecked().encode(), "5:3b12ab");
+  EXPECT_EQ(s->unchecked().encode(), "6:3b12ab");
+  const auto five = Schedule::decode("5:0badf00d:3b12ab", &why);
+  ASSERT_TRUE(five) << why;
+  EXPECT_EQ(five->version(), 5);
+  EXPECT_EQ(five->unchecked().encode(), "5:3b12ab");
 }
 
 // Tokens printed before try_wait time-outs were on by default (version 3)
@@ -73,8 +79,10 @@ TEST(Schedule, RejectsMalformedText) {
   std::string why;
   EXPECT_FALSE(Schedule::decode("abc", &why));
   EXPECT_NE(why.find("version"), std::string::npos);
-  EXPECT_FALSE(Schedule::decode("6:ab", &why));
-  EXPECT_NE(why.find("unsupported version \"6\" (this build reads versions 2 to 5)"), std::string::npos) << why;
+  EXPECT_FALSE(Schedule::decode("7:ab", &why));
+  EXPECT_NE(why.find("unsupported version \"7\" (this build reads versions 2 to 6)"), std::string::npos) << why;
+  EXPECT_FALSE(Schedule::decode("16:ab", &why));
+  EXPECT_NE(why.find("unsupported version \"16\""), std::string::npos) << why;
   EXPECT_FALSE(Schedule::decode("1:a3ba", &why));
   EXPECT_NE(why.find("version 1"), std::string::npos) << why;
   EXPECT_FALSE(Schedule::decode("2:a!", &why));

@@ -14,6 +14,7 @@
 //    rule, not compared (the emulator's stricter verdict is deliberate,
 //    docs/silicon.md says why for each rule).
 // Anything else is a disagreement, printed with the program.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -62,12 +63,18 @@ std::optional<Recorded> load(const std::string& path) {
   return r;
 }
 
-// Engines first: an async copy delivers as soon as it is issued, before the
-// issuing warp goes on, which the silicon runner's settle after each copy
-// makes true there. Otherwise the default: the one warp.
+// Engines first: an async copy delivers as soon as it is issued, whole,
+// before the issuing warp goes on, which the silicon runner's settle after
+// each copy makes true there (the engine, the last actor before its
+// alternatives, which would land it in pieces). Otherwise the default: the
+// one warp.
 class EnginesFirst final : public emu::Strategy {
  public:
-  std::optional<std::uint32_t> pick(const emu::Choice& c) override { return c.enabled[c.n - 1]; }
+  std::optional<std::uint32_t> pick(const emu::Choice& c) override {
+    const std::size_t n = static_cast<std::size_t>(
+        std::lower_bound(c.enabled, c.enabled + c.n, c.first_alternative) - c.enabled);
+    return c.enabled[n - 1];
+  }
 };
 
 struct Storage {

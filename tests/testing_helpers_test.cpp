@@ -161,7 +161,7 @@ emu::ExploreOptions runs(std::uint64_t n, unsigned jobs = 2) { return test::fixe
 
 // The schedule token of a failure message's replay line.
 std::string replay_token(const std::string& message) {
-  static const std::regex re("WSPIPE_REPLAY='?([345]:[0-9a-fA-F]{8}:[A-Za-z0-9{}]*)'?");
+  static const std::regex re("WSPIPE_REPLAY='?([3-6]:[0-9a-fA-F]{8}:[A-Za-z0-9{}]*)'?");
   std::smatch m;
   if (!std::regex_search(message, m, re)) return {};
   return m[1];
@@ -304,7 +304,7 @@ TEST(TestingHelpers, AVerifiedVerdictNamesItsAssumptions) {
   ASSERT_FALSE(none);
   EXPECT_TRUE(contains(none.message(), "verified, but with assumptions, and the test allows none"))
       << none.message();
-  EXPECT_TRUE(contains(none.message(), "a TMA load lands whole or in two pieces")) << none.message();
+  EXPECT_TRUE(contains(none.message(), "only the oldest TMA load of its engine's queue lands in pieces")) << none.message();
   // Each option that narrows what runs or what is checked is named.
   ex.spurious_try_wait = false;
   ex.async_reorder = false;
@@ -453,7 +453,7 @@ TEST(TestingHelpers, ExploresCleanOnBrokenRingReportsAReplayThatReproduces) {
       << msg;
   EXPECT_TRUE(contains(msg, "https://ui.perfetto.dev")) << msg;
   const std::string token = replay_token(msg);
-  ASSERT_EQ(token.rfind("5:", 0), 0u) << msg;
+  ASSERT_EQ(token.rfind("6:", 0), 0u) << msg;
 
   const auto dir = temp_dir("ring-replay");
   ScopedEnv replay("WSPIPE_REPLAY", token);
@@ -476,8 +476,8 @@ TEST(TestingHelpers, ReplayFollowsTheScheduleItIsGiven) {
   const auto found = testing::explores_clean(make, runs(200));
   ASSERT_FALSE(found);
   const std::string token = replay_token(found.message());
-  ASSERT_EQ(token.rfind("5:", 0), 0u) << found.message();
-  ASSERT_GT(token.size(), std::string("5:12345678:").size()) << "a schedule with deviations: " << token;
+  ASSERT_EQ(token.rfind("6:", 0), 0u) << found.message();
+  ASSERT_GT(token.size(), std::string("6:12345678:").size()) << "a schedule with deviations: " << token;
 
   const auto dir = temp_dir("handoff-replay");
   {
@@ -997,7 +997,7 @@ TEST(TestingHelpers, RapidcheckPropertyReplaysWithATrace) {
   CleanEnv env;
   const auto property = [] { testing::rc_explore_clean(handoff_factory(4, true)); };
   const std::string token = replay_token(rapidcheck_message(property));
-  ASSERT_EQ(token.rfind("5:", 0), 0u);
+  ASSERT_EQ(token.rfind("6:", 0), 0u);
   const auto dir = temp_dir("rc-replay");
   {
     ScopedEnv replay("WSPIPE_REPLAY", token);

@@ -414,6 +414,8 @@ std::string replay_command(const std::string& prog, const Plan& p, const emu::Ru
   emu::RunOptions run = p.settings.run_options();
   run.spurious_try_wait = r.spurious_try_wait;
   run.async_reorder = r.async_reorder;
+  run.reorder_window = r.reorder_window;
+  run.legacy_pieces = r.legacy_pieces;  // its token is of version 5 or older, replayed so anyway
   if (r.spin_out_limit != 0) run.spin_out_limit = r.spin_out_limit;  // 0: a version 4 token, replayed so anyway
   return emu::replay_command(emu::SettingsFront::flags, run, r.schedule, prog, args, launch);
 }

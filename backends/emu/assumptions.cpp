@@ -45,7 +45,9 @@ std::vector<std::string> uninstrumented_translation_units() {
   return u.files;
 }
 
-std::vector<std::string> assumptions(const ExploreOptions& o) {
+std::vector<std::string> assumptions(const ExploreOptions& o) { return assumptions(o, 0); }
+
+std::vector<std::string> assumptions(const ExploreOptions& o, std::uint64_t runs_past_window) {
   std::vector<std::string> a;
   const bool exhaustive =
       std::any_of(o.portfolio.begin(), o.portfolio.end(), [](const StrategySpec& s) { return s.kind == StrategyKind::exhaustive; });
@@ -60,9 +62,14 @@ std::vector<std::string> assumptions(const ExploreOptions& o) {
                 " times in a row, or until it leaves the loop, not a number of times between (--spin-out-limit)");
   if (!o.async_reorder)
     a.push_back("TMA loads complete whole, in issue order (--no-async-reorder)");
-  else
-    a.push_back("a TMA load lands whole or in two pieces, only the oldest of its engine's queue in pieces, and "
-                "only the 3 loads queued after the oldest may complete before it");
+  else {
+    a.push_back("only the oldest TMA load of its engine's queue lands in pieces, cut in halves or where its "
+                "barrier's tx-count reaches zero");
+    if (runs_past_window != 0)
+      a.push_back("in " + std::to_string(runs_past_window) + " run(s) a TMA load queued behind more than " +
+                  std::to_string(std::max(o.reorder_window, 1u)) +
+                  " older operations of its engine could not complete before all of them (--reorder-window)");
+  }
   if (!o.race_check) a.push_back("the race checker is off: unordered data accesses are not reported");
   if (!o.lane_divergence)
     a.push_back("a warp's lanes run as one: values that differ between lanes are not seen (--lane-divergence)");

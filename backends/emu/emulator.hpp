@@ -115,6 +115,12 @@ class EventObserver {
 // many tries plus one can pass on each of its tries.
 inline constexpr std::uint32_t kSingleTimeOuts = 3;
 
+// The default RunOptions::reorder_window. Each position is an actor per
+// CTA, and the exhaustive search explores every enabled one at each of
+// its engine's completions: wider windows cost schedules quickly
+// (docs/exploration.md, "The reorder window").
+inline constexpr std::uint32_t kReorderWindow = 3;
+
 struct RunOptions {
   StrategyParams strategy;
   std::uint64_t max_steps = 5'000'000;  // step budget; running out is reported as a livelock
@@ -153,15 +159,26 @@ struct RunOptions {
   // exploration refuses it). docs/emulator-models.md "Time-outs in a row".
   std::uint32_t spin_out_limit = 1024;
   // TMA loads complete in every order PTX allows: a later load of a CTA's
-  // TMA engine before an earlier one (of up to 3 younger ones, the one at
-  // queue position 1, 2 or 3), and a load's bytes delivered and counted on
-  // its mbarrier in pieces of whole 128-byte lines. Each is a move of an
-  // actor of its own, after all the others (the TMA engine's "[1]" ...
-  // "[piece]"), that the strategies pick and schedules record; the default
-  // policy never picks one, and each counts as a preemption. Off: loads
-  // complete whole, in issue order.
+  // TMA engine before the earlier operations queued there (a load at queue
+  // position 1 to reorder_window, below), and a load's bytes delivered and
+  // counted on its mbarrier in pieces: the oldest load of the queue, cut in
+  // halves of whole 128-byte lines the first time, and wherever its
+  // barrier's tx-count can reach zero (as many times as it can). Each is a
+  // move of an actor of its own, after all the others (the TMA engine's
+  // "[1]" ... "[piece]"), that the strategies pick and schedules record;
+  // the default policy never picks one, and each counts as a preemption.
+  // Off: loads complete whole, in issue order.
   // docs/emulator-models.md "Completion order".
   bool async_reorder = true;
+  // How far back in its engine's queue a TMA load may complete from, ahead
+  // of every older operation there: each position is an alternative actor
+  // per CTA. A load queued further back waits until it is within the
+  // window; a run where one was counts it (RunResult::loads_past_window),
+  // and a verdict names it among its assumptions. At least 1.
+  std::uint32_t reorder_window = kReorderWindow;
+  // A schedule of version 5 or older (replay() sets it): a load was cut
+  // once, in halves, and only 3 loads behind the oldest could overtake it.
+  bool legacy_pieces = false;
   // The happens-before race checker (vector clocks and shadow state of TMEM
   // cells and shared-memory chunks). Off: no race reports, faster runs.
   bool race_check = true;
@@ -275,6 +292,12 @@ struct RunResult {
   // without them. A replay line names the modes it had.
   bool spurious_try_wait = true;
   bool async_reorder = true;
+  // Its options' reorder_window, and the TMA loads queued past it (further
+  // back in their engine's queue than a load may complete from ahead of
+  // the older ones): what the run could not reorder.
+  std::uint32_t reorder_window = kReorderWindow;
+  bool legacy_pieces = false;
+  std::uint64_t loads_past_window = 0;
   // Its options' spin_out_limit (0 for a schedule of version 4 or older,
   // which replay() runs with every time-out a step of its own).
   std::uint32_t spin_out_limit = 1024;

@@ -297,6 +297,7 @@ RunResult replay(const Kernel& kernel, const Schedule& schedule, RunOptions opti
   // line said --spurious-try-wait: with both now on by default, such a
   // schedule replays with loads in order, and is tried first without
   // time-outs (one run, no trace), then replayed in whichever mode it fits.
+  if (schedule.version() <= 5) options.legacy_pieces = true;
   if (schedule.version() <= 4) options.spin_out_limit = 0;
   if (schedule.version() <= 3) options.async_reorder = false;
   if (schedule.version() <= 3 && options.spurious_try_wait) {
@@ -646,7 +647,7 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
   // Round-robin alone makes the same choices in every run: one covers it.
   const bool deterministic = std::all_of(o.portfolio.begin(), o.portfolio.end(),
                                          [](const StrategySpec& s) { return s.kind == StrategyKind::round_robin; });
-  std::atomic<std::uint64_t> next{0}, runs{0}, steps{0}, best{kNoRun};
+  std::atomic<std::uint64_t> next{0}, runs{0}, steps{0}, best{kNoRun}, past_window{0};
   std::atomic<bool> stop{false};
   std::mutex mu;
   BudgetClock clock(o.seconds);
@@ -671,6 +672,7 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
     clock.run_finished();
     runs.fetch_add(1);
     steps.fetch_add(r.steps);
+    if (r.loads_past_window != 0) past_window.fetch_add(1);
     if (o.on_run) o.on_run(i, r);
     if (!failed(r)) return;
     std::lock_guard<std::mutex> lock(mu);
@@ -699,6 +701,7 @@ void explore_sampled(const KernelFactory& make, const ExploreOptions& o, const R
   }
   res.runs = runs.load();
   res.steps = steps.load();
+  res.runs_past_window += past_window.load();
   progress();
 }
 
@@ -725,7 +728,7 @@ void explore_exhaustive(const KernelFactory& make, const ExploreOptions& o, cons
   std::mutex mu;  // guards the trees, the counts and `found`
   std::condition_variable cv;
   bool stop = false;
-  std::uint64_t runs = 0, pruned = 0, steps = 0, taken = 0;
+  std::uint64_t runs = 0, pruned = 0, steps = 0, taken = 0, past_window = 0;
   auto last = SteadyClock::now();
   auto progress = [&] {
     if (!o.on_progress) return;
@@ -759,6 +762,7 @@ void explore_exhaustive(const KernelFactory& make, const ExploreOptions& o, cons
     } else {
       ++runs;
       steps += r.steps;
+      past_window += r.loads_past_window != 0 ? 1 : 0;
     }
     if (failed(r)) {
       if (found.run == kNoRun) found = {i, o.portfolio.front(), std::move(r)};
@@ -853,6 +857,7 @@ void explore_exhaustive(const KernelFactory& make, const ExploreOptions& o, cons
   res.runs = runs;
   res.pruned = pruned;
   res.steps = steps;
+  res.runs_past_window = past_window;
   res.complete = settled && all_done() && found.run == kNoRun;
   if (o.on_progress)
     o.on_progress({.runs = res.runs, .steps = res.steps, .seconds = since(t0), .failed = found.run != kNoRun});
@@ -901,6 +906,7 @@ ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions&
       if (found.run == kNoRun) {
         ++res.runs;
         res.steps += measuring->result.steps;
+        res.runs_past_window += measuring->result.loads_past_window != 0 ? 1 : 0;
         found = std::move(*measuring);
       }
     } else {
@@ -950,7 +956,7 @@ ExploreResult explore_unguarded(const KernelFactory& make, const ExploreOptions&
     res.failure = std::move(f);
   }
   res.interrupted = res.interrupted || interrupted(o.interrupt);  // perhaps while shrinking
-  res.assumptions = assumptions(o);
+  res.assumptions = assumptions(o, res.runs_past_window);
   res.seconds = since(t0);
   return res;
 }

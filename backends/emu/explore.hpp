@@ -204,6 +204,10 @@ struct ExploreResult {
   std::uint32_t shard_index = 0, shard_count = 1;
   std::uint64_t parts = 0, parts_total = 0;
   std::optional<Failure> failure;
+  // Runs in which a TMA load was queued further back than a load may
+  // complete from ahead of the older ones (RunOptions::reorder_window):
+  // their other completion orders were not explored.
+  std::uint64_t runs_past_window = 0;
   // What the verdict assumed beyond "every schedule of this configuration"
   // (assumptions(), below), one line each; empty: nothing beyond it.
   std::vector<std::string> assumptions;
@@ -232,6 +236,9 @@ struct ExploreResult {
 // (uninstrumented_translation_units). Empty: no assumption beyond the
 // configuration.
 std::vector<std::string> assumptions(const ExploreOptions& options);
+// The same for an exploration that made `runs_past_window` runs with a
+// TMA load queued past the reorder window (ExploreResult::runs_past_window).
+std::vector<std::string> assumptions(const ExploreOptions& options, std::uint64_t runs_past_window);
 // The translation units of this program that include emu_backend.hpp and
 // were compiled without the access instrumentation (WSPIPE_INSTRUMENT_ACCESSES
 // OFF for their target, or a build without it): their plain shared-memory

@@ -226,6 +226,7 @@ JsonFields json_fields(const ExploreResult& e) {
                   {"interrupted", json_bool(e.interrupted)},
                   {"assumptions", json_strings(e.assumptions)},
                   {"pruned", std::to_string(e.pruned)},
+                  {"runs_past_window", std::to_string(e.runs_past_window)},
                   {"seconds", seconds.str()}};
   if (e.sharded)
     j.insert(j.end(), {{"shard", json_quote(std::to_string(e.shard_index) + "/" + std::to_string(e.shard_count))},
@@ -275,6 +276,8 @@ std::string replay_command(SettingsFront front, const RunOptions& run, const Sch
   if (run.spin_out_limit != defaults.spin_out_limit && run.spin_out_limit != 0) add("spin-out-limit", std::to_string(run.spin_out_limit));
   if (run.lane_divergence) add("lane-divergence", "1");
   if (!run.async_reorder) add("no-async-reorder", "1");
+  if (run.async_reorder && !run.legacy_pieces && run.reorder_window != defaults.reorder_window)
+    add("reorder-window", std::to_string(run.reorder_window));
   std::string cmd;
   auto word = [&](const std::string& w) { cmd += (cmd.empty() ? "" : " ") + w; };
   if (front == SettingsFront::environment) {

@@ -57,13 +57,9 @@ std::optional<Schedule> Schedule::decode(std::string_view text, std::string* err
     return fail(0, "version 1 schedules (every choice listed) are no longer read; re-run the exploration that "
                    "printed it to get a version " + std::to_string(kVersion) + " schedule");
   Schedule s;
-  if (version == "2") {
-    s.version_ = 2;
-  } else if (version == "3") {
-    s.version_ = 3;
-  } else if (version == "4") {
-    s.version_ = 4;
-  } else if (version != "5") {
+  if (version.size() == 1 && version[0] - '0' >= kOldestVersion && version[0] - '0' <= kVersion) {
+    s.version_ = version[0] - '0';
+  } else {
     return fail(0, "unsupported version \"" + std::string(version) + "\" (this build reads versions " +
                        std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) + ")");
   }

@@ -19,7 +19,7 @@ namespace wspipe::emu {
 // with the same kernel and options reproduces the run step for step. A
 // schedule with few deviations prints short; shrinking removes them.
 //
-// Text encoding, version 5:  "5:" CHECK ":" DEVIATIONS, or "5:" DEVIATIONS
+// Text encoding, version 6:  "6:" CHECK ":" DEVIATIONS, or "6:" DEVIATIONS
 // without the check. CHECK is 8 hex digits, the fingerprint of the run the
 // schedule was recorded from: every step it took, each as the set of actors
 // that could move there (and which of them could only time out), including
@@ -27,9 +27,15 @@ namespace wspipe::emu {
 // is refused as a schedule of another kernel or configuration. DEVIATIONS
 // is one token per deviation, in order: the number of default choices since
 // the previous deviation (omitted when 0), then the actor: a letter for
-// 0..51 (a-z, A-Z) or a decimal number in braces ("{60}"). "5:3b12a" = take
+// 0..51 (a-z, A-Z) or a decimal number in braces ("{60}"). "6:3b12a" = take
 // the default at choice points 0-2, actor 1 at 3, the default at 4-15,
 // actor 0 at 16, then the default to the end.
+//
+// Version 5 (read, never written): the same encoding and check, recorded
+// when a TMA load could complete ahead of at most 3 older operations of
+// its engine and was cut into pieces once, in halves (the engines'
+// alternative actors were 4 per CTA: RunOptions::legacy_pieces, which
+// replay() sets for it).
 //
 // Version 4 (read, never written): the same encoding and check, recorded
 // when every try_wait time-out was a step of its own: a warp let time out
@@ -47,7 +53,7 @@ namespace wspipe::emu {
 // checked as it was recorded, against the fingerprint of the choice points.
 class Schedule {
  public:
-  static constexpr int kVersion = 5;      // what a new schedule encodes as
+  static constexpr int kVersion = 6;      // what a new schedule encodes as
   static constexpr int kOldestVersion = 2;  // the oldest decode() reads
 
   struct Deviation {

@@ -168,6 +168,12 @@ const Setting kSettings[] = {
      "TMA loads may complete out of issue order and in pieces, as\n"
      "PTX allows (the default; the strategies pick the orders)",
      false, [](SettingsState& s, std::string_view t) { s.options.async_reorder = parse_switch(t); }},
+    {"reorder-window", "WSPIPE_REORDER_WINDOW", "run.reorder_window = {}", "N",
+     "how far back in its TMA engine's queue a load may complete from,\n"
+     "ahead of the older operations (default 3; each position more\n"
+     "costs the complete search schedules); a verdict names the runs\n"
+     "where a load was queued further back",
+     false, [](SettingsState& s, std::string_view t) { s.options.reorder_window = parse_u32(t, 1, 1024); }},
     {"no-async-reorder", "WSPIPE_NO_ASYNC_REORDER", "run.async_reorder = false", "",
      "TMA loads complete whole, in issue order (fewer schedules;\n"
      "variants whose bug needs\n"

@@ -9,6 +9,7 @@
 // "tcgen05.mma", "cp.async.bulk.tensor".
 #include "backends/emu/runtime/engines.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -52,13 +53,24 @@ void EngineRoom::enqueue(std::uint32_t cta, bool tensor, AsyncOp op) {
     w_.touch(World::Res::engine_queue, e, Touch::read);
   }
   changed(e);  // the engine can move
+  const bool load = op.kind == AsyncOp::Kind::tma;
   engines_[e].queue.push_back(std::move(op));
+  // Behind more older operations than the window reaches: it cannot go
+  // before all of them (a narrowing the verdict names).
+  if (alt_count_ != 0 && load && engines_[e].queue.size() > per_cta_) w_.count_load_past_window();
 }
 
 void EngineRoom::changed(std::uint32_t e) {
   w_.mark(base_ + e);
   if (alt_count_ == 0 || engines_[e].tensor) return;
-  for (std::uint32_t j = 0; j < kAlternatives; ++j) w_.mark(alt_base_ + kAlternatives * engines_[e].cta + j);
+  for (std::uint32_t j = 0; j < per_cta_; ++j) w_.mark(alt_base_ + per_cta_ * engines_[e].cta + j);
+}
+
+void EngineRoom::tx_changed(std::uint32_t cta) {
+  if (alt_count_ == 0 || w_.options().legacy_pieces) return;
+  const Cluster& cl = w_.cluster(w_.cta(cta).cluster);
+  for (std::uint32_t c = cl.first_cta; c < cl.first_cta + w_.launch().cluster_size; ++c)
+    w_.mark(alt_base_ + per_cta_ * c + per_cta_ - 1);
 }
 
 // Whether an operation still queued will write into CTA `cta` or arrive on
@@ -157,48 +169,78 @@ bool EngineRoom::complete(std::uint32_t e, std::size_t k) {
 
 void EngineRoom::place_alternatives(std::uint32_t first) {
   alt_base_ = first;
-  alt_count_ = w_.options().async_reorder ? kAlternatives * w_.num_ctas() : 0;
+  per_cta_ = (w_.options().legacy_pieces ? 3 : std::max(w_.options().reorder_window, 1u)) + 1;
+  alt_count_ = w_.options().async_reorder ? per_cta_ * w_.num_ctas() : 0;
 }
 
-// Alternative j of CTA c: j < kAlternatives - 1 completes the load at queue
+// The next piece of engine `e`'s oldest operation, a TMA load: where one of
+// its barriers' tx-count would reach zero, if that is short of the load's
+// end (each piece is counted on every barrier of its destinations: a
+// multicast's, or a CTA pair's even CTA's twice); else, the first time,
+// about half of the load, in whole lines; else none. Only those cuts can
+// change what a barrier shows: between them its tx-count stays above zero
+// (docs/emulator-models.md, "Completion order").
+std::uint32_t EngineRoom::next_piece(std::uint32_t e, bool touch) const {
+  const std::deque<AsyncOp>& q = engines_[e].queue;
+  if (q.empty() || q.front().kind != AsyncOp::Kind::tma) return 0;
+  const AsyncOp& op = q.front();
+  const auto box = static_cast<std::uint32_t>(tma_box_bytes(op.map));
+  const std::uint32_t left = box - op.delivered;
+  const std::uint32_t half = box >= 2 * kPieceGrain ? left / 2 / kPieceGrain * kPieceGrain : 0;
+  if (w_.options().legacy_pieces) return op.delivered == 0 ? half : 0;
+  std::uint32_t cut = 0;
+  const std::uint32_t first = w_.cluster(w_.cta(engines_[e].cta).cluster).first_cta;
+  for (std::uint32_t r = 0; r < w_.launch().cluster_size; ++r) {
+    if (((op.mask >> r) & 1u) == 0) continue;
+    const std::uint32_t bar_cta = op.cta_group == 2 ? w_.pair_cta(first + r, 0) : first + r;
+    const std::int64_t id = w_.mbar().at(bar_cta, op.bar_offset);
+    if (id < 0) continue;
+    // The destinations that count on this barrier.
+    std::uint32_t counted = 0;
+    for (std::uint32_t s = 0; s < w_.launch().cluster_size; ++s)
+      if (((op.mask >> s) & 1u) != 0 && (op.cta_group == 2 ? w_.pair_cta(first + s, 0) : first + s) == bar_cta)
+        ++counted;
+    const std::int64_t tx = touch ? w_.mbar().read_tx(static_cast<std::uint32_t>(id)) : w_.mbar().tx_of(static_cast<std::uint32_t>(id));
+    if (tx <= 0 || tx % counted != 0) continue;
+    const auto bytes = static_cast<std::uint64_t>(tx / counted);
+    if (bytes < left && bytes % kChunk == 0 && (cut == 0 || bytes < cut)) cut = static_cast<std::uint32_t>(bytes);
+  }
+  if (cut != 0) return cut;
+  return op.delivered == 0 ? half : 0;
+}
+
+// Alternative j of CTA c: j < per_cta() - 1 completes the load at queue
 // position j + 1 of c's TMA engine, ahead of every older operation (PTX
 // orders no bulk copy's completion after another's); the last delivers a
-// piece of the oldest load, a prefix of whole lines (the bytes of one copy
-// may land and be counted in several steps; the H100 showed both), once
-// per load.
+// piece of the oldest load (next_piece: the bytes of one copy may land and
+// be counted in several steps; the H100 showed both).
 Move EngineRoom::alternative_move(std::uint32_t actor) const {
   const std::uint32_t a = actor - alt_base_;
-  const std::deque<AsyncOp>& q = engines_[2 * (a / kAlternatives)].queue;
-  const std::uint32_t j = a % kAlternatives;
-  if (j + 1 < kAlternatives) return q.size() > j + 1 && q[j + 1].kind == AsyncOp::Kind::tma ? Move::progress : Move::no;
-  // A load is split once: whether its first piece lands alone is what a
-  // barrier or a reader can tell; more pieces of it only multiply the
-  // schedules (docs/emulator-models.md, "Completion order").
-  if (q.empty() || q.front().kind != AsyncOp::Kind::tma || q.front().delivered != 0) return Move::no;
-  const auto bytes = static_cast<std::uint32_t>(tma_box_bytes(q.front().map));
-  return bytes >= 2 * kPieceGrain ? Move::progress : Move::no;
+  const std::uint32_t e = 2 * (a / per_cta_);
+  const std::deque<AsyncOp>& q = engines_[e].queue;
+  const std::uint32_t j = a % per_cta_;
+  if (j + 1 < per_cta_) return q.size() > j + 1 && q[j + 1].kind == AsyncOp::Kind::tma ? Move::progress : Move::no;
+  return next_piece(e, false) != 0 ? Move::progress : Move::no;
 }
 
 std::string EngineRoom::alternative_name(std::uint32_t actor) const {
   const std::uint32_t a = actor - alt_base_;
-  const std::uint32_t j = a % kAlternatives;
-  const std::string& tma = engines_[2 * (a / kAlternatives)].name;
-  return j + 1 < kAlternatives ? tma + "[" + std::to_string(j + 1) + "]" : tma + "[piece]";
+  const std::uint32_t j = a % per_cta_;
+  const std::string& tma = engines_[2 * (a / per_cta_)].name;
+  return j + 1 < per_cta_ ? tma + "[" + std::to_string(j + 1) + "]" : tma + "[piece]";
 }
 
 bool EngineRoom::alternative_step(std::uint32_t actor) {
   const std::uint32_t a = actor - alt_base_;
-  const std::uint32_t e = 2 * (a / kAlternatives);
-  const std::uint32_t j = a % kAlternatives;
-  if (j + 1 < kAlternatives) return complete(e, j + 1);
-  // A piece: about half of what is left, in whole lines; the load stays the
-  // oldest, with the rest to deliver.
+  const std::uint32_t e = 2 * (a / per_cta_);
+  const std::uint32_t j = a % per_cta_;
+  if (j + 1 < per_cta_) return complete(e, j + 1);
+  // A piece: the load stays the oldest, with the rest to deliver.
   changed(e);
   AsyncOp& op = engines_[e].queue.front();
   w_.touch(World::Res::engine, e);
   w_.touch(World::Res::async_op, World::key(e, op.seq), Touch::await);
-  const auto bytes = static_cast<std::uint32_t>(tma_box_bytes(op.map));
-  const std::uint32_t piece = (bytes - op.delivered) / 2 / kPieceGrain * kPieceGrain;
+  const std::uint32_t piece = next_piece(e, true);
   const std::uint32_t comp = w_.comp_tma(op.issuer);
   if (w_.options().race_check) w_.async_start(comp, op.clock);
   w_.tma_load().complete(op, e, op.delivered + piece);

@@ -87,17 +87,20 @@ struct ClcRequest : Issued {
 
 // The engines: actors first_actor() + e, e = 2 * cta + (tensor core ? 1 : 0).
 // With RunOptions::async_reorder, each CTA's TMA engine also has
-// kAlternatives alternative actors, from first_alternative() on, numbered
-// kAlternatives * cta + j: j < kAlternatives - 1 completes the load at queue
-// position j + 1 ahead of the older operations (out of issue order); the
-// last delivers and counts a piece of the oldest load (in pieces). The
-// strategies pick them as any actor; the default policy never does.
+// per_cta() = RunOptions::reorder_window + 1 alternative actors, from
+// first_alternative() on, numbered per_cta() * cta + j: j < per_cta() - 1
+// completes the load at queue position j + 1 ahead of the older operations
+// (out of issue order); the last delivers and counts a piece of the oldest
+// load (in pieces). The strategies pick them as any actor; the default
+// policy never does.
 class EngineRoom : Room {
  public:
-  static constexpr std::uint32_t kAlternatives = 4;
   // A load is cut into pieces of whole 128-byte lines (a swizzle keeps each
   // 16-byte chunk in its line): one of at least two lines can be split.
+  // Where its barrier's tx-count reaches zero, the cut is at a 16-byte
+  // chunk, the grain at which silicon counts a copy's bytes.
   static constexpr std::uint32_t kPieceGrain = 128;
+  static constexpr std::uint32_t kChunk = 16;
 
   EngineRoom(World& world, std::uint32_t first_actor);
 
@@ -125,10 +128,16 @@ class EngineRoom : Room {
   void place_alternatives(std::uint32_t first);
   std::uint32_t first_alternative() const { return alt_base_; }
   std::uint32_t alternatives() const { return alt_count_; }
+  // A CTA's alternatives: the reorder window's, then the piece's.
+  std::uint32_t per_cta() const { return per_cta_; }
   Move alternative_move(std::uint32_t actor) const;
   std::string alternative_name(std::uint32_t actor) const;
   // The scheduler picked alternative `actor`; false when the run ended.
   bool alternative_step(std::uint32_t actor);
+
+  // The tx-count of a barrier of CTA `cta` changed: whether a piece of a
+  // load into it can bring it to zero (alternative_move) may have too.
+  void tx_changed(std::uint32_t cta);
 
   // async.*: an operation `op` reaches CTA `cta` after its exit; a CTA
   // exits with operations still in flight into it (false: reported).
@@ -141,10 +150,14 @@ class EngineRoom : Room {
   bool complete(std::uint32_t e, std::size_t k);
   // Engine `e`'s queue changed: it and its alternatives may move otherwise.
   void changed(std::uint32_t e);
+  // The size of the next piece of the oldest load of engine `e` (0: none
+  // can land now), reading its barriers' tx-counts as a footprint when
+  // `touch` (the step that lands it).
+  std::uint32_t next_piece(std::uint32_t e, bool touch) const;
 
   std::uint32_t base_ = 0;
   std::vector<Engine> engines_;  // 2 per CTA: TMA engine, tensor core
-  std::uint32_t alt_base_ = ~0u, alt_count_ = 0;
+  std::uint32_t alt_base_ = ~0u, alt_count_ = 0, per_cta_ = 0;
 };
 
 }  // namespace wspipe::emu::detail

@@ -241,6 +241,7 @@ void MbarrierRoom::inval(SharedMemBarrier& bar, const SourceLoc& loc) {
   touch(w_, *m, Touch::write);
   m->live = false;
   w_.mark_list(w_.mbar_list(static_cast<std::uint32_t>(m - mbars_.data())));  // its waiters cannot pass now
+  w_.engines().tx_changed(m->cta);  // no piece is cut at its tx-count now
   bar.raw = 0;
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id),
@@ -327,6 +328,7 @@ bool MbarrierRoom::complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint3
   Mbar& m = mbars_[id];
   touch_count(w_, m);
   m.tx -= bytes;
+  w_.engines().tx_changed(m.cta);
   if (!check_tx_range(id, w_.running(), op.loc)) return false;
   if (w_.options().race_check) {
     if (m.acc.empty()) m.acc.assign(w_.clock_size(m.cta), 0);
@@ -354,6 +356,7 @@ bool MbarrierRoom::arrive_on(std::uint32_t id, std::uint32_t count, std::uint32_
   Warp& running = w_.running();
   // arrive.expect_tx is expect-tx(n) then arrive-on(1), per lane.
   m->tx += static_cast<std::int64_t>(tx_bytes) * count;
+  if (tx_bytes != 0) w_.engines().tx_changed(m->cta);
   if (tx_bytes != 0 && !check_tx_range(id, running, loc)) return false;
   if (count > m->pending) {
     // Whether it over-arrives depends on the arrivals before it.
@@ -413,6 +416,7 @@ void MbarrierRoom::tx(SharedMemBarrier& bar, std::int64_t delta_per_lane, const 
   touch_count(w_, *m);
   if (delta > 0) touch(w_, *m, World::Res::mbar_count, m->phase, Touch::write);  // an expect_tx (arrive_on)
   m->tx += delta;
+  w_.engines().tx_changed(m->cta);
   if (!check_tx_range(id, w, loc)) return;
   if (w_.options().trace)
     w_.record({.step = w_.step(), .warp = static_cast<std::int32_t>(w.id), .object = static_cast<std::int32_t>(id),
@@ -595,6 +599,12 @@ void MbarrierRoom::report_not_shared(Warp& w, const char* whose, const SourceLoc
 
 // A TMA load about to complete `bytes` of transaction count on barrier `m`
 // (id `id`): true, after reporting, when they overshoot the phase.
+std::int64_t MbarrierRoom::read_tx(std::uint32_t id) {
+  const Mbar& m = mbars_[id];
+  touch(w_, m, World::Res::mbar_count, m.phase, Touch::read);
+  return m.tx;
+}
+
 bool MbarrierRoom::tx_overshoot(std::uint32_t id, std::uint32_t bytes, const Issued& op) {
   const Mbar& m = mbars_[id];
   touch(w_, m, World::Res::mbar_count, m.phase, Touch::read);  // the rule reads the arrivals and tx-count

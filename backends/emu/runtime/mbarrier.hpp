@@ -90,6 +90,10 @@ class MbarrierRoom : Room {
   //   the run ended.
   bool complete_tx(std::uint32_t id, std::uint32_t bytes, std::uint32_t comp, std::int32_t actor, const Issued& op,
                    std::uint64_t begin);
+  // - the tx-count of barrier `id`'s current phase; read_tx also touches
+  //   it as read (a footprint: what a TMA load's piece is cut at);
+  std::int64_t tx_of(std::uint32_t id) const { return mbars_[id].tx; }
+  std::int64_t read_tx(std::uint32_t id);
   // - a TMA load's `bytes` overshoot the phase of barrier `id` (reported: true);
   bool tx_overshoot(std::uint32_t id, std::uint32_t bytes, const Issued& op);
   // - an operation's completion finds no barrier at `offset` of CTA `cta`

@@ -37,6 +37,11 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
 
   const std::uint32_t num_ctas = launch.num_clusters * launch.cluster_size;
   ctas_.resize(num_ctas);
+  // A run under the rules of an older schedule version (replay() of one)
+  // records its schedule in that version, which replays under the same
+  // rules. (Loads in issue order say so in the replay line instead.)
+  if (options_.legacy_pieces && options_.async_reorder)
+    result_.schedule = Schedule({}, 0, options_.spin_out_limit == 0 ? 4 : 5);
   // A constructor that throws (a bad strategy below) runs no destructor:
   // the CTAs' buffers go back to this thread's spares on the way out, as
   // ~World gives them back.
@@ -164,7 +169,7 @@ World::World(const LaunchConfig& launch_in, const std::function<void()>& body, c
     }
     for (std::uint32_t a = 0; a < engines_->alternatives(); ++a)
       result_.trace.warps.push_back(
-          {engines_->alternative_name(engines_->first_alternative() + a), a / EngineRoom::kAlternatives});
+          {engines_->alternative_name(engines_->first_alternative() + a), a / engines_->per_cta()});
     result_.trace.strip_prefix = source_root_;
     result_.trace.events = take_event_storage();
   }
@@ -291,6 +296,8 @@ RunResult World::run() {
   result_.spurious_try_wait = options_.spurious_try_wait;
   result_.spin_out_limit = options_.spin_out_limit;
   result_.async_reorder = options_.async_reorder;
+  result_.reorder_window = options_.reorder_window;
+  result_.legacy_pieces = options_.legacy_pieces;
   result_.choices = choices_;
   result_.schedule.set_check(fingerprint(result_.schedule.version()));
   if (result_.status == Status::deadlock || result_.status == Status::livelock) {

@@ -294,6 +294,8 @@ class World : public RunningWarp {
 
   // ---- The execution, as the rooms see it
   const RunOptions& options() const { return options_; }
+  // A TMA load was queued past RunOptions::reorder_window (EngineRoom).
+  void count_load_past_window() { ++result_.loads_past_window; }
   std::uint64_t step() const { return step_; }
   // The step in progress is a try_wait time-out taken because no actor
   // could make progress.
