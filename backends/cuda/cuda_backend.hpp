@@ -345,10 +345,16 @@ struct CudaBackendFor {
   WSPIPE_CUDA_OP std::uint32_t num_clusters() { return ::cuda::ptx::get_sreg_nclusterid_x(); }
   // elect.sync over the lanes that are active here: one of them runs f. The
   // mask is __activemask(), not ~0, so that elect_one inside a partial warp
-  // (as the emulator allows) is still defined.
+  // (as the emulator allows) is still defined. The lanes leave together
+  // (__syncwarp over the same mask): with independent thread scheduling
+  // nothing else makes the others wait for the elected lane, and those that
+  // run ahead into the next elect_one elect a second lane there, so that f
+  // runs twice (the delays' longer bodies showed it on an H200, docs/delays.md).
   template <class F>
   WSPIPE_CUDA_OP void elect_one(F&& f) {
-    if (detail::elect_sync(__activemask())) f();
+    const std::uint32_t lanes = __activemask();
+    if (detail::elect_sync(lanes)) f();
+    __syncwarp(lanes);
   }
   // Each thread is its own lane: f(lane) once per active lane.
   template <class F>
