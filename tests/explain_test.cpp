@@ -260,4 +260,31 @@ TEST(ExplainCli, BadInputIsAUsageError) {
   std::filesystem::remove(unknown);
 }
 
+TEST(ExplainCli, ALogSavedUnderDelaysNamesThemAndStillMatches) {
+  // explore's logs end their config line with the delays they ran under.
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string text = text_of("ring.no-release.0.log");
+  const std::string config = parsed(text).config;
+  const std::string spec = "seed:7,density:64,max_ns:65536,sites:wait@ring.hpp:73+arrive@ring.hpp:78";
+  const auto path = dir / "wspipe_explain_delays.log";
+  std::ofstream(path) << edited(text, "config ", "config " + config + " delays=" + spec);
+  std::string out, err;
+  EXPECT_EQ(cli({"explain", path.string()}, out, err), 0) << out << err;
+  EXPECT_NE(out.find("matched: run 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("seeded delays (" + spec + ")"), std::string::npos) << out;
+  EXPECT_NE(out.find("replay:   wspipe replay ring/no-release --stages 4 --items 1000 --release lanes"),
+            std::string::npos)
+      << out;
+
+  const cuda::EventLogFile log = emu::read_event_log(path.string());
+  EXPECT_EQ(log.config, config);
+  EXPECT_EQ(log.delays, spec);
+  std::filesystem::remove(path);
+
+  std::string c = "scenario=ring stages=4 delays=off items=1000", d = "x";
+  emu::take_delays(c, d);
+  EXPECT_EQ(c, "scenario=ring stages=4 items=1000");
+  EXPECT_EQ(d, "");
+}
+
 }  // namespace

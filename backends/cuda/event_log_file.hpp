@@ -95,6 +95,11 @@ struct EventLogFile {
   Dim3 grid{}, block{}, cluster{1, 1, 1};
   std::uint64_t smem_bytes = 0;
   std::string config;
+  // The seeded delays the launch ran under (docs/delays.md): the config
+  // line's `delays=` token, which emu::read_event_log takes out of `config`
+  // (it says how the GPU's schedule was pushed, not which kernel ran; "off"
+  // and an empty string: none). parse_event_log leaves it in `config`.
+  std::string delays;
   std::uint32_t capacity = 0;
   std::vector<std::pair<std::uint32_t, std::string>> sources;  // file id, name
   std::optional<Trap> trap;                                     // the log header's (the last warp to trap)

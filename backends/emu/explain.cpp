@@ -577,7 +577,23 @@ cuda::EventLogFile read_event_log(const std::string& path) {
     text = s.str();
   }
   std::istringstream in(text);
-  return cuda::parse_event_log(in);
+  cuda::EventLogFile log = cuda::parse_event_log(in);
+  take_delays(log.config, log.delays);
+  return log;
+}
+
+void take_delays(std::string& config, std::string& delays) {
+  std::istringstream words(config);
+  std::string kept;
+  delays.clear();
+  for (std::string w; words >> w;) {
+    if (w.rfind("delays=", 0) == 0) {
+      delays = w.substr(7) == "off" ? "" : w.substr(7);
+      continue;
+    }
+    kept += (kept.empty() ? "" : " ") + w;
+  }
+  config = kept;
 }
 
 ExplainResult explain(const KernelFactory& make, const cuda::EventLogFile& log, const ExplainOptions& options) {
@@ -588,6 +604,9 @@ ExplainResult explain(const KernelFactory& make, const cuda::EventLogFile& log, 
   const LaunchConfig launch = checked_launch(make().launch);
   std::optional<ExplainMismatch> impossible;
   Matcher matcher(log, plan_warps(log, launch, res.notes, impossible), launch.warps_per_cta, launch.cluster_size);
+  if (!log.delays.empty())
+    res.notes.push_back("the GPU ran under seeded delays (" + log.delays +
+                        "): the emulator has none; the search follows the events they led to");
   for (const cuda::EventLogWarp& w : log.warps) res.log_events += w.total;
   res.seed = options.first_seed;
   if (impossible) {  // no run needed

@@ -21,8 +21,15 @@ namespace wspipe::emu {
 // gzip-compressed where `path` ends in ".gz" (read through `gzip -dc`).
 // Throws std::runtime_error naming the file when it cannot be read, and
 // cuda::EventLogParseError (line and what was expected) when it is not a
-// log of a version this build reads.
+// log of a version this build reads. A `delays=SPEC` token of the config
+// line (logs that `wspipe_silicon explore` saves) moves to the result's
+// `delays`, the rest staying in `config`: the delays pushed the GPU's
+// schedule, they are no option of the kernel, and the search matches the
+// log's events whatever pushed them (explain notes them).
 cuda::EventLogFile read_event_log(const std::string& path);
+// That split alone: `config` without its `delays=` token, which goes to
+// `delays` ("" where there is none or it says "off").
+void take_delays(std::string& config, std::string& delays);
 
 struct ExplainProgress {
   std::uint64_t runs = 0;      // runs finished
