@@ -401,8 +401,11 @@ std::string option_values(const Plan& p) {
 }
 
 // The command that replays `r`, with the try_wait mode it ran in (a
-// version 3 schedule may have replayed without spurious time-outs).
-std::string replay_command(const std::string& prog, const Plan& p, const emu::RunResult& r) {
+// version 3 schedule may have replayed without spurious time-outs);
+// `schedule_argument`: its --schedule value where it is not the encoding
+// itself (@FILE).
+std::string replay_command(const std::string& prog, const Plan& p, const emu::RunResult& r,
+                           const std::optional<std::string>& schedule_argument = std::nullopt) {
   std::vector<std::string> args = {"replay", p.display};
   for (const auto& spec : p.scenario->options) {
     args.push_back("--" + spec.name);
@@ -417,6 +420,7 @@ std::string replay_command(const std::string& prog, const Plan& p, const emu::Ru
   run.reorder_window = r.reorder_window;
   run.legacy_pieces = r.legacy_pieces;  // its token is of version 5 or older, replayed so anyway
   if (r.spin_out_limit != 0) run.spin_out_limit = r.spin_out_limit;  // 0: a version 4 token, replayed so anyway
+  if (schedule_argument) return emu::replay_command(emu::SettingsFront::flags, run, *schedule_argument, prog, args, launch);
   return emu::replay_command(emu::SettingsFront::flags, run, r.schedule, prog, args, launch);
 }
 
@@ -541,20 +545,17 @@ std::string json_result(const Plan& p, const Outcome& o, const std::string& prog
 void print_replay(std::ostream& out, const std::string& prog, const Plan& p, const emu::RunResult& r,
                   const std::string& between) {
   const std::string encoded = r.schedule.encode();
-  std::string replay = replay_command(prog, p, r);
   std::optional<std::string> saved;
   if (encoded.size() > kPrintedSchedule) saved = save_long_schedule(encoded, r.schedule);
   if (saved) {
-    out << "schedule: " << encoded.substr(0, 40) << "... (" << encoded.size() << " characters, in " << *saved
-        << ")\n";
-    const std::string quoted = "--schedule " + emu::shell_quote(encoded);
-    if (const auto at = replay.find(quoted); at != std::string::npos)
-      replay.replace(at, quoted.size(), "--schedule " + emu::shell_quote("@" + *saved));
+    out << "schedule: " << std::string_view(encoded).substr(0, 40) << "... (" << encoded.size()
+        << " characters, in " << *saved << ")\n";
   } else {
     out << "schedule: " << encoded << "\n";
   }
   out << between;
-  out << "replay:   " << replay << "\n";
+  out << "replay:   " << replay_command(prog, p, r, saved ? std::optional<std::string>("@" + *saved) : encoded)
+      << "\n";
 }
 
 void print_report(std::ostream& out, const Plan& p, const Outcome& o, const TraceFile& trace,

@@ -266,6 +266,12 @@ std::string to_json(const ExploreResult& result) { return to_json(json_fields(re
 std::string replay_command(SettingsFront front, const RunOptions& run, const Schedule& schedule,
                            const std::string& program, const std::vector<std::string>& args,
                            const std::vector<std::string>& extra, const std::optional<std::string>& trace_file) {
+  return replay_command(front, run, std::string_view(schedule.encode()), program, args, extra, trace_file);
+}
+
+std::string replay_command(SettingsFront front, const RunOptions& run, std::string_view schedule_argument,
+                           const std::string& program, const std::vector<std::string>& args,
+                           const std::vector<std::string>& extra, const std::optional<std::string>& trace_file) {
   const RunOptions defaults;
   std::vector<std::string> settings;  // as `front` spells them
   auto add = [&](const char* flag, const std::string& value) {
@@ -281,7 +287,7 @@ std::string replay_command(SettingsFront front, const RunOptions& run, const Sch
   std::string cmd;
   auto word = [&](const std::string& w) { cmd += (cmd.empty() ? "" : " ") + w; };
   if (front == SettingsFront::environment) {
-    word("WSPIPE_REPLAY=" + shell_quote(schedule.encode()));
+    word("WSPIPE_REPLAY=" + shell_quote(std::string(schedule_argument)));
     if (trace_file) word("WSPIPE_TRACE=" + shell_quote(*trace_file));
     for (const auto& s : settings) word(s);
   }
@@ -291,7 +297,7 @@ std::string replay_command(SettingsFront front, const RunOptions& run, const Sch
     for (const auto& s : settings) word(s);
   for (const auto& a : extra) word(shell_quote(a));
   if (front != SettingsFront::environment) {
-    word("--schedule " + shell_quote(schedule.encode()));
+    word("--schedule " + shell_quote(std::string(schedule_argument)));
     if (trace_file) word("--trace " + shell_quote(*trace_file));
   }
   return cmd;

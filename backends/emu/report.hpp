@@ -65,6 +65,13 @@ std::string to_json(const ExploreResult& result);
 //   flags:        PROGRAM ARGS... --max-steps N ... EXTRA... --schedule S [--trace FILE]
 //   environment:  WSPIPE_REPLAY=S [WSPIPE_TRACE=FILE] WSPIPE_MAX_STEPS=N ... PROGRAM ARGS... EXTRA...
 // Every word is quoted for a shell where it needs it.
+// `schedule_argument` instead of a schedule: what follows --schedule (or
+// WSPIPE_REPLAY=), the encoding or @FILE holding it (a long one, whose
+// encoding the caller already has).
+std::string replay_command(SettingsFront front, const RunOptions& run, std::string_view schedule_argument,
+                           const std::string& program, const std::vector<std::string>& args,
+                           const std::vector<std::string>& extra = {},
+                           const std::optional<std::string>& trace_file = std::nullopt);
 std::string replay_command(SettingsFront front, const RunOptions& run, const Schedule& schedule,
                            const std::string& program, const std::vector<std::string>& args,
                            const std::vector<std::string>& extra = {},
